@@ -1,0 +1,58 @@
+package prover
+
+import (
+	"context"
+	"time"
+
+	bls12381 "github.com/consensys/gnark-crypto/ecc/bls12-381"
+
+	"github.com/cuzk/cuzk/synth"
+)
+
+// Backend computes the heavy parts of Groth16 proofs (MSMs and the NTTs behind H) for
+// batches of solutions against one resident proving key. Randomization (r, s), the
+// α/β/δ terms and assembly are common code in this package, so every backend yields
+// proofs that gnark's groth16.Verify accepts.
+type Backend interface {
+	// Name identifies the backend and device, e.g. "cpu" or "cuda:0".
+	Name() string
+	// LoadKey makes a key's bases resident (device memory, precomputed tables). It is
+	// called once per key and process; the returned Key is reused for every proof.
+	LoadKey(ctx context.Context, pk *ProvingKey) (Key, error)
+	// Prove computes Parts for each solution, in order. It may consume (release) the
+	// A/B/C vectors of the solutions.
+	Prove(ctx context.Context, k Key, sols []*synth.Solution) ([]Parts, PhaseTimes, error)
+	// Close releases everything the backend holds.
+	Close() error
+}
+
+// Key is a proving key made resident by a Backend.
+type Key interface {
+	// Bytes is the memory the resident key occupies (host or device), for budgeting.
+	Bytes() int64
+	Close() error
+}
+
+// Parts are the backend-computed sums of one proof, without randomization:
+//
+//	A  = Σ G1.A[i]·w[i]       (over wires whose A base is not infinity)
+//	B1 = Σ G1.B[i]·w[i]       (over wires whose B base is not infinity)
+//	B2 = Σ G2.B[i]·w[i]       (same wires as B1)
+//	K  = Σ G1.K[j]·w_priv[j] + Σ G1.Z[i]·h[i]
+//
+// where h = (a·b − c)/t computed on the coset exactly as gnark's prover does.
+type Parts struct {
+	A, B1, K bls12381.G1Jac
+	B2       bls12381.G2Jac
+}
+
+// PhaseTimes is the time a backend spent in each phase of one Prove call (for the
+// whole batch). Zero means the phase did not run or the backend cannot separate it.
+type PhaseTimes struct {
+	H2D   time.Duration // host to device transfers
+	NTT   time.Duration // H computation
+	MSMG1 time.Duration
+	MSMG2 time.Duration
+	MSM   time.Duration // all MSMs, wall time (G1 and G2 may overlap)
+	Total time.Duration
+}

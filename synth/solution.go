@@ -1,0 +1,22 @@
+package synth
+
+import (
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+)
+
+// Solution is a solved witness ready for proving: the full wire assignment W and the
+// evaluations of the R1CS matrices on it (A·W, B·W, C·W, one entry per constraint).
+// A, B and C are consumed by the prover's H computation; once it has run they may be
+// released (nil) while W is still needed for the MSMs.
+type Solution struct {
+	Circuit string
+
+	W       []fr.Element // all wires: [1, public..., secret/internal...]
+	A, B, C []fr.Element // len == number of constraints
+
+	NbPublic int    // public wires including the constant one wire
+	Public   []byte // gnark witness.MarshalBinary of the public part (no constant wire)
+}
+
+// ReleaseABC drops the constraint evaluations once the prover has consumed them.
+func (s *Solution) ReleaseABC() { s.A, s.B, s.C = nil, nil, nil }
