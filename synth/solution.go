@@ -2,6 +2,7 @@ package synth
 
 import (
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark/backend/witness"
 )
 
 // Solution is a solved witness ready for proving: the full wire assignment W and the
@@ -16,6 +17,10 @@ type Solution struct {
 
 	NbPublic int    // public wires including the constant one wire
 	Public   []byte // gnark witness.MarshalBinary of the public part (no constant wire)
+
+	// Witness is gnark's full witness the solution was solved from: what gnark's own
+	// groth16.Prove takes, for reference runs on the same input.
+	Witness witness.Witness
 }
 
 // ReleaseABC drops the constraint evaluations once the prover has consumed them.

@@ -1,0 +1,107 @@
+package synth
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/consensys/gnark-crypto/ecc"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark/constraint"
+	cs "github.com/consensys/gnark/constraint/bls12-381"
+	"github.com/consensys/gnark/constraint/solver"
+	"github.com/consensys/gnark/frontend"
+	"github.com/consensys/gnark/frontend/cs/r1cs"
+)
+
+// Compiled is a BLS12-381 R1CS ready to solve. It is immutable and safe to share
+// between any number of concurrent Solve calls.
+type Compiled struct {
+	Name string
+	CS   *cs.R1CS
+
+	// Builtin is false for circuits imported from an externally compiled R1CS.
+	Builtin bool
+
+	est    MemEstimate
+	schema *inputSchema
+}
+
+// NbConstraints is the number of R1CS constraints (len of Solution.A, B, C).
+func (c *Compiled) NbConstraints() int { return c.CS.GetNbConstraints() }
+
+// NbWires is the length of Solution.W.
+func (c *Compiled) NbWires() int {
+	internal, secret, public := c.CS.GetNbVariables()
+	return internal + secret + public
+}
+
+// NbPublic counts public wires including the constant one wire, as Solution.NbPublic.
+func (c *Compiled) NbPublic() int { return len(c.CS.Public) }
+
+// NbSecret counts secret input wires.
+func (c *Compiled) NbSecret() int { return len(c.CS.Secret) }
+
+// Circuit returns the gnark circuit definition of a built-in circuit, sized for name
+// and without values: what frontend.Compile takes.
+func Circuit(name string) (frontend.Circuit, error) {
+	return lookupBuiltin(name)
+}
+
+// compileBuiltin compiles a built-in circuit with gnark's R1CS builder.
+func compileBuiltin(name string) (*Compiled, error) {
+	circuit, err := lookupBuiltin(name)
+	if err != nil {
+		return nil, err
+	}
+	ccs, err := frontend.Compile(ecc.BLS12_381.ScalarField(), r1cs.NewBuilder, circuit)
+	if err != nil {
+		return nil, fmt.Errorf("compile %s: %w", name, err)
+	}
+	sys, ok := ccs.(*cs.R1CS)
+	if !ok {
+		return nil, fmt.Errorf("compile %s: gnark returned %T, want a BLS12-381 R1CS", name, ccs)
+	}
+	return newCompiled(name, sys, true)
+}
+
+// newCompiled checks that sys is something our prover can handle and precomputes
+// what Solve and the memory budget need.
+func newCompiled(name string, sys *cs.R1CS, builtin bool) (*Compiled, error) {
+	if sys.Type != constraint.SystemR1CS {
+		return nil, fmt.Errorf("circuit %s: not an R1CS", name)
+	}
+	if sys.ScalarField != fr.Modulus().Text(16) {
+		return nil, fmt.Errorf("circuit %s: scalar field %s is not BLS12-381's", name, sys.ScalarField)
+	}
+	if sys.CommitmentInfo != nil && len(sys.CommitmentInfo.CommitmentIndexes()) > 0 {
+		return nil, fmt.Errorf("circuit %s: has %d BSB22 commitment(s), which the prover does not support",
+			name, len(sys.CommitmentInfo.CommitmentIndexes()))
+	}
+	if sys.GkrInfo.Is() {
+		return nil, fmt.Errorf("circuit %s: uses GKR, which the prover does not support", name)
+	}
+	if len(sys.Public) == 0 || sys.Public[0] != "1" {
+		return nil, errors.New("circuit " + name + ": first public wire is not the constant one")
+	}
+	if missing := missingHints(sys); len(missing) > 0 {
+		return nil, fmt.Errorf("circuit %s: needs solver hints not linked into this binary: %v", name, missing)
+	}
+	c := &Compiled{Name: name, CS: sys, Builtin: builtin}
+	c.schema = newInputSchema(sys.Public[1:], sys.Secret)
+	c.est = estimate(c)
+	return c, nil
+}
+
+func missingHints(sys *cs.R1CS) []string {
+	known := map[solver.HintID]bool{}
+	for _, h := range solver.GetRegisteredHints() {
+		known[solver.GetHintID(h)] = true
+	}
+	var missing []string
+	for id, name := range sys.MHintsDependencies {
+		if !known[id] {
+			missing = append(missing, name)
+		}
+	}
+	return missing
+}

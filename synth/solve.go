@@ -1,0 +1,76 @@
+package synth
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark/backend/witness"
+	cs "github.com/consensys/gnark/constraint/bls12-381"
+)
+
+// Solve parses inputs (see Compiled.Witness) and solves c on them. Bad inputs,
+// including inputs that do not satisfy the circuit, give an *InputError.
+//
+// ctx is checked before each phase; gnark's solver itself cannot be interrupted, so
+// a Solve under way runs to completion (its memory stays in use until then).
+func Solve(ctx context.Context, c *Compiled, inputs []byte) (*Solution, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	w, err := c.Witness(inputs)
+	if err != nil {
+		return nil, err
+	}
+	return SolveWitness(ctx, c, w)
+}
+
+// SolveWitness solves c on a gnark full witness, e.g. one from Compiled.Witness.
+func SolveWitness(ctx context.Context, c *Compiled, w witness.Witness) (*Solution, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	vec, ok := w.Vector().(fr.Vector)
+	if !ok {
+		return nil, badInput("witness is %T, want a BLS12-381 witness", w.Vector())
+	}
+	if len(vec) != c.nbInputs() {
+		return nil, badInput("witness has %d values, circuit %s takes %d", len(vec), c.Name, c.nbInputs())
+	}
+	res, err := c.CS.Solve(w)
+	if err != nil {
+		var unsat *cs.UnsatisfiedConstraintError
+		if errors.As(err, &unsat) {
+			return nil, &InputError{Msg: "inputs do not satisfy circuit " + c.Name, Err: err}
+		}
+		return nil, fmt.Errorf("solve %s: %w", c.Name, err)
+	}
+	sol, ok := res.(*cs.R1CSSolution)
+	if !ok {
+		return nil, fmt.Errorf("solve %s: gnark returned %T, want an R1CS solution", c.Name, res)
+	}
+	return &Solution{
+		Circuit:  c.Name,
+		W:        sol.W,
+		A:        sol.A,
+		B:        sol.B,
+		C:        sol.C,
+		NbPublic: c.NbPublic(),
+		Public:   publicWitness(vec[:c.NbPublic()-1]),
+		Witness:  w,
+	}, nil
+}
+
+// publicWitness encodes public inputs exactly as gnark's witness.MarshalBinary does
+// for a public witness: counts of public and secret values, then the vector.
+func publicWitness(pub fr.Vector) []byte {
+	buf := make([]byte, witnessHeaderSize+fr.Bytes*len(pub))
+	binary.BigEndian.PutUint32(buf[0:4], uint32(len(pub)))
+	binary.BigEndian.PutUint32(buf[8:12], uint32(len(pub)))
+	for i := range pub {
+		fr.BigEndian.PutElement((*[fr.Bytes]byte)(buf[witnessHeaderSize+fr.Bytes*i:]), pub[i])
+	}
+	return buf
+}
