@@ -123,7 +123,7 @@ func decodeR1CS(r io.Reader, size, extra int64) (sys *cs.R1CS, err error) {
 			sys, err = nil, fmt.Errorf("%w: %v", errCorrupt, p)
 		}
 	}()
-	sys = cs.NewR1CS(0)
+	sys = new(cs.R1CS) // zero value: NewR1CS presets fields the decoder cannot overwrite
 	if _, err := sys.ReadFrom(io.MultiReader(bytes.NewReader(hdr[:]), r)); err != nil {
 		return nil, fmt.Errorf("%w: %v", errCorrupt, err)
 	}

@@ -2,6 +2,7 @@ package synth
 
 import (
 	"math/bits"
+	"runtime"
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"github.com/consensys/gnark/constraint"
@@ -39,8 +40,11 @@ const (
 	// margin costs little.
 	perInputScratch = 384
 	// solveOverhead covers small fixed-size allocations: gnark's solver config (a
-	// copy of the hint registry), worker goroutines and channels, the decoder.
+	// copy of the hint registry), the JSON decoder. Measured at about 50 KiB.
 	solveOverhead = 64 << 10
+	// perCPUOverhead covers what gnark's solver allocates per worker (one per CPU):
+	// goroutine, scratch space, pooled big.Ints.
+	perCPUOverhead = 2 << 10
 )
 
 func estimate(c *Compiled) MemEstimate {
@@ -61,7 +65,7 @@ func estimate(c *Compiled) MemEstimate {
 		allocSize(witnessHeaderSize+fr.Bytes*nbPub) + // Solution.Public
 		allocSize(nbWires) + // solver: which wires are solved
 		hintScratch(c) +
-		solveOverhead
+		solveOverhead + perCPUOverhead*int64(runtime.NumCPU())
 	return m
 }
 

@@ -34,8 +34,13 @@ import (
 // Every value must be canonical (less than the BLS12-381 scalar field modulus r);
 // nothing is reduced. All failures are *InputError naming the field.
 func (c *Compiled) Witness(inputs []byte) (witness.Witness, error) {
-	if len(inputs) > 0 && inputs[0] == 0 {
+	switch {
+	case len(inputs) == 0:
+		return nil, badInput("inputs JSON is empty")
+	case inputs[0] == 0:
 		return c.binaryWitness(inputs)
+	case inputs[0] >= 0x80 || (inputs[0] < 0x20 && !strings.ContainsRune(" \t\r\n", rune(inputs[0]))):
+		return nil, badInput("inputs are neither JSON nor a gnark full-witness binary (first byte 0x%02x)", inputs[0])
 	}
 	return c.jsonWitness(inputs)
 }

@@ -17,12 +17,17 @@ const (
 	// syntheticInputs bounds the secret inputs: lanes share them round robin, so the
 	// inputs JSON stays small even at 2^26 constraints.
 	syntheticInputs = 64
+	// syntheticFanIn is how many chain ends one reduction constraint sums: well below
+	// gnark's compress threshold (300 terms), so no hidden constraints appear.
+	syntheticFanIn = 64
 )
 
 // syntheticCircuit has exactly 2^K constraints, all with full-size values: `lanes`
-// independent chains y ← (y + x)², each seeded by x + lane + 1 from a secret x, and one
-// final constraint binding the sum of the chain ends to the public Out. Lane 0 is one
-// step shorter so that the total is a power of two (the FFT domain is not doubled).
+// independent chains y ← (y + x)², each seeded by x + lane + 1 from a secret x, then
+// a tree reducing the chain ends, syntheticFanIn at a time, node = (Σ children)², and
+// one constraint binding the sum of the last level to the public Out. The first
+// lanes are one step shorter, one per reduction constraint, so that the total is a
+// power of two (the FFT domain is not doubled).
 type syntheticCircuit struct {
 	Out frontend.Variable `gnark:",public"`
 	X   []frontend.Variable
@@ -41,29 +46,49 @@ func newSynthetic(p []int) builtin {
 	}
 }
 
+// reductions counts the constraints after the chains: tree nodes plus the final one.
+func (c *syntheticCircuit) reductions() int {
+	m := 1
+	for n := c.lanes; n > syntheticFanIn; {
+		n = (n + syntheticFanIn - 1) / syntheticFanIn
+		m += n
+	}
+	return m
+}
+
 func (c *syntheticCircuit) laneSteps(lane int) int {
-	if lane == 0 {
+	if lane < c.reductions() {
 		return c.steps - 1
 	}
 	return c.steps
 }
 
 func (c *syntheticCircuit) Define(api frontend.API) error {
-	ends := make([]frontend.Variable, c.lanes)
-	for lane := range ends {
+	sum := func(vs []frontend.Variable) frontend.Variable {
+		if len(vs) == 1 {
+			return vs[0]
+		}
+		return api.Add(vs[0], vs[1], vs[2:]...)
+	}
+	nodes := make([]frontend.Variable, c.lanes)
+	for lane := range nodes {
 		x := c.X[lane%len(c.X)]
 		y := api.Add(x, lane+1)
 		for range c.laneSteps(lane) {
 			t := api.Add(y, x)
 			y = api.Mul(t, t)
 		}
-		ends[lane] = y
+		nodes[lane] = y
 	}
-	sum := ends[0]
-	if len(ends) > 1 {
-		sum = api.Add(ends[0], ends[1], ends[2:]...)
+	for len(nodes) > syntheticFanIn {
+		next := make([]frontend.Variable, (len(nodes)+syntheticFanIn-1)/syntheticFanIn)
+		for i := range next {
+			s := sum(nodes[i*syntheticFanIn : min(len(nodes), (i+1)*syntheticFanIn)])
+			next[i] = api.Mul(s, s)
+		}
+		nodes = next
 	}
-	api.AssertIsEqual(sum, c.Out)
+	api.AssertIsEqual(sum(nodes), c.Out)
 	return nil
 }
 
@@ -74,18 +99,33 @@ func (c *syntheticCircuit) assign(rng *rand.Rand) frontend.Circuit {
 		xs[i] = randomElement(rng)
 		a.X[i] = xs[i].BigInt(new(big.Int))
 	}
-	var sum, y, t, laneOffset fr.Element
-	for lane := range c.lanes {
+	nodes := make([]fr.Element, c.lanes)
+	var t, laneOffset fr.Element
+	for lane := range nodes {
 		x := &xs[lane%len(xs)]
 		laneOffset.SetUint64(uint64(lane + 1))
+		y := &nodes[lane]
 		y.Add(x, &laneOffset)
 		for range c.laneSteps(lane) {
-			t.Add(&y, x)
+			t.Add(y, x)
 			y.Square(&t)
 		}
-		sum.Add(&sum, &y)
 	}
-	a.Out = sum.BigInt(new(big.Int))
+	for len(nodes) > syntheticFanIn {
+		next := make([]fr.Element, (len(nodes)+syntheticFanIn-1)/syntheticFanIn)
+		for i := range next {
+			for _, n := range nodes[i*syntheticFanIn : min(len(nodes), (i+1)*syntheticFanIn)] {
+				next[i].Add(&next[i], &n)
+			}
+			next[i].Square(&next[i])
+		}
+		nodes = next
+	}
+	var out fr.Element
+	for i := range nodes {
+		out.Add(&out, &nodes[i])
+	}
+	a.Out = out.BigInt(new(big.Int))
 	return a
 }
 

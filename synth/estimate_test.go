@@ -1,0 +1,55 @@
+package synth
+
+import (
+	"context"
+	"runtime"
+	"runtime/debug"
+	"testing"
+)
+
+// measureSolve returns the bytes one Solve allocates with the garbage collector off:
+// then nothing is freed during the call, so this is the most it can add to the heap.
+func measureSolve(t *testing.T, c *Compiled, inputs []byte) int64 {
+	t.Helper()
+	runtime.GC()
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	sol, err := Solve(context.Background(), c, inputs)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.KeepAlive(sol)
+	return int64(after.TotalAlloc - before.TotalAlloc)
+}
+
+// TestEstimateBytes checks the estimate against measurement: never below it (the
+// budget must not under-reserve) and at most 30% above. The fixed allowances (64 KiB
+// overhead, 384 B per input) dominate only tiny circuits, which are exempt from the
+// upper bound below 1 MiB.
+func TestEstimateBytes(t *testing.T) {
+	names := []string{"synthetic-k10", "synthetic-k16", "merkle-poseidon2-d8-c4", "merkle-poseidon2-d24-c8", "sha256-preimage-b1", "sha256-preimage-b200"}
+	for _, name := range names {
+		c := mustCompile(t, name)
+		in := mustInputs(t, name, 1)
+		w, err := c.Witness(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bin, _ := w.MarshalBinary()
+		est := EstimateBytes(c)
+		for form, data := range map[string][]byte{"json": in, "binary": bin} {
+			measureSolve(t, c, data) // warm up pools and lazily built state
+			got := measureSolve(t, c, data)
+			ratio := float64(est) / float64(got)
+			t.Logf("%-26s %-6s constraints=%8d estimate=%10d measured=%10d ratio=%.3f", name, form, c.NbConstraints(), est, got, ratio)
+			if est < got {
+				t.Errorf("%s (%s): estimate %d below measured %d", name, form, est, got)
+			}
+			if got > 1<<20 && ratio > 1.3 {
+				t.Errorf("%s (%s): estimate %d more than 1.3x measured %d", name, form, est, got)
+			}
+		}
+	}
+}
