@@ -1,0 +1,207 @@
+// Package pgtest gives each test its own PostgreSQL database, cloned from a migrated
+// template, against the real server named by CUZK_TEST_DATABASE_URL (default: the
+// local server, user postgres). A test that cannot reach the server fails: the tests
+// that need the database are the point of the suite, so they never skip silently.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"runtime/debug"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cuzk/cuzk/migrations"
+)
+
+// DefaultAdminURL is used when CUZK_TEST_DATABASE_URL is unset.
+const DefaultAdminURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+// AdminURL is the server the tests create their databases on.
+func AdminURL() string {
+	if u := os.Getenv("CUZK_TEST_DATABASE_URL"); u != "" {
+		return u
+	}
+	return DefaultAdminURL
+}
+
+// DB is one test's private database.
+type DB struct {
+	Name string
+	URL  string
+	Pool *pgxpool.Pool
+}
+
+// New creates a fresh, migrated database for t and drops it when t ends.
+func New(t testing.TB) *DB {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	admin, err := pgx.Connect(ctx, AdminURL())
+	if err != nil {
+		t.Fatalf("pgtest: connect to %s (start PostgreSQL or set CUZK_TEST_DATABASE_URL): %v", AdminURL(), err)
+	}
+	defer admin.Close(ctx)
+
+	tmpl, err := ensureTemplate(ctx, admin)
+	if err != nil {
+		t.Fatalf("pgtest: template database: %v", err)
+	}
+	name := "cuzk_t_" + randHex(6)
+	if _, err := admin.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s", name, tmpl)); err != nil {
+		t.Fatalf("pgtest: create database %s: %v", name, err)
+	}
+	dbURL, err := withDatabase(AdminURL(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		t.Fatalf("pgtest: open %s: %v", name, err)
+	}
+	db := &DB{Name: name, URL: dbURL, Pool: pool}
+	t.Cleanup(func() {
+		pool.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		c, err := pgx.Connect(ctx, AdminURL())
+		if err != nil {
+			t.Logf("pgtest: drop %s: %v", name, err)
+			return
+		}
+		defer c.Close(ctx)
+		if _, err := c.Exec(ctx, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name)); err != nil {
+			t.Logf("pgtest: drop %s: %v", name, err)
+		}
+	})
+	return db
+}
+
+// Empty creates a fresh database with no schema at all (for migration tests).
+func Empty(t testing.TB) *DB {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, AdminURL())
+	if err != nil {
+		t.Fatalf("pgtest: connect to %s: %v", AdminURL(), err)
+	}
+	defer admin.Close(ctx)
+	name := "cuzk_t_" + randHex(6)
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("pgtest: create database %s: %v", name, err)
+	}
+	dbURL, err := withDatabase(AdminURL(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		pool.Close()
+		c, err := pgx.Connect(context.Background(), AdminURL())
+		if err != nil {
+			return
+		}
+		defer c.Close(context.Background())
+		_, _ = c.Exec(context.Background(), fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name))
+	})
+	return &DB{Name: name, URL: dbURL, Pool: pool}
+}
+
+// ensureTemplate creates (once per schema revision) a migrated database to clone. Its
+// name carries a digest of the migrations and dependency versions, so a changed
+// schema never reuses a stale template.
+func ensureTemplate(ctx context.Context, admin *pgx.Conn) (string, error) {
+	name := "cuzk_tmpl_" + schemaDigest()
+	// Serialize template creation across test processes (go test runs packages in parallel).
+	if _, err := admin.Exec(ctx, "SELECT pg_advisory_lock(7303240)"); err != nil {
+		return "", err
+	}
+	defer admin.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(7303240)") //nolint:errcheck
+
+	var exists bool
+	if err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
+		return "", err
+	}
+	if exists {
+		return name, nil
+	}
+	building := name + "_build"
+	if _, err := admin.Exec(ctx, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", building)); err != nil {
+		return "", err
+	}
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+building); err != nil {
+		return "", err
+	}
+	dbURL, err := withDatabase(AdminURL(), building)
+	if err != nil {
+		return "", err
+	}
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		return "", err
+	}
+	_, err = migrations.Migrate(ctx, pool)
+	pool.Close()
+	if err != nil {
+		return "", fmt.Errorf("migrate template: %w", err)
+	}
+	// Rename only once complete, so a crash never leaves a half-built template behind.
+	if _, err := admin.Exec(ctx, fmt.Sprintf("ALTER DATABASE %s RENAME TO %s", building, name)); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+func schemaDigest() string {
+	h := sha256.New()
+	_ = fs.WalkDir(migrations.Files(), ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := fs.ReadFile(migrations.Files(), path)
+		h.Write([]byte(path))
+		h.Write(b)
+		return err
+	})
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range bi.Deps {
+			if dep.Path == "github.com/riverqueue/river" || dep.Path == "github.com/riverqueue/river/riverdriver/riverpgxv5" {
+				h.Write([]byte(dep.Path + dep.Version))
+			}
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+func withDatabase(dsn, db string) (string, error) {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "", fmt.Errorf("pgtest: parse %q: %w", dsn, err)
+		}
+		u.Path = "/" + db
+		return u.String(), nil
+	}
+	return dsn + " dbname=" + db, nil // keyword/value form: the last dbname wins
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,114 @@
+// Package migrations brings a database to the schema this build of cuzk expects:
+// River's tables first (through rivermigrate), then cuzk's own (schema cuzk, through
+// tern). The whole run holds one advisory lock, so any number of processes may run it
+// at once: the first applies what is missing, the others wait and find nothing to do.
+package migrations
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/tern/v2/migrate"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+)
+
+//go:embed cuzk/*.sql
+var files embed.FS
+
+// lockKey is the advisory lock serializing migration runs ("cuzk-mig" in ASCII).
+const lockKey int64 = 0x63757a6b2d6d6967
+
+// versionTable records which cuzk migrations have been applied.
+const versionTable = "cuzk.schema_version"
+
+// Result says what a run applied.
+type Result struct {
+	RiverApplied []int // River migration versions applied by this run
+	CuzkFrom     int32 // cuzk schema version before the run
+	CuzkTo       int32 // and after it
+}
+
+// Migrate applies every missing migration and is a no-op on an up-to-date database.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) (Result, error) {
+	var res Result
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return res, fmt.Errorf("migrate: acquire connection: %w", err)
+	}
+	defer conn.Release()
+
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", lockKey); err != nil {
+		return res, fmt.Errorf("migrate: take advisory lock: %w", err)
+	}
+	defer func() {
+		// A fresh context: the lock must be released even when ctx is done.
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", lockKey)
+	}()
+
+	// River's migrations run in a transaction on the locked connection: taking a second
+	// pool connection while holding the lock could starve concurrent runs of the pool.
+	rm, err := rivermigrate.New(riverpgxv5.New(nil), nil)
+	if err != nil {
+		return res, fmt.Errorf("migrate: river migrator: %w", err)
+	}
+	// One transaction per version: a River migration may add an enum value that the
+	// next one uses, which PostgreSQL allows only after the adding transaction commits.
+	for {
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			return res, fmt.Errorf("migrate: begin: %w", err)
+		}
+		rr, err := rm.MigrateTx(ctx, tx, rivermigrate.DirectionUp, &rivermigrate.MigrateOpts{MaxSteps: 1})
+		if err != nil {
+			_ = tx.Rollback(ctx)
+			return res, fmt.Errorf("migrate: river schema: %w", err)
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return res, fmt.Errorf("migrate: river schema: commit: %w", err)
+		}
+		if len(rr.Versions) == 0 {
+			break
+		}
+		for _, v := range rr.Versions {
+			res.RiverApplied = append(res.RiverApplied, v.Version)
+		}
+	}
+
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS cuzk"); err != nil {
+		return res, fmt.Errorf("migrate: create schema cuzk: %w", err)
+	}
+	m, err := migrate.NewMigrator(ctx, conn.Conn(), versionTable)
+	if err != nil {
+		return res, fmt.Errorf("migrate: cuzk migrator: %w", err)
+	}
+	sub, err := fs.Sub(files, "cuzk")
+	if err != nil {
+		return res, err
+	}
+	if err := m.LoadMigrations(sub); err != nil {
+		return res, fmt.Errorf("migrate: load cuzk migrations: %w", err)
+	}
+	if res.CuzkFrom, err = m.GetCurrentVersion(ctx); err != nil {
+		return res, fmt.Errorf("migrate: read cuzk schema version: %w", err)
+	}
+	if err := m.Migrate(ctx); err != nil {
+		return res, fmt.Errorf("migrate: cuzk schema: %w", err)
+	}
+	if res.CuzkTo, err = m.GetCurrentVersion(ctx); err != nil {
+		return res, fmt.Errorf("migrate: read cuzk schema version: %w", err)
+	}
+	return res, nil
+}
+
+// Latest is the cuzk schema version this build applies.
+func Latest() (int, error) {
+	names, err := fs.Glob(files, "cuzk/*.sql")
+	return len(names), err
+}
+
+// Files are the embedded cuzk migrations (for digests and inspection).
+func Files() fs.FS { return files }
