@@ -1,0 +1,55 @@
+// Package jobs holds the River job that stands for a proof request, in Go terms of the
+// SQL contract: cuzk.enqueue (called by the proof_requests trigger, submit_proof and
+// retry_proof) inserts a river_job row of Kind in Queue with args {"request_id", "circuit"}.
+package jobs
+
+import (
+	"time"
+
+	"github.com/riverqueue/river"
+)
+
+const (
+	// Kind is river_job.kind for proof requests.
+	Kind = "cuzk_prove"
+	// Queue is river_job.queue for proof requests.
+	Queue = "cuzk"
+)
+
+// ProveArgs are the args of a proof job. The request row is the source of truth; the
+// circuit is carried only so a worker can size the job's timeout without a query.
+type ProveArgs struct {
+	RequestID string `json:"request_id"`
+	Circuit   string `json:"circuit"`
+}
+
+// Kind implements river.JobArgs.
+func (ProveArgs) Kind() string { return Kind }
+
+// InsertOpts implements river.JobArgsWithInsertOpts, for inserts made from Go.
+func (ProveArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: Queue} }
+
+// Timeout is how long one attempt of a circuit of the given size may take, end to end
+// (batching, memory wait, synthesis, proving, persistence). River's 1-minute default
+// would kill real proofs; this allows about 100 µs a constraint on top of a fixed
+// 10 minutes for waits, so 2^27 constraints get about 4 hours.
+func Timeout(constraints int64) time.Duration {
+	if constraints < 0 {
+		constraints = 0
+	}
+	return 10*time.Minute + time.Duration(constraints)*100*time.Microsecond
+}
+
+// RetryBackoff is the delay before attempt n+1 after n failed attempts: exponential
+// from 5 s, capped at 10 minutes, so a flapping GPU or database is retried promptly
+// but not hammered.
+func RetryBackoff(attempt int) time.Duration {
+	if attempt < 1 {
+		attempt = 1
+	}
+	d := 5 * time.Second
+	for i := 1; i < attempt && d < 10*time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, 10*time.Minute)
+}

@@ -1,0 +1,248 @@
+// Package sql is cuzk's one seam to PostgreSQL: the queries the worker and the CLI run
+// against the schema that package migrations creates. Orchestrators never need it;
+// they use the SQL functions and views directly.
+package sql
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Store runs cuzk's queries on a pool.
+type Store struct {
+	Pool *pgxpool.Pool
+}
+
+// New returns a Store on pool.
+func New(pool *pgxpool.Pool) *Store { return &Store{Pool: pool} }
+
+// Request is a proof request as a worker sees it when it starts an attempt.
+type Request struct {
+	ID          int64
+	RequestID   string
+	Circuit     string
+	Inputs      []byte // inputs JSON, or nil when Witness is set
+	Witness     []byte // gnark full-witness binary, or nil
+	Priority    int
+	MaxAttempts int
+	Attempt     int // this attempt's number (1-based, across retries)
+	CreatedAt   time.Time
+}
+
+// Payload is what synthesis parses: the inputs JSON or the binary witness.
+func (r *Request) Payload() []byte {
+	if r.Inputs != nil {
+		return r.Inputs
+	}
+	return r.Witness
+}
+
+// NotRunnableError says a job's request can no longer be worked on (it was cancelled,
+// has succeeded, or failed for good); the job is completed without an attempt.
+type NotRunnableError struct{ RequestID, State string }
+
+func (e *NotRunnableError) Error() string {
+	return fmt.Sprintf("request %q is %s", e.RequestID, e.State)
+}
+
+// ErrUnknownRequest is returned for a job whose request row no longer exists.
+var ErrUnknownRequest = errors.New("unknown request")
+
+// BeginAttempt claims a request for a new attempt: it marks attempts left 'running' by
+// a dead worker as 'interrupted', moves the request to 'running', and inserts the
+// attempt row. All in one transaction, so two workers never share an attempt number.
+func (s *Store) BeginAttempt(ctx context.Context, requestID string, jobID int64, worker string, queuedAt time.Time) (*Request, error) {
+	var r Request
+	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+		var state string
+		var inputs *string
+		err := tx.QueryRow(ctx, `
+			SELECT id, request_id, circuit, inputs::text, witness, priority, max_attempts, attempts, state, created_at
+			  FROM cuzk.proof_requests WHERE request_id = $1 FOR UPDATE`, requestID).
+			Scan(&r.ID, &r.RequestID, &r.Circuit, &inputs, &r.Witness, &r.Priority, &r.MaxAttempts, &r.Attempt, &state, &r.CreatedAt)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("%w %q", ErrUnknownRequest, requestID)
+		}
+		if err != nil {
+			return fmt.Errorf("load request %q: %w", requestID, err)
+		}
+		if inputs != nil {
+			r.Inputs = []byte(*inputs)
+		}
+		if state != "queued" && state != "running" {
+			return &NotRunnableError{RequestID: requestID, State: state}
+		}
+		r.Attempt++
+		if _, err := tx.Exec(ctx, `
+			UPDATE cuzk.proof_attempts
+			   SET outcome = 'interrupted', finished_at = now(),
+			       error = coalesce(error, 'worker stopped during the attempt (rescued)')
+			 WHERE request_id = $1 AND outcome = 'running'`, requestID); err != nil {
+			return fmt.Errorf("mark interrupted attempts of %q: %w", requestID, err)
+		}
+		if _, err := tx.Exec(ctx, `
+			UPDATE cuzk.proof_requests SET state = 'running', attempts = $2, updated_at = now()
+			 WHERE id = $1`, r.ID, r.Attempt); err != nil {
+			return fmt.Errorf("mark %q running: %w", requestID, err)
+		}
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO cuzk.proof_attempts (request_id, attempt, circuit, job_id, worker, started_at, queue_ms)
+			VALUES ($1, $2, $3, $4, $5, now(), greatest(0, extract(epoch FROM now() - $6::timestamptz) * 1000))`,
+			requestID, r.Attempt, r.Circuit, jobID, worker, queuedAt); err != nil {
+			return fmt.Errorf("insert attempt %d of %q: %w", r.Attempt, requestID, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// Attempt is the finished record of one attempt. Nil timings are phases it never reached.
+type Attempt struct {
+	RequestID string
+	Attempt   int
+	Outcome   string // succeeded | failed | retryable | interrupted | cancelled
+	Error     string
+
+	Backend, Device  string
+	BatchID          uuid.UUID
+	BatchSize        int
+	MemReservedBytes int64
+
+	SynthStartedAt, ProveStartedAt, FinishedAt time.Time
+
+	BatchWaitMs, MemWaitMs, SrsMs, SynthMs, ProveWaitMs, ProveMs, NttMs, MsmMs, VerifyMs, PersistMs, TotalMs *float64
+
+	Telemetry []byte // jsonb, may be nil
+}
+
+// Ms converts a duration to the fractional milliseconds stored in attempt rows.
+func Ms(d time.Duration) *float64 {
+	v := float64(d) / float64(time.Millisecond)
+	return &v
+}
+
+func nullTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// FinishAttempt writes an attempt's outcome and timings.
+func FinishAttempt(ctx context.Context, tx pgx.Tx, a *Attempt) error {
+	var batchID *uuid.UUID
+	if a.BatchID != uuid.Nil {
+		batchID = &a.BatchID
+	}
+	var batchSize *int
+	if a.BatchSize > 0 {
+		batchSize = &a.BatchSize
+	}
+	var mem *int64
+	if a.MemReservedBytes > 0 {
+		mem = &a.MemReservedBytes
+	}
+	tag, err := tx.Exec(ctx, `
+		UPDATE cuzk.proof_attempts SET
+		    outcome = $3, error = $4, backend = $5, device = $6, batch_id = $7, batch_size = $8,
+		    mem_reserved_bytes = $9, synth_started_at = $10, prove_started_at = $11,
+		    finished_at = coalesce($12, now()),
+		    batch_wait_ms = $13, mem_wait_ms = $14, srs_ms = $15, synth_ms = $16, prove_wait_ms = $17,
+		    prove_ms = $18, ntt_ms = $19, msm_ms = $20, verify_ms = $21, persist_ms = $22, total_ms = $23,
+		    telemetry = $24
+		 WHERE request_id = $1 AND attempt = $2`,
+		a.RequestID, a.Attempt, a.Outcome, nullString(a.Error), nullString(a.Backend), nullString(a.Device),
+		batchID, batchSize, mem, nullTime(a.SynthStartedAt), nullTime(a.ProveStartedAt), nullTime(a.FinishedAt),
+		a.BatchWaitMs, a.MemWaitMs, a.SrsMs, a.SynthMs, a.ProveWaitMs, a.ProveMs, a.NttMs, a.MsmMs,
+		a.VerifyMs, a.PersistMs, a.TotalMs, a.Telemetry)
+	if err != nil {
+		return fmt.Errorf("record attempt %d of %q: %w", a.Attempt, a.RequestID, err)
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("record attempt %d of %q: no attempt row", a.Attempt, a.RequestID)
+	}
+	return nil
+}
+
+// Proof is a verified proof to store.
+type Proof struct {
+	RequestID, Circuit   string
+	Proof, PublicWitness []byte
+	Attempt              int
+	Worker, Backend      string
+}
+
+// ErrDuplicateProof means another attempt already stored this request's proof (a
+// rescued job finishing late); nothing was written.
+var ErrDuplicateProof = errors.New("proof already stored by another attempt")
+
+// ErrCancelled means the request was cancelled while the attempt ran.
+var ErrCancelled = errors.New("request was cancelled")
+
+// StoreProof inserts the proof and moves the request to 'succeeded', scrubbing its
+// private inputs when asked. It refuses (ErrDuplicateProof, ErrCancelled) rather than
+// writing a second proof or resurrecting a cancelled request.
+func StoreProof(ctx context.Context, tx pgx.Tx, p *Proof, scrub bool) error {
+	var state string
+	if err := tx.QueryRow(ctx, `SELECT state FROM cuzk.proof_requests WHERE request_id = $1 FOR UPDATE`, p.RequestID).Scan(&state); err != nil {
+		return fmt.Errorf("lock request %q: %w", p.RequestID, err)
+	}
+	if state == "cancelled" {
+		return ErrCancelled
+	}
+	tag, err := tx.Exec(ctx, `
+		INSERT INTO cuzk.proofs (request_id, circuit, proof, public_witness, attempt, worker, backend)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (request_id) DO NOTHING`,
+		p.RequestID, p.Circuit, p.Proof, p.PublicWitness, p.Attempt, p.Worker, p.Backend)
+	if err != nil {
+		return fmt.Errorf("insert proof of %q: %w", p.RequestID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrDuplicateProof
+	}
+	scrubSQL := ""
+	if scrub {
+		scrubSQL = ", inputs = NULL, witness = NULL, inputs_scrubbed_at = now()"
+	}
+	if _, err := tx.Exec(ctx, `
+		UPDATE cuzk.proof_requests SET state = 'succeeded', last_error = NULL, finished_at = now(), updated_at = now()`+scrubSQL+`
+		 WHERE request_id = $1`, p.RequestID); err != nil {
+		return fmt.Errorf("mark %q succeeded: %w", p.RequestID, err)
+	}
+	return nil
+}
+
+// SetRequestOutcome records a failed attempt on the request: 'failed' when no attempt
+// is left (final), else back to 'queued' for River's retry. A cancelled request stays
+// cancelled.
+func SetRequestOutcome(ctx context.Context, tx pgx.Tx, requestID, errMsg string, final bool) error {
+	state := "queued"
+	if final {
+		state = "failed"
+	}
+	_, err := tx.Exec(ctx, `
+		UPDATE cuzk.proof_requests
+		   SET state = $2, last_error = $3, updated_at = now(),
+		       finished_at = CASE WHEN $2 = 'failed' THEN now() ELSE NULL END
+		 WHERE request_id = $1 AND state = 'running'`, requestID, state, errMsg)
+	if err != nil {
+		return fmt.Errorf("mark %q %s: %w", requestID, state, err)
+	}
+	return nil
+}

@@ -1,0 +1,85 @@
+package worker
+
+import (
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// batch is a group of requests for one circuit proven together.
+type batch struct {
+	id      uuid.UUID
+	circuit string
+	items   []*item
+}
+
+// collector groups claimed requests by circuit. A group is flushed when it reaches
+// maxBatch, when its oldest request has waited `wait`, or at once when a request more
+// urgent than everything in the group arrives (it rides with the group rather than
+// waiting behind it).
+type collector struct {
+	maxBatch int
+	wait     time.Duration
+	flush    func(*batch)
+
+	mu     sync.Mutex
+	groups map[string]*pendingGroup
+}
+
+type pendingGroup struct {
+	items    []*item
+	priority int // most urgent (lowest) priority in the group
+	timer    *time.Timer
+}
+
+func newCollector(maxBatch int, wait time.Duration, flush func(*batch)) *collector {
+	return &collector{maxBatch: maxBatch, wait: wait, flush: flush, groups: make(map[string]*pendingGroup)}
+}
+
+func (c *collector) add(it *item) {
+	now := time.Now()
+	it.collectedAt = now
+	circuit := it.req.Circuit
+
+	c.mu.Lock()
+	g := c.groups[circuit]
+	urgent := false
+	if g == nil {
+		g = &pendingGroup{priority: it.req.Priority}
+		c.groups[circuit] = g
+		if c.maxBatch > 1 {
+			g.timer = time.AfterFunc(c.wait, func() { c.flushGroup(circuit, g) })
+		}
+	} else if it.req.Priority < g.priority {
+		urgent = true
+		g.priority = it.req.Priority
+	}
+	g.items = append(g.items, it)
+	full := len(g.items) >= c.maxBatch
+	c.mu.Unlock()
+
+	if full || urgent {
+		c.flushGroup(circuit, g)
+	}
+}
+
+// flushGroup hands g to the pipeline unless it was flushed already.
+func (c *collector) flushGroup(circuit string, g *pendingGroup) {
+	c.mu.Lock()
+	if c.groups[circuit] != g {
+		c.mu.Unlock()
+		return
+	}
+	delete(c.groups, circuit)
+	if g.timer != nil {
+		g.timer.Stop()
+	}
+	c.mu.Unlock()
+
+	now := time.Now()
+	for _, it := range g.items {
+		it.att.BatchWaitMs = msPtr(now.Sub(it.collectedAt))
+	}
+	c.flush(&batch{id: uuid.New(), circuit: circuit, items: g.items})
+}

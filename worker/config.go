@@ -1,0 +1,74 @@
+package worker
+
+import (
+	"fmt"
+	"os"
+	"time"
+)
+
+// Config are the worker's settings. The CLI fills them from flags and CUZK_* variables.
+type Config struct {
+	Name             string        // identity in attempt rows; default host/pid
+	MemBudget        int64         // bytes for all requests in flight
+	MaxBatch         int           // proofs of one circuit proven together
+	BatchWait        time.Duration // longest a request waits for its batch to fill
+	SynthConcurrency int           // concurrent syntheses
+	QueueDepth       int           // solved batches waiting for a prover, per device
+	RescueAfter      time.Duration // a job 'running' this long without finishing is retried
+	ShutdownGrace    time.Duration // in-flight work gets this long to finish on stop
+	PollInterval     time.Duration // how often River looks for jobs without a notification
+	HeartbeatEvery   time.Duration // cuzk.workers refresh
+	ScrubInputs      bool          // delete private inputs once the proof is stored
+}
+
+// DefaultConfig is a sensible single-host configuration.
+func DefaultConfig() Config {
+	return Config{
+		Name:             DefaultName(),
+		MaxBatch:         1,
+		BatchWait:        50 * time.Millisecond,
+		SynthConcurrency: 2,
+		QueueDepth:       2,
+		RescueAfter:      time.Hour,
+		ShutdownGrace:    2 * time.Minute,
+		PollInterval:     time.Second,
+		HeartbeatEvery:   10 * time.Second,
+		ScrubInputs:      true,
+	}
+}
+
+// DefaultName is host/pid.
+func DefaultName() string {
+	host, err := os.Hostname()
+	if err != nil {
+		host = "unknown"
+	}
+	return fmt.Sprintf("%s/%d", host, os.Getpid())
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.MemBudget <= 0:
+		return fmt.Errorf("memory budget must be positive, got %d", c.MemBudget)
+	case c.MaxBatch < 1:
+		return fmt.Errorf("max batch must be at least 1, got %d", c.MaxBatch)
+	case c.SynthConcurrency < 1:
+		return fmt.Errorf("synthesis concurrency must be at least 1, got %d", c.SynthConcurrency)
+	case c.QueueDepth < 1:
+		return fmt.Errorf("queue depth must be at least 1, got %d", c.QueueDepth)
+	case c.BatchWait < 0:
+		return fmt.Errorf("batch wait must not be negative, got %s", c.BatchWait)
+	case c.RescueAfter < time.Second:
+		return fmt.Errorf("rescue-after must be at least 1s, got %s", c.RescueAfter)
+	}
+	if c.Name == "" {
+		c.Name = DefaultName()
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = time.Second
+	}
+	if c.HeartbeatEvery <= 0 {
+		c.HeartbeatEvery = 10 * time.Second
+	}
+	return nil
+}

@@ -1,0 +1,537 @@
+// Package worker is the proving pipeline: River claims proof jobs, a collector groups
+// them per circuit into batches, each request reserves its memory and is synthesized
+// by a bounded pool, solved batches wait in a bounded channel for one prover goroutine
+// per device, and every proof is verified and stored with its attempt row and the River
+// job completion in one transaction.
+package worker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/consensys/gnark-crypto/ecc"
+	"github.com/consensys/gnark/backend/groth16"
+	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
+	"github.com/consensys/gnark/backend/witness"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/cuzk/cuzk/jobs"
+	"github.com/cuzk/cuzk/prover"
+	cuzksql "github.com/cuzk/cuzk/sql"
+	"github.com/cuzk/cuzk/synth"
+)
+
+// Device is one prover: a backend bound to one device, with a goroutine of its own.
+type Device struct {
+	Backend prover.Backend
+	Label   string // device name/UUID for attempt rows; defaults to Backend.Name()
+}
+
+// Worker is one cuzk worker process's pipeline.
+type Worker struct {
+	cfg     Config
+	log     *slog.Logger
+	pool    *pgxpool.Pool
+	store   *cuzksql.Store
+	catalog Catalog
+	devices []Device
+	budget  *Budget
+
+	client    *river.Client[pgx.Tx]
+	collector *collector
+	synthSem  chan struct{}
+	proveCh   chan *batch
+
+	timeouts sync.Map // circuit -> time.Duration
+}
+
+// New builds a worker; Run starts it.
+func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Device, log *slog.Logger) (*Worker, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("worker config: %w", err)
+	}
+	if len(devices) == 0 {
+		return nil, errors.New("worker: no prover devices")
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	for i := range devices {
+		if devices[i].Label == "" {
+			devices[i].Label = devices[i].Backend.Name()
+		}
+	}
+	w := &Worker{
+		cfg:      cfg,
+		log:      log,
+		pool:     pool,
+		store:    cuzksql.New(pool),
+		catalog:  catalog,
+		devices:  devices,
+		budget:   NewBudget(cfg.MemBudget),
+		synthSem: make(chan struct{}, cfg.SynthConcurrency),
+		proveCh:  make(chan *batch, cfg.QueueDepth),
+	}
+	w.collector = newCollector(cfg.MaxBatch, cfg.BatchWait, w.startBatch)
+
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely[jobs.ProveArgs](workers, &proveWorker{w: w}); err != nil {
+		return nil, fmt.Errorf("worker: register job kind: %w", err)
+	}
+	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+		ID:     sanitizeClientID(cfg.Name),
+		Logger: log.With("component", "river"),
+		Queues: map[string]river.QueueConfig{
+			jobs.Queue: {MaxWorkers: w.maxClaimed(), FetchPollInterval: cfg.PollInterval},
+		},
+		Workers:              workers,
+		RescueStuckJobsAfter: cfg.RescueAfter,
+		// Per-job timeouts come from the circuit's size (proveWorker.Timeout).
+		JobTimeout:  -1,
+		RetryPolicy: retryPolicy{},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("worker: river client: %w", err)
+	}
+	w.client = client
+	return w, nil
+}
+
+// maxClaimed is how many jobs this worker holds at once: enough to keep every stage
+// busy (a batch per queue slot and per device, plus the batch being synthesized) and no
+// more, so the rest stays in the queue for other hosts.
+func (w *Worker) maxClaimed() int {
+	return w.cfg.MaxBatch*(w.cfg.QueueDepth+len(w.devices)) + w.cfg.SynthConcurrency
+}
+
+// Budget is the worker's memory budget (for metrics and tests).
+func (w *Worker) Budget() *Budget { return w.budget }
+
+// Run starts claiming jobs and blocks until ctx is done; then it stops claiming, lets
+// in-flight work finish within the shutdown grace period, hands what remains back to
+// the queue without using an attempt, and returns.
+func (w *Worker) Run(ctx context.Context) error {
+	var provers sync.WaitGroup
+	for i := range w.devices {
+		provers.Add(1)
+		go func() {
+			defer provers.Done()
+			w.runProver(&w.devices[i])
+		}()
+	}
+	defer func() {
+		close(w.proveCh)
+		provers.Wait()
+	}()
+
+	w.loadTimeouts(ctx)
+	if err := w.client.Start(ctx); err != nil {
+		return fmt.Errorf("worker: start river: %w", err)
+	}
+	w.log.Info("worker started", "worker", w.cfg.Name, "devices", len(w.devices),
+		"mem_budget", w.cfg.MemBudget, "max_batch", w.cfg.MaxBatch, "max_claimed", w.maxClaimed())
+
+	hbDone := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		w.heartbeat(ctx)
+	}()
+
+	<-ctx.Done()
+	w.log.Info("worker stopping", "grace", w.cfg.ShutdownGrace)
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.ShutdownGrace)
+	defer cancel()
+	err := w.client.Stop(stopCtx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		// Grace is over: cancel what is left; River makes those jobs available again
+		// without counting the attempt.
+		hardCtx, hardCancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer hardCancel()
+		err = w.client.StopAndCancel(hardCtx)
+	}
+	<-hbDone
+	w.markStopped()
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("worker: stop: %w", err)
+	}
+	w.log.Info("worker stopped", "worker", w.cfg.Name)
+	return nil
+}
+
+// item is one request's attempt on its way through the pipeline.
+type item struct {
+	ctx   context.Context
+	job   *river.Job[jobs.ProveArgs]
+	req   *cuzksql.Request
+	start time.Time
+	att   cuzksql.Attempt
+
+	collectedAt time.Time
+	compiled    *synth.Compiled
+	res         *Reservation
+	sol         *synth.Solution
+	synthDone   time.Time
+	key         *ResidentKey
+	proof       *groth16bls.Proof
+	public      []byte
+
+	err  error
+	done chan struct{}
+}
+
+func (it *item) finish(err error) {
+	it.err = err
+	close(it.done)
+}
+
+type proveWorker struct {
+	river.WorkerDefaults[jobs.ProveArgs]
+	w *Worker
+}
+
+func (p *proveWorker) Timeout(job *river.Job[jobs.ProveArgs]) time.Duration {
+	if d, ok := p.w.timeouts.Load(job.Args.Circuit); ok {
+		return d.(time.Duration)
+	}
+	return jobs.Timeout(1 << 27) // unknown size: assume a large circuit
+}
+
+func (p *proveWorker) Work(ctx context.Context, job *river.Job[jobs.ProveArgs]) error {
+	return p.w.work(ctx, job)
+}
+
+func (w *Worker) work(ctx context.Context, job *river.Job[jobs.ProveArgs]) error {
+	start := time.Now()
+	log := w.log.With("request_id", job.Args.RequestID, "circuit", job.Args.Circuit, "job_id", job.ID)
+	queuedAt := job.ScheduledAt
+	if job.CreatedAt.After(queuedAt) {
+		queuedAt = job.CreatedAt
+	}
+	req, err := w.store.BeginAttempt(ctx, job.Args.RequestID, job.ID, w.cfg.Name, queuedAt)
+	var nr *cuzksql.NotRunnableError
+	switch {
+	case errors.As(err, &nr):
+		log.Info("job skipped", "reason", err)
+		return nil // nothing to do: completing the job is right
+	case errors.Is(err, cuzksql.ErrUnknownRequest):
+		return river.JobCancel(err)
+	case err != nil:
+		return fmt.Errorf("begin attempt: %w", err)
+	}
+	log = log.With("attempt", req.Attempt)
+
+	it := &item{ctx: ctx, job: job, req: req, start: start, done: make(chan struct{})}
+	it.att = cuzksql.Attempt{RequestID: req.RequestID, Attempt: req.Attempt}
+	w.collector.add(it)
+	<-it.done // every stage delivers, also when ctx ends
+	if it.res != nil {
+		defer it.res.Release()
+	}
+	log = log.With("batch_id", it.att.BatchID)
+	if it.err != nil {
+		return w.fail(ctx, it, log)
+	}
+	return w.persist(ctx, it, log)
+}
+
+// startBatch runs a flushed batch through memory reservation and synthesis, then hands
+// the solved part to the provers through the bounded channel.
+func (w *Worker) startBatch(b *batch) {
+	go func() {
+		var wg sync.WaitGroup
+		for _, it := range b.items {
+			it.att.BatchID = b.id
+			it.att.BatchSize = len(b.items)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := w.synthesize(it); err != nil {
+					it.finish(err)
+				}
+			}()
+		}
+		wg.Wait()
+		solved := b.items[:0:0]
+		for _, it := range b.items {
+			if it.sol != nil {
+				solved = append(solved, it)
+			}
+		}
+		if len(solved) == 0 {
+			return
+		}
+		b.items = solved
+		w.proveCh <- b // blocks when the provers are behind: backpressure
+	}()
+}
+
+func (w *Worker) synthesize(it *item) error {
+	compiled, err := w.catalog.Circuit(it.ctx, it.req.Circuit)
+	if err != nil {
+		return fmt.Errorf("load circuit %q: %w", it.req.Circuit, err)
+	}
+	it.compiled = compiled
+
+	need := synth.EstimateBytes(compiled)
+	t := time.Now()
+	res, err := w.budget.Reserve(it.ctx, need)
+	it.att.MemWaitMs = msPtr(time.Since(t))
+	if err != nil {
+		return fmt.Errorf("reserve %d bytes: %w", need, err)
+	}
+	it.res = res
+	it.att.MemReservedBytes = need
+
+	select {
+	case w.synthSem <- struct{}{}:
+	case <-it.ctx.Done():
+		return context.Cause(it.ctx)
+	}
+	defer func() { <-w.synthSem }()
+	it.att.SynthStartedAt = time.Now()
+	sol, err := synth.Solve(it.ctx, compiled, it.req.Payload())
+	it.synthDone = time.Now()
+	it.att.SynthMs = msPtr(it.synthDone.Sub(it.att.SynthStartedAt))
+	if err != nil {
+		return fmt.Errorf("synthesize: %w", err)
+	}
+	it.sol = sol
+	return nil
+}
+
+// runProver proves batches on one device until the channel is closed.
+func (w *Worker) runProver(d *Device) {
+	for b := range w.proveCh {
+		w.proveBatch(d, b)
+	}
+}
+
+func (w *Worker) proveBatch(d *Device, b *batch) {
+	picked := time.Now()
+	live := b.items[:0:0]
+	for _, it := range b.items {
+		it.att.ProveWaitMs = msPtr(picked.Sub(it.synthDone))
+		it.att.Backend = d.Backend.Name()
+		it.att.Device = d.Label
+		if err := context.Cause(it.ctx); err != nil {
+			it.sol = nil
+			it.finish(err)
+			continue
+		}
+		live = append(live, it)
+	}
+	if len(live) == 0 {
+		return
+	}
+	fail := func(err error) {
+		for _, it := range live {
+			it.sol = nil
+			it.finish(err)
+		}
+	}
+
+	// The key is shared by the batch; loading it is the srs phase of every attempt in it.
+	ctx := live[0].ctx
+	if len(live) > 1 {
+		ctx = context.WithoutCancel(ctx) // one request's cancel must not abort the others' proofs
+	}
+	key, loaded, err := w.catalog.Key(ctx, b.circuit, d.Backend)
+	for _, it := range live {
+		it.att.SrsMs = msPtr(loaded)
+	}
+	if err != nil {
+		fail(fmt.Errorf("load proving key of %q on %s: %w", b.circuit, d.Backend.Name(), err))
+		return
+	}
+
+	sols := make([]*synth.Solution, len(live))
+	for i, it := range live {
+		sols[i] = it.sol
+		it.public = it.sol.Public
+	}
+	start := time.Now()
+	proofs, times, err := prover.Prove(ctx, d.Backend, key.PK, key.Key, sols)
+	elapsed := time.Since(start)
+	for _, it := range live {
+		it.att.ProveStartedAt = start
+		it.att.ProveMs = msPtr(elapsed)
+		if times.NTT > 0 {
+			it.att.NttMs = msPtr(times.NTT)
+		}
+		if times.MSM > 0 {
+			it.att.MsmMs = msPtr(times.MSM)
+		}
+		it.key = key
+	}
+	if err != nil {
+		fail(fmt.Errorf("prove on %s: %w", d.Backend.Name(), err))
+		return
+	}
+	for i, it := range live {
+		it.proof = proofs[i]
+		it.sol = nil
+		// First release step: the solution's vectors are gone; keep a token amount
+		// until the proof is stored.
+		it.res.Shrink(it.res.Bytes() / 16)
+		it.finish(nil)
+	}
+}
+
+// persist verifies the proof and stores it, the attempt row and the job completion in
+// one transaction.
+func (w *Worker) persist(ctx context.Context, it *item, log *slog.Logger) error {
+	t := time.Now()
+	var proofBuf bytes.Buffer
+	if _, err := it.proof.WriteTo(&proofBuf); err != nil {
+		it.err = fmt.Errorf("encode proof: %w", err)
+		return w.fail(ctx, it, log)
+	}
+	if err := verify(it.key.VK, it.proof, it.public); err != nil {
+		it.att.VerifyMs = msPtr(time.Since(t))
+		// A proof that does not verify is never stored; it points at a faulty backend
+		// or key, so the attempt is retried.
+		it.err = fmt.Errorf("proof failed verification: %w", err)
+		return w.fail(ctx, it, log)
+	}
+	it.att.VerifyMs = msPtr(time.Since(t))
+
+	t = time.Now()
+	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+		err := cuzksql.StoreProof(ctx, tx, &cuzksql.Proof{
+			RequestID: it.req.RequestID, Circuit: it.req.Circuit,
+			Proof: proofBuf.Bytes(), PublicWitness: it.public,
+			Attempt: it.req.Attempt, Worker: w.cfg.Name, Backend: it.att.Backend,
+		}, w.cfg.ScrubInputs)
+		switch {
+		case errors.Is(err, cuzksql.ErrDuplicateProof):
+			it.att.Outcome, it.att.Error = "interrupted", err.Error()
+		case errors.Is(err, cuzksql.ErrCancelled):
+			it.att.Outcome, it.att.Error = "cancelled", err.Error()
+		case err != nil:
+			return err
+		default:
+			it.att.Outcome = "succeeded"
+		}
+		if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, it.job); err != nil {
+			return fmt.Errorf("complete job %d: %w", it.job.ID, err)
+		}
+		it.att.PersistMs = msPtr(time.Since(t))
+		it.att.FinishedAt = time.Now()
+		it.att.TotalMs = w.totalMs(it)
+		return cuzksql.FinishAttempt(ctx, tx, &it.att)
+	})
+	if err != nil {
+		it.err = fmt.Errorf("store proof: %w", err)
+		return w.fail(ctx, it, log)
+	}
+	log.Info("proof stored", "outcome", it.att.Outcome, "total_ms", *it.att.TotalMs,
+		"synth_ms", deref(it.att.SynthMs), "prove_ms", deref(it.att.ProveMs), "backend", it.att.Backend)
+	return nil
+}
+
+// totalMs is the attempt's time from being queued to being stored: queue time plus
+// the attempt's own wall time, so it is at least the sum of the phases run in sequence.
+func (w *Worker) totalMs(it *item) *float64 {
+	queue := it.start.Sub(it.job.ScheduledAt)
+	if it.job.CreatedAt.After(it.job.ScheduledAt) {
+		queue = it.start.Sub(it.job.CreatedAt)
+	}
+	return msPtr(max(queue, 0) + time.Since(it.start))
+}
+
+// fail records a failed attempt and tells River what to do with the job: bad input and
+// requests that can never fit end at once (cancelled job, request failed, no retry); a
+// cancelled request is recorded as such; a worker shutdown hands the job back; anything
+// else is retried with backoff until max_attempts.
+func (w *Worker) fail(ctx context.Context, it *item, log *slog.Logger) error {
+	err := it.err
+	var tooLarge *TooLargeError
+	var commit *prover.CommitmentError
+	permanent := synth.IsBadInput(err) || errors.As(err, &tooLarge) || errors.As(err, &commit)
+	cause := context.Cause(ctx)
+	final := permanent || it.job.Attempt >= it.job.MaxAttempts
+
+	switch {
+	case errors.Is(cause, rivertype.ErrJobCancelledRemotely):
+		it.att.Outcome, final = "cancelled", true
+	case ctx.Err() != nil && !permanent:
+		it.att.Outcome, final = "interrupted", false
+	case permanent || final:
+		it.att.Outcome = "failed"
+	default:
+		it.att.Outcome = "retryable"
+	}
+	it.att.Error = err.Error()
+	it.att.FinishedAt = time.Now()
+	it.att.TotalMs = w.totalMs(it)
+
+	dbCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	dbErr := pgx.BeginFunc(dbCtx, w.pool, func(tx pgx.Tx) error {
+		if err := cuzksql.FinishAttempt(dbCtx, tx, &it.att); err != nil {
+			return err
+		}
+		return cuzksql.SetRequestOutcome(dbCtx, tx, it.req.RequestID, err.Error(), final)
+	})
+	if dbErr != nil {
+		log.Error("recording failed attempt", "err", dbErr, "attempt_err", err)
+	}
+	log.Warn("attempt failed", "outcome", it.att.Outcome, "err", err)
+	if permanent {
+		return river.JobCancel(err)
+	}
+	return err
+}
+
+func verify(vk *groth16bls.VerifyingKey, proof *groth16bls.Proof, public []byte) error {
+	pw, err := witness.New(ecc.BLS12_381.ScalarField())
+	if err != nil {
+		return err
+	}
+	if err := pw.UnmarshalBinary(public); err != nil {
+		return fmt.Errorf("decode public witness: %w", err)
+	}
+	return groth16.Verify(proof, vk, pw)
+}
+
+// loadTimeouts caches each registered circuit's job timeout (proveWorker.Timeout has
+// no context to query with).
+func (w *Worker) loadTimeouts(ctx context.Context) {
+	rows, err := w.pool.Query(ctx, "SELECT name, constraints FROM cuzk.circuits")
+	if err != nil {
+		w.log.Warn("loading circuit sizes for job timeouts", "err", err)
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var name string
+		var n int64
+		if err := rows.Scan(&name, &n); err == nil {
+			w.timeouts.Store(name, jobs.Timeout(n))
+		}
+	}
+}
+
+type retryPolicy struct{}
+
+func (retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
+	return time.Now().Add(jobs.RetryBackoff(job.Attempt))
+}
+
+func msPtr(d time.Duration) *float64 { return cuzksql.Ms(d) }
+
+func deref(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
