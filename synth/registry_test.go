@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -79,6 +80,17 @@ func TestRegistryDiskCache(t *testing.T) {
 		if sys, err := readR1CSFile(path); err != nil || sys.GetNbConstraints() != 64 {
 			t.Fatalf("%s cache file was not rewritten: %v", what, err)
 		}
+	}
+
+	// A circuit loaded from disk solves like a freshly compiled one.
+	loaded, err := NewRegistry(dir).Get(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := mustInputs(t, name, 9)
+	fromDisk, fresh := mustSolve(t, loaded, in), mustSolve(t, c, in)
+	if !slices.Equal(fromDisk.W, fresh.W) || !slices.Equal(fromDisk.A, fresh.A) {
+		t.Fatal("solutions differ between the loaded and the compiled circuit")
 	}
 }
 

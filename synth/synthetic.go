@@ -28,6 +28,11 @@ const (
 // one constraint binding the sum of the last level to the public Out. The first
 // lanes are one step shorter, one per reduction constraint, so that the total is a
 // power of two (the FFT domain is not doubled).
+//
+// Constraints are emitted step by step across all lanes, not lane by lane: gnark's
+// solver walks one dependency level (one step of every lane) at a time, and this
+// order makes each level's wires and rows contiguous. Lane by lane, the same circuit
+// solves 3-4x slower from cache misses alone.
 type syntheticCircuit struct {
 	Out frontend.Variable `gnark:",public"`
 	X   []frontend.Variable
@@ -72,13 +77,15 @@ func (c *syntheticCircuit) Define(api frontend.API) error {
 	}
 	nodes := make([]frontend.Variable, c.lanes)
 	for lane := range nodes {
-		x := c.X[lane%len(c.X)]
-		y := api.Add(x, lane+1)
-		for range c.laneSteps(lane) {
-			t := api.Add(y, x)
-			y = api.Mul(t, t)
+		nodes[lane] = api.Add(c.X[lane%len(c.X)], lane+1)
+	}
+	for step := range c.steps {
+		for lane := range nodes {
+			if step < c.laneSteps(lane) {
+				t := api.Add(nodes[lane], c.X[lane%len(c.X)])
+				nodes[lane] = api.Mul(t, t)
+			}
 		}
-		nodes[lane] = y
 	}
 	for len(nodes) > syntheticFanIn {
 		next := make([]frontend.Variable, (len(nodes)+syntheticFanIn-1)/syntheticFanIn)
