@@ -68,7 +68,15 @@ func (r *Registry) Get(ctx context.Context, name string) (*Compiled, error) {
 		e = &entry{done: make(chan struct{})}
 		r.entries[name] = e
 		r.mu.Unlock()
-		e.c, e.err = r.load(ctx, name)
+		func() {
+			// A panic must not leave waiters blocked on e.done forever.
+			defer func() {
+				if p := recover(); p != nil {
+					e.c, e.err = nil, fmt.Errorf("load %s: panic: %v", name, p)
+				}
+			}()
+			e.c, e.err = r.load(ctx, name)
+		}()
 		if e.err != nil {
 			// Forget failures so a later call can retry (e.g. after disk space is freed).
 			r.mu.Lock()
