@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/cuzk/cuzk/internal/pgcluster"
+	"github.com/cuzk/cuzk/keys"
+	"github.com/cuzk/cuzk/migrations"
+	"github.com/cuzk/cuzk/synth"
+)
+
+type demoCmd struct {
+	Circuit  string `default:"merkle-poseidon2-d8-c2" help:"Built-in circuit to prove."`
+	Requests int    `default:"4" help:"Proof requests to submit."`
+	Keep     bool   `help:"Keep the temporary directory (cluster, keys) for inspection."`
+}
+
+// Run starts a private PostgreSQL cluster, migrates it, sets a small circuit up,
+// submits requests through SQL, proves them with an in-process worker, verifies the
+// stored proofs, prints the timing history and removes everything.
+func (c demoCmd) Run(ctx context.Context, g *globals) error {
+	if c.Requests < 1 {
+		return usagef("--requests must be at least 1")
+	}
+	out := g.stdout
+	step := func(format string, a ...any) { fmt.Fprintf(out, "==> "+format+"\n", a...) }
+
+	step("starting a private PostgreSQL cluster")
+	cl, err := pgcluster.Start(ctx, pgcluster.FreePort())
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if c.Keep {
+			fmt.Fprintf(out, "kept %s (stop it with: pg_ctl -D %s stop)\n", cl.Dir, filepath.Join(cl.Dir, "data"))
+			return
+		}
+		cl.Stop()
+	}()
+	work, err := os.MkdirTemp("", "cuzk-demo-")
+	if err != nil {
+		return err
+	}
+	if !c.Keep {
+		defer os.RemoveAll(work)
+	}
+	g.DatabaseURL = cl.URL("postgres")
+	fmt.Fprintf(out, "    DATABASE_URL=%q\n", g.DatabaseURL)
+	pool, err := g.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+
+	step("migrating")
+	if _, err := migrations.Migrate(ctx, pool); err != nil {
+		return err
+	}
+
+	step("setting up %s", c.Circuit)
+	d := dirs{KeysDir: filepath.Join(work, "keys"), CacheDir: filepath.Join(work, "r1cs")}
+	if err := d.resolve(); err != nil {
+		return err
+	}
+	reg := synth.NewRegistry(d.CacheDir)
+	if err := setupBuiltin(ctx, g, pool, reg, keys.Dir(d.KeysDir), c.Circuit, false); err != nil {
+		return err
+	}
+
+	step("submitting %d requests with SQL: SELECT cuzk.submit_proof(...)", c.Requests)
+	for i := range c.Requests {
+		inputs, err := synth.Inputs(c.Circuit, uint64(i+1))
+		if err != nil {
+			return err
+		}
+		rid := fmt.Sprintf("demo-%d", i+1)
+		if _, err := pool.Exec(ctx, "SELECT cuzk.submit_proof(request_id => $1, circuit => $2, inputs => $3::jsonb)", rid, c.Circuit, string(inputs)); err != nil {
+			return sqlErr("submit", err)
+		}
+	}
+
+	step("proving with an in-process worker (cpu backend)")
+	wctx, stop := context.WithCancel(ctx)
+	wc := workerCmd{dirs: d, Backend: "cpu", Devices: "all", MemBudget: "4GiB", MaxBatch: 2, BatchWait: 20 * time.Millisecond,
+		SynthConcurrency: 1, QueueDepth: 2, RescueAfter: time.Hour, ShutdownGrace: 10 * time.Second, PollInterval: 200 * time.Millisecond}
+	wg := *g
+	wg.log = g.log.With("component", "worker")
+	done := make(chan error, 1)
+	go func() { done <- wc.Run(wctx, &wg) }()
+
+	deadline := time.After(10 * time.Minute)
+	for {
+		var finished, failed int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE state IN ('succeeded','failed','cancelled')),
+		                                     count(*) FILTER (WHERE state = 'failed') FROM cuzk.proof_status`).Scan(&finished, &failed); err != nil {
+			stop()
+			return err
+		}
+		if failed > 0 {
+			stop()
+			<-done
+			return fmt.Errorf("%d demo requests failed (see cuzk status)", failed)
+		}
+		if finished == c.Requests {
+			break
+		}
+		select {
+		case err := <-done:
+			stop()
+			return fmt.Errorf("worker exited early: %v", err)
+		case <-deadline:
+			stop()
+			return fmt.Errorf("demo requests not finished after 10 minutes")
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	stop()
+	if err := <-done; err != nil {
+		return err
+	}
+
+	step("verifying the stored proofs with gnark's verifier")
+	if err := (verifyCmd{All: true}).Run(ctx, g); err != nil {
+		return err
+	}
+	step("status")
+	if err := (statusCmd{Limit: c.Requests}).Run(ctx, g); err != nil {
+		return err
+	}
+	step("timings (p50/p95 of every phase, from cuzk.timing_history)")
+	if err := (timingsCmd{Since: time.Hour}).Run(ctx, g); err != nil {
+		return err
+	}
+	step("done; removing the private cluster")
+	return nil
+}

@@ -1,0 +1,167 @@
+// Command cuzk is a Groth16 proving worker backed by PostgreSQL, and the operator's
+// tool around it: migrations, circuit setup, submitting and following requests,
+// timing history, retries, verification, benchmarks and a self-contained demo.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kong"
+	gnarklogger "github.com/consensys/gnark/logger"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/lmittmann/tint"
+	"github.com/mattn/go-isatty"
+)
+
+// Exit codes are part of the contract with operators' scripts.
+const (
+	exitOK      = 0
+	exitRuntime = 1
+	exitUsage   = 2
+)
+
+// usageError marks errors that are the caller's mistake (exit 2).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return usageError{fmt.Sprintf(format, a...)} }
+
+// globals are the flags every subcommand takes.
+type globals struct {
+	DatabaseURL string `name:"database-url" env:"DATABASE_URL" help:"PostgreSQL connection string (pgx syntax)."`
+	LogFormat   string `name:"log-format" env:"CUZK_LOG_FORMAT" enum:"auto,text,json" default:"auto" help:"Log format: auto (coloured text on a terminal), text or json."`
+	LogLevel    string `name:"log-level" env:"CUZK_LOG_LEVEL" enum:"debug,info,warn,error" default:"info" help:"Minimum log level."`
+
+	stdout io.Writer
+	stderr io.Writer
+	log    *slog.Logger
+}
+
+type cli struct {
+	globals
+
+	Migrate migrateCmd `cmd:"" help:"Create or upgrade the database schema (River's and cuzk's); safe to run concurrently."`
+	Setup   setupCmd   `cmd:"" help:"Compile a circuit, run a development key ceremony (or import keys) and register it."`
+	Inputs  inputsCmd  `cmd:"" help:"Print valid inputs JSON for a built-in circuit."`
+	Worker  workerCmd  `cmd:"" help:"Claim proof requests and prove them until stopped."`
+	Submit  submitCmd  `cmd:"" help:"Submit a proof request (idempotent on --request-id)."`
+	Status  statusCmd  `cmd:"" help:"Show the state of proof requests."`
+	Timings timingsCmd `cmd:"" help:"Per-circuit p50/p95 of each proving phase, from the attempt history."`
+	Retry   retryCmd   `cmd:"" help:"Queue failed or cancelled requests again."`
+	Cancel  cancelCmd  `cmd:"" help:"Cancel queued or running requests."`
+	Verify  verifyCmd  `cmd:"" help:"Re-verify stored proofs from their SQL bytes with gnark's verifier."`
+	Bench   benchCmd   `cmd:"" help:"Benchmark proving a circuit, optionally against gnark's prover."`
+	Demo    demoCmd    `cmd:"" help:"Run everything end to end on a private, temporary PostgreSQL cluster."`
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	var c cli
+	c.stdout, c.stderr = stdout, stderr
+	parser, err := kong.New(&c,
+		kong.Name("cuzk"),
+		kong.Description("Groth16 proving worker backed by PostgreSQL."),
+		kong.UsageOnError(),
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(code int) { panic(exitCode(code)) }),
+	)
+	if err != nil {
+		fmt.Fprintln(stderr, "cuzk:", err)
+		return exitRuntime
+	}
+	code := exitOK
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				ec, ok := r.(exitCode)
+				if !ok {
+					panic(r)
+				}
+				code = int(ec)
+			}
+		}()
+		kctx, err := parser.Parse(args)
+		if err != nil {
+			fmt.Fprintln(stderr, "cuzk:", err)
+			code = exitUsage
+			return
+		}
+		c.log = newLogger(stderr, c.LogFormat, c.LogLevel)
+		gnarklogger.Disable() // gnark's own debug lines would bypass our log format
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		kctx.BindTo(ctx, (*context.Context)(nil))
+		err = kctx.Run(&c.globals)
+		var ue usageError
+		switch {
+		case err == nil:
+		case errors.As(err, &ue):
+			fmt.Fprintln(stderr, "cuzk:", oneLine(err))
+			code = exitUsage
+		default:
+			fmt.Fprintln(stderr, "cuzk:", oneLine(err))
+			code = exitRuntime
+		}
+	}()
+	return code
+}
+
+type exitCode int
+
+func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }
+
+func newLogger(w io.Writer, format, level string) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(level))
+	isTTY := false
+	if f, ok := w.(*os.File); ok {
+		isTTY = isatty.IsTerminal(f.Fd())
+	}
+	switch {
+	case format == "json":
+		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lvl}))
+	case format == "text" || format == "auto":
+		return slog.New(tint.NewHandler(w, &tint.Options{
+			Level:      lvl,
+			TimeFormat: time.TimeOnly,
+			NoColor:    !isTTY || os.Getenv("NO_COLOR") != "",
+		}))
+	}
+	return slog.Default()
+}
+
+// connect opens a pool on --database-url / DATABASE_URL.
+func (g *globals) connect(ctx context.Context) (*pgxpool.Pool, error) {
+	if g.DatabaseURL == "" {
+		return nil, usagef("no database: set DATABASE_URL or --database-url")
+	}
+	cfg, err := pgxpool.ParseConfig(g.DatabaseURL)
+	if err != nil {
+		return nil, usagef("bad DATABASE_URL: %v", err)
+	}
+	cfg.ConnConfig.RuntimeParams["application_name"] = "cuzk"
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to database %s: %w", cfg.ConnConfig.Host, err)
+	}
+	return pool, nil
+}

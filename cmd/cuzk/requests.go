@@ -1,0 +1,368 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/cuzk/cuzk/migrations"
+	"github.com/cuzk/cuzk/synth"
+)
+
+type migrateCmd struct{}
+
+func (migrateCmd) Run(ctx context.Context, g *globals) error {
+	pool, err := g.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	res, err := migrations.Migrate(ctx, pool)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(g.stdout, "river migrations applied: %d; cuzk schema version %d -> %d\n",
+		len(res.RiverApplied), res.CuzkFrom, res.CuzkTo)
+	return nil
+}
+
+type inputsCmd struct {
+	Circuit string `required:"" help:"Built-in circuit name, e.g. synthetic-k10, merkle-poseidon2-d8-c2, sha256-preimage-b64."`
+	Seed    uint64 `default:"1" help:"Seed for the generated values (same seed, same inputs)."`
+}
+
+func (c inputsCmd) Run(ctx context.Context, g *globals) error {
+	b, err := synth.Inputs(c.Circuit, c.Seed)
+	if err != nil {
+		if synth.IsBadInput(err) {
+			return usageError{err.Error()}
+		}
+		return err
+	}
+	_, err = fmt.Fprintln(g.stdout, string(b))
+	return err
+}
+
+type submitCmd struct {
+	RequestID   string        `name:"request-id" required:"" help:"Caller's id for the request; submitting it again returns the existing request."`
+	Circuit     string        `required:"" help:"Registered circuit name."`
+	Inputs      string        `help:"File with the inputs JSON ('-' for stdin)." xor:"payload"`
+	Witness     string        `help:"File with a gnark full-witness binary." xor:"payload"`
+	Priority    int           `default:"2" help:"1 (most urgent) to 4."`
+	MaxAttempts int           `name:"max-attempts" default:"5" help:"Attempts before the request fails for good."`
+	Wait        time.Duration `help:"Wait up to this long for the request to finish, then print its status."`
+}
+
+func (c submitCmd) Run(ctx context.Context, g *globals) error {
+	var inputs, witness []byte
+	var err error
+	switch {
+	case c.Inputs == "-":
+		inputs, err = readAllStdin()
+	case c.Inputs != "":
+		inputs, err = os.ReadFile(c.Inputs)
+	case c.Witness != "":
+		witness, err = os.ReadFile(c.Witness)
+	default:
+		return usagef("give --inputs FILE or --witness FILE")
+	}
+	if err != nil {
+		return usagef("read payload: %v", err)
+	}
+	if inputs != nil && !json.Valid(inputs) {
+		return usagef("--inputs: not valid JSON")
+	}
+	pool, err := g.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	var inputsArg any
+	if inputs != nil {
+		inputsArg = string(inputs)
+	}
+	var id int64
+	err = pool.QueryRow(ctx, `SELECT cuzk.submit_proof(request_id => $1, circuit => $2, inputs => $3::jsonb,
+	                                witness => $4, priority => $5, max_attempts => $6)`,
+		c.RequestID, c.Circuit, inputsArg, witness, c.Priority, c.MaxAttempts).Scan(&id)
+	if err != nil {
+		return sqlErr("submit", err)
+	}
+	fmt.Fprintf(g.stdout, "submitted %s (id %d)\n", c.RequestID, id)
+	if c.Wait <= 0 {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, c.Wait)
+	defer cancel()
+	for {
+		var state string
+		var lastErr *string
+		if err := pool.QueryRow(wctx, "SELECT state, last_error FROM cuzk.proof_status WHERE request_id = $1", c.RequestID).Scan(&state, &lastErr); err != nil {
+			return fmt.Errorf("wait for %s: %w", c.RequestID, err)
+		}
+		switch state {
+		case "succeeded":
+			fmt.Fprintf(g.stdout, "%s succeeded\n", c.RequestID)
+			return nil
+		case "failed", "cancelled":
+			return fmt.Errorf("request %s %s: %s", c.RequestID, state, deref(lastErr))
+		}
+		select {
+		case <-wctx.Done():
+			return fmt.Errorf("request %s still %s after %s", c.RequestID, state, c.Wait)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+type statusCmd struct {
+	RequestIDs []string `arg:"" optional:"" name:"request-id" help:"Requests to show (default: the most recent)."`
+	State      string   `help:"Only requests in this state." enum:",queued,running,succeeded,failed,cancelled" default:""`
+	Limit      int      `default:"20" help:"Most recent requests to show when none are named."`
+	JSON       bool     `help:"Print JSON lines."`
+}
+
+func (c statusCmd) Run(ctx context.Context, g *globals) error {
+	pool, err := g.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	rows, err := pool.Query(ctx, `
+		SELECT request_id, circuit, state, attempts, coalesce(last_error, ''), created_at, finished_at
+		  FROM cuzk.proof_status
+		 WHERE (coalesce(cardinality($1::text[]), 0) = 0 OR request_id = ANY($1))
+		   AND ($2 = '' OR state = $2)
+		 ORDER BY created_at DESC LIMIT $3`, c.RequestIDs, c.State, c.Limit)
+	if err != nil {
+		return sqlErr("status", err)
+	}
+	type row struct {
+		RequestID  string     `json:"request_id"`
+		Circuit    string     `json:"circuit"`
+		State      string     `json:"state"`
+		Attempts   int        `json:"attempts"`
+		LastError  string     `json:"last_error,omitempty"`
+		CreatedAt  time.Time  `json:"created_at"`
+		FinishedAt *time.Time `json:"finished_at,omitempty"`
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
+	if err != nil {
+		return sqlErr("status", err)
+	}
+	if len(c.RequestIDs) > 0 && len(list) < len(c.RequestIDs) {
+		found := map[string]bool{}
+		for _, r := range list {
+			found[r.RequestID] = true
+		}
+		for _, id := range c.RequestIDs {
+			if !found[id] {
+				return fmt.Errorf("unknown request %q", id)
+			}
+		}
+	}
+	if c.JSON {
+		enc := json.NewEncoder(g.stdout)
+		for _, r := range list {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "REQUEST\tCIRCUIT\tSTATE\tATTEMPTS\tCREATED\tLAST ERROR")
+	for _, r := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", r.RequestID, r.Circuit, r.State, r.Attempts,
+			r.CreatedAt.Format(time.DateTime), truncate(r.LastError, 80))
+	}
+	return tw.Flush()
+}
+
+type timingsCmd struct {
+	Circuit string        `help:"Only this circuit."`
+	Since   time.Duration `default:"168h" help:"History window."`
+	Bucket  time.Duration `default:"0" help:"Period length; 0 gives one row per circuit and phase over the whole window."`
+	JSON    bool          `help:"Print JSON lines."`
+}
+
+func (c timingsCmd) Run(ctx context.Context, g *globals) error {
+	pool, err := g.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	bucket := c.Bucket
+	if bucket <= 0 {
+		bucket = c.Since + time.Hour // one period covers the window
+	}
+	rows, err := pool.Query(ctx, `
+		SELECT circuit, period, phase, n, p50_ms, p95_ms, mean_ms
+		  FROM cuzk.timing_history($1::interval, now() - $2::interval, nullif($3, ''))`,
+		pgInterval(bucket), pgInterval(c.Since), c.Circuit)
+	if err != nil {
+		return sqlErr("timings", err)
+	}
+	type row struct {
+		Circuit string    `json:"circuit"`
+		Period  time.Time `json:"period"`
+		Phase   string    `json:"phase"`
+		N       int64     `json:"n"`
+		P50     float64   `json:"p50_ms"`
+		P95     float64   `json:"p95_ms"`
+		Mean    float64   `json:"mean_ms"`
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
+	if err != nil {
+		return sqlErr("timings", err)
+	}
+	if c.JSON {
+		enc := json.NewEncoder(g.stdout)
+		for _, r := range list {
+			if err := enc.Encode(r); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(g.stdout, "no succeeded attempts in the window")
+		return nil
+	}
+	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "CIRCUIT\tPERIOD\tPHASE\tN\tP50 ms\tP95 ms\tMEAN ms\t")
+	for _, r := range list {
+		period := r.Period.Format("2006-01-02 15:04")
+		if c.Bucket <= 0 {
+			period = "last " + c.Since.String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.1f\t%.1f\t%.1f\t\n", r.Circuit, period, r.Phase, r.N, r.P50, r.P95, r.Mean)
+	}
+	return tw.Flush()
+}
+
+type retryCmd struct {
+	RequestIDs []string      `arg:"" optional:"" name:"request-id" help:"Requests to retry."`
+	Failed     bool          `help:"Retry every failed request (with --since)."`
+	Since      time.Duration `default:"24h" help:"With --failed: only requests that finished this recently."`
+}
+
+func (c retryCmd) Run(ctx context.Context, g *globals) error {
+	if len(c.RequestIDs) == 0 && !c.Failed {
+		return usagef("name requests to retry, or give --failed [--since D]")
+	}
+	pool, err := g.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	ids := c.RequestIDs
+	if c.Failed {
+		rows, err := pool.Query(ctx, `SELECT request_id FROM cuzk.proof_status
+		                               WHERE state = 'failed' AND finished_at >= now() - $1::interval ORDER BY finished_at`, pgInterval(c.Since))
+		if err != nil {
+			return sqlErr("retry", err)
+		}
+		more, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return sqlErr("retry", err)
+		}
+		ids = append(ids, more...)
+	}
+	var failed int
+	for _, id := range ids {
+		var job int64
+		if err := pool.QueryRow(ctx, "SELECT cuzk.retry_proof($1)", id).Scan(&job); err != nil {
+			fmt.Fprintf(g.stderr, "cuzk: retry %s: %s\n", id, sqlErr("", err))
+			failed++
+			continue
+		}
+		fmt.Fprintf(g.stdout, "queued %s again (job %d)\n", id, job)
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d requests could not be retried", failed, len(ids))
+	}
+	if len(ids) == 0 {
+		fmt.Fprintln(g.stdout, "nothing to retry")
+	}
+	return nil
+}
+
+type cancelCmd struct {
+	RequestIDs []string `arg:"" name:"request-id" help:"Requests to cancel."`
+}
+
+func (c cancelCmd) Run(ctx context.Context, g *globals) error {
+	pool, err := g.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	var failed int
+	for _, id := range c.RequestIDs {
+		var ok bool
+		if err := pool.QueryRow(ctx, "SELECT cuzk.cancel_proof($1)", id).Scan(&ok); err != nil {
+			fmt.Fprintf(g.stderr, "cuzk: cancel %s: %s\n", id, sqlErr("", err))
+			failed++
+			continue
+		}
+		if ok {
+			fmt.Fprintf(g.stdout, "cancelled %s\n", id)
+		} else {
+			fmt.Fprintf(g.stdout, "%s had already finished\n", id)
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d requests could not be cancelled", failed, len(c.RequestIDs))
+	}
+	return nil
+}
+
+// sqlErr turns a PostgreSQL error into one line with its message and hint.
+func sqlErr(what string, err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		msg := pe.Message
+		if pe.Hint != "" {
+			msg += " (" + pe.Hint + ")"
+		}
+		if what == "" {
+			return errors.New(msg)
+		}
+		return fmt.Errorf("%s: %s", what, msg)
+	}
+	if what == "" {
+		return err
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+func readAllStdin() ([]byte, error) { return io.ReadAll(os.Stdin) }
+
+func truncate(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// pgInterval renders d as a PostgreSQL interval literal.
+func pgInterval(d time.Duration) string { return fmt.Sprintf("%d microseconds", d.Microseconds()) }

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/consensys/gnark-crypto/ecc"
+	"github.com/consensys/gnark/backend/groth16"
+	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
+	"github.com/consensys/gnark/backend/witness"
+	"github.com/jackc/pgx/v5"
+)
+
+type verifyCmd struct {
+	RequestIDs []string `arg:"" optional:"" name:"request-id" help:"Requests whose stored proofs to verify."`
+	All        bool     `help:"Verify every stored proof."`
+}
+
+func (c verifyCmd) Run(ctx context.Context, g *globals) error {
+	if len(c.RequestIDs) == 0 && !c.All {
+		return usagef("name requests to verify, or give --all")
+	}
+	pool, err := g.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	rows, err := pool.Query(ctx, `
+		SELECT p.request_id, p.proof, p.public_witness, c.vk
+		  FROM cuzk.proofs p JOIN cuzk.circuits c ON c.name = p.circuit
+		 WHERE $1 OR p.request_id = ANY($2) ORDER BY p.created_at`, c.All, c.RequestIDs)
+	if err != nil {
+		return sqlErr("verify", err)
+	}
+	type row struct {
+		ID                string
+		Proof, Public, VK []byte
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
+	if err != nil {
+		return sqlErr("verify", err)
+	}
+	found := map[string]bool{}
+	bad := 0
+	for _, r := range list {
+		found[r.ID] = true
+		if err := verifyBytes(r.VK, r.Proof, r.Public); err != nil {
+			fmt.Fprintf(g.stdout, "%s: INVALID: %v\n", r.ID, err)
+			bad++
+			continue
+		}
+		fmt.Fprintf(g.stdout, "%s: ok\n", r.ID)
+	}
+	for _, id := range c.RequestIDs {
+		if !found[id] {
+			fmt.Fprintf(g.stdout, "%s: no stored proof\n", id)
+			bad++
+		}
+	}
+	if bad > 0 {
+		return fmt.Errorf("%d of %d proofs did not verify", bad, max(len(list), len(c.RequestIDs)))
+	}
+	return nil
+}
+
+// verifyBytes checks a proof with gnark alone, from the bytes cuzk stores.
+func verifyBytes(vkB, proofB, publicB []byte) error {
+	vk := groth16.NewVerifyingKey(ecc.BLS12_381)
+	if _, err := vk.ReadFrom(bytes.NewReader(vkB)); err != nil {
+		return fmt.Errorf("decode vk: %w", err)
+	}
+	proof := groth16.NewProof(ecc.BLS12_381)
+	if _, err := proof.ReadFrom(bytes.NewReader(proofB)); err != nil {
+		return fmt.Errorf("decode proof: %w", err)
+	}
+	pw, err := witness.New(ecc.BLS12_381.ScalarField())
+	if err != nil {
+		return err
+	}
+	if err := pw.UnmarshalBinary(publicB); err != nil {
+		return fmt.Errorf("decode public witness: %w", err)
+	}
+	return groth16.Verify(proof, vk, pw)
+}
+
+func encodeProof(p *groth16bls.Proof) ([]byte, error) {
+	var b bytes.Buffer
+	_, err := p.WriteTo(&b)
+	return b.Bytes(), err
+}

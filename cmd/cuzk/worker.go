@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
+	"github.com/dustin/go-humanize"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cuzk/cuzk/gpu"
+	"github.com/cuzk/cuzk/keys"
+	"github.com/cuzk/cuzk/prover"
+	"github.com/cuzk/cuzk/synth"
+	"github.com/cuzk/cuzk/worker"
+)
+
+type workerCmd struct {
+	dirs
+	Backend          string        `env:"CUZK_BACKEND" enum:"cpu,cuda,auto" default:"auto" help:"Prover backend: cpu, cuda, or auto (cuda when a GPU is usable, else cpu)."`
+	Devices          string        `env:"CUZK_DEVICES" default:"all" help:"GPUs to use: all, or indices/UUIDs/ranges like 0,2 or 0-3."`
+	MemBudget        string        `name:"mem-budget" env:"CUZK_MEM_BUDGET" help:"Memory for requests in flight, in bytes or with a unit (20GiB). Default: cgroup limit or MemAvailable, minus a safety margin."`
+	MaxBatch         int           `name:"max-batch" env:"CUZK_MAX_BATCH" default:"1" help:"Most requests of one circuit proven together."`
+	BatchWait        time.Duration `name:"batch-wait" env:"CUZK_BATCH_WAIT" default:"50ms" help:"Longest a request waits for its batch to fill."`
+	SynthConcurrency int           `name:"synth-concurrency" env:"CUZK_SYNTH_CONCURRENCY" default:"0" help:"Concurrent syntheses (0: half the CPUs, at least 1)."`
+	QueueDepth       int           `name:"queue-depth" env:"CUZK_QUEUE_DEPTH" default:"2" help:"Solved batches waiting for a prover."`
+	RescueAfter      time.Duration `name:"rescue-after" env:"CUZK_RESCUE_AFTER" default:"1h" help:"A job running this long without finishing (its worker died) is retried."`
+	ShutdownGrace    time.Duration `name:"shutdown-grace" env:"CUZK_SHUTDOWN_GRACE" default:"2m" help:"On SIGTERM, in-flight work gets this long to finish before it is handed back."`
+	PollInterval     time.Duration `name:"poll-interval" env:"CUZK_POLL_INTERVAL" default:"1s" help:"How often to look for work when no notification arrives."`
+	KeepInputs       bool          `name:"keep-inputs" env:"CUZK_KEEP_INPUTS" help:"Keep private inputs after success (default: scrub them)."`
+	HTTP             string        `name:"http" env:"CUZK_HTTP" help:"Serve /healthz and /readyz on this address (e.g. :9090)."`
+	Name             string        `env:"CUZK_NAME" help:"Worker identity in attempt rows (default host/pid)."`
+}
+
+func (c workerCmd) Run(ctx context.Context, g *globals) error {
+	if err := c.resolve(); err != nil {
+		return err
+	}
+	budget, err := memBudget(c.MemBudget, g.log)
+	if err != nil {
+		return err
+	}
+	devices, err := openBackends(c.Backend, c.Devices, g.log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, d := range devices {
+			d.Backend.Close()
+		}
+	}()
+	pool, err := g.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+
+	cfg := worker.DefaultConfig()
+	if c.Name != "" {
+		cfg.Name = c.Name
+	}
+	cfg.MemBudget = budget
+	cfg.MaxBatch = c.MaxBatch
+	cfg.BatchWait = c.BatchWait
+	cfg.SynthConcurrency = c.SynthConcurrency
+	if cfg.SynthConcurrency <= 0 {
+		cfg.SynthConcurrency = max(1, runtime.NumCPU()/2)
+	}
+	cfg.QueueDepth = c.QueueDepth
+	cfg.RescueAfter = c.RescueAfter
+	cfg.ShutdownGrace = c.ShutdownGrace
+	cfg.PollInterval = c.PollInterval
+	cfg.ScrubInputs = !c.KeepInputs
+
+	kd := keys.Dir(c.KeysDir)
+	reg := synth.NewRegistry(c.CacheDir)
+	digests := digestLookup(pool)
+	cat := worker.NewCatalog(circuitLoader(reg, kd), func(ctx context.Context, name string) (*groth16bls.ProvingKey, *groth16bls.VerifyingKey, error) {
+		d, err := digests(ctx, name)
+		if err != nil {
+			return nil, nil, err
+		}
+		return kd.Load(name, d)
+	})
+	w, err := worker.New(pool, cfg, cat, devices, g.log)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	if c.HTTP != "" {
+		srv, err := serveHTTP(ctx, c.HTTP, pool, g.log)
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+	}
+	return w.Run(ctx)
+}
+
+// digestLookup reads a circuit's registered pk digest, so a worker never proves with
+// a key other than the one whose vk the database holds.
+func digestLookup(pool *pgxpool.Pool) func(context.Context, string) (string, error) {
+	return func(ctx context.Context, name string) (string, error) {
+		var d string
+		err := pool.QueryRow(ctx, "SELECT pk_digest FROM cuzk.circuits WHERE name = $1", name).Scan(&d)
+		if err != nil {
+			return "", fmt.Errorf("circuit %q is not registered (run cuzk setup): %w", name, err)
+		}
+		return d, nil
+	}
+}
+
+// openBackends builds one prover per selected device.
+func openBackends(kind, devices string, log *slog.Logger) ([]worker.Device, error) {
+	if kind == "cpu" {
+		return []worker.Device{{Backend: prover.NewCPU(), Label: fmt.Sprintf("cpu (%d cores)", runtime.NumCPU())}}, nil
+	}
+	devs, err := cudaBackends(devices)
+	if err == nil {
+		return devs, nil
+	}
+	if kind == "cuda" {
+		return nil, fmt.Errorf("--backend cuda: %w", err)
+	}
+	log.Warn("no usable GPU, proving on the CPU", "reason", err)
+	return []worker.Device{{Backend: prover.NewCPU(), Label: fmt.Sprintf("cpu (%d cores)", runtime.NumCPU())}}, nil
+}
+
+func cudaBackends(spec string) ([]worker.Device, error) {
+	// NVML numbers devices by PCI bus; make CUDA agree before the library loads.
+	os.Setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+	nv, err := gpu.OpenNVML()
+	if err != nil {
+		return nil, err
+	}
+	defer nv.Close()
+	all, err := nv.Devices(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	sel, err := gpu.SelectDevices(spec, all)
+	if err != nil {
+		return nil, err
+	}
+	var out []worker.Device
+	for _, d := range sel {
+		b, err := gpu.NewCUDA(d.Index, gpu.Options{})
+		if err != nil {
+			for _, o := range out {
+				o.Backend.Close()
+			}
+			return nil, fmt.Errorf("device %s: %w", d, err)
+		}
+		out = append(out, worker.Device{Backend: b, Label: d.Name + " " + d.UUID})
+	}
+	return out, nil
+}
+
+// memBudget parses --mem-budget or derives it from the cgroup limit / MemAvailable.
+func memBudget(spec string, log *slog.Logger) (int64, error) {
+	if spec != "" {
+		n, err := humanize.ParseBytes(spec)
+		if err != nil || n == 0 {
+			return 0, usagef("--mem-budget %q: want bytes or a size like 20GiB", spec)
+		}
+		return int64(n), nil
+	}
+	avail, source := availableMemory()
+	if avail <= 0 {
+		return 0, errors.New("cannot determine available memory: set --mem-budget")
+	}
+	margin := max(avail/10, 1<<30) // leave 10% (at least 1 GiB) to the OS and keys
+	budget := max(avail-margin, 256<<20)
+	log.Info("memory budget", "budget", humanize.IBytes(uint64(budget)), "from", source, "available", humanize.IBytes(uint64(avail)))
+	return budget, nil
+}
+
+func availableMemory() (int64, string) {
+	if b, err := os.ReadFile("/sys/fs/cgroup/memory.max"); err == nil {
+		s := strings.TrimSpace(string(b))
+		if s != "max" {
+			var n int64
+			if _, err := fmt.Sscan(s, &n); err == nil && n > 0 {
+				return n, "cgroup memory.max"
+			}
+		}
+	}
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0, ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "MemAvailable:") {
+			var kb int64
+			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimPrefix(line, "MemAvailable:"), "kB")), &kb)
+			return kb << 10, "MemAvailable"
+		}
+	}
+	return 0, ""
+}

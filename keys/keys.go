@@ -1,0 +1,215 @@
+// Package keys keeps Groth16 key files on disk, one directory per circuit:
+//
+//	<keys-dir>/<circuit>/pk.bin        gnark ProvingKey.WriteTo (BLS12-381)
+//	<keys-dir>/<circuit>/vk.bin        gnark VerifyingKey.WriteTo
+//	<keys-dir>/<circuit>/circuit.r1cs  gnark R1CS.WriteTo (imported circuits only;
+//	                                   built-in ones are compiled by package synth)
+//
+// Files are written to a temporary name and renamed, so a reader never sees a partial
+// key. The proving key's SHA-256 (the pk_digest of cuzk.circuits) is checked on load,
+// so a key that does not match the registered circuit is refused rather than used.
+package keys
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/consensys/gnark-crypto/ecc"
+	"github.com/consensys/gnark/backend/groth16"
+	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
+	cs "github.com/consensys/gnark/constraint/bls12-381"
+)
+
+// File names inside a circuit's directory.
+const (
+	PKFile   = "pk.bin"
+	VKFile   = "vk.bin"
+	R1CSFile = "circuit.r1cs"
+	dirPerm  = 0o755
+	filePerm = 0o644
+	bufSize  = 1 << 20
+)
+
+// Dir is a keys directory.
+type Dir string
+
+// Path is the path of file f of circuit.
+func (d Dir) Path(circuit, f string) string { return filepath.Join(string(d), circuit, f) }
+
+// Has reports whether circuit has both keys in d.
+func (d Dir) Has(circuit string) bool {
+	_, e1 := os.Stat(d.Path(circuit, PKFile))
+	_, e2 := os.Stat(d.Path(circuit, VKFile))
+	return e1 == nil && e2 == nil
+}
+
+// Setup runs a development key ceremony for r1cs with gnark's groth16.Setup and writes
+// the keys. It is NOT a production ceremony: the toxic waste exists in this process's
+// memory, so whoever runs it could forge proofs. It returns the pk digest.
+func (d Dir) Setup(ctx context.Context, circuit string, r1cs *cs.R1CS) (pk *groth16bls.ProvingKey, vk *groth16bls.VerifyingKey, digest string, err error) {
+	if ci := r1cs.GetCommitments(); ci != nil && len(ci.CommitmentIndexes()) > 0 {
+		return nil, nil, "", fmt.Errorf("circuit %s uses gnark commitments, which cuzk does not support", circuit)
+	}
+	gpk, gvk, err := groth16.Setup(r1cs)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("setup %s: %w", circuit, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, "", err
+	}
+	pk, vk = gpk.(*groth16bls.ProvingKey), gvk.(*groth16bls.VerifyingKey)
+	digest, err = d.Write(circuit, pk, vk)
+	return pk, vk, digest, err
+}
+
+// Write stores pk and vk for circuit and returns the pk digest.
+func (d Dir) Write(circuit string, pk *groth16bls.ProvingKey, vk *groth16bls.VerifyingKey) (string, error) {
+	if err := os.MkdirAll(filepath.Join(string(d), circuit), dirPerm); err != nil {
+		return "", fmt.Errorf("keys dir: %w", err)
+	}
+	var digest string
+	err := writeAtomic(d.Path(circuit, PKFile), func(w io.Writer) error {
+		h := sha256.New()
+		if _, err := pk.WriteTo(io.MultiWriter(w, h)); err != nil {
+			return err
+		}
+		digest = hex.EncodeToString(h.Sum(nil))
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("write proving key of %s: %w", circuit, err)
+	}
+	if err := writeAtomic(d.Path(circuit, VKFile), func(w io.Writer) error { _, err := vk.WriteTo(w); return err }); err != nil {
+		return "", fmt.Errorf("write verifying key of %s: %w", circuit, err)
+	}
+	return digest, nil
+}
+
+// Import copies externally produced gnark files (R1CS, pk, vk) into d after checking
+// that they are BLS12-381, mutually consistent and free of commitments.
+func (d Dir) Import(circuit, r1csPath, pkPath, vkPath string) (*cs.R1CS, string, error) {
+	r1cs := new(cs.R1CS)
+	if err := readFile(r1csPath, func(r io.Reader) error { _, err := r1cs.ReadFrom(r); return err }); err != nil {
+		return nil, "", fmt.Errorf("read R1CS %s (a BLS12-381 gnark R1CS is expected): %w", r1csPath, err)
+	}
+	if ci := r1cs.GetCommitments(); ci != nil && len(ci.CommitmentIndexes()) > 0 {
+		return nil, "", fmt.Errorf("circuit %s uses gnark commitments, which cuzk does not support", circuit)
+	}
+	pk := groth16.NewProvingKey(ecc.BLS12_381).(*groth16bls.ProvingKey)
+	if err := readFile(pkPath, func(r io.Reader) error { _, err := pk.ReadFrom(r); return err }); err != nil {
+		return nil, "", fmt.Errorf("read proving key %s: %w", pkPath, err)
+	}
+	vk := groth16.NewVerifyingKey(ecc.BLS12_381).(*groth16bls.VerifyingKey)
+	if err := readFile(vkPath, func(r io.Reader) error { _, err := vk.ReadFrom(r); return err }); err != nil {
+		return nil, "", fmt.Errorf("read verifying key %s: %w", vkPath, err)
+	}
+	if err := Consistent(circuit, r1cs, pk, vk); err != nil {
+		return nil, "", err
+	}
+	if err := os.MkdirAll(filepath.Join(string(d), circuit), dirPerm); err != nil {
+		return nil, "", fmt.Errorf("keys dir: %w", err)
+	}
+	if err := writeAtomic(d.Path(circuit, R1CSFile), func(w io.Writer) error { _, err := r1cs.WriteTo(w); return err }); err != nil {
+		return nil, "", fmt.Errorf("write R1CS of %s: %w", circuit, err)
+	}
+	digest, err := d.Write(circuit, pk, vk)
+	return r1cs, digest, err
+}
+
+// Consistent checks that pk and vk were made for r1cs (sizes and shapes).
+func Consistent(circuit string, r1cs *cs.R1CS, pk *groth16bls.ProvingKey, vk *groth16bls.VerifyingKey) error {
+	nbWires := r1cs.GetNbInternalVariables() + r1cs.GetNbPublicVariables() + r1cs.GetNbSecretVariables()
+	nbPublic := r1cs.GetNbPublicVariables()
+	switch {
+	case len(pk.CommitmentKeys) > 0 || len(vk.PublicAndCommitmentCommitted) > 0:
+		return fmt.Errorf("circuit %s: keys use gnark commitments, which cuzk does not support", circuit)
+	case len(pk.InfinityA) != nbWires || len(pk.InfinityB) != nbWires:
+		return fmt.Errorf("circuit %s: proving key is for %d wires, the R1CS has %d", circuit, len(pk.InfinityA), nbWires)
+	case len(pk.G1.K) != nbWires-nbPublic:
+		return fmt.Errorf("circuit %s: proving key has %d private bases, the R1CS has %d private wires", circuit, len(pk.G1.K), nbWires-nbPublic)
+	case len(vk.G1.K) != nbPublic:
+		return fmt.Errorf("circuit %s: verifying key is for %d public wires, the R1CS has %d", circuit, len(vk.G1.K), nbPublic)
+	case pk.Domain.Cardinality < uint64(r1cs.GetNbConstraints()):
+		return fmt.Errorf("circuit %s: proving key domain %d is smaller than the %d constraints", circuit, pk.Domain.Cardinality, r1cs.GetNbConstraints())
+	}
+	return nil
+}
+
+// Load reads circuit's keys, checking the proving key against digest when it is set.
+func (d Dir) Load(circuit, digest string) (*groth16bls.ProvingKey, *groth16bls.VerifyingKey, error) {
+	pk := groth16.NewProvingKey(ecc.BLS12_381).(*groth16bls.ProvingKey)
+	h := sha256.New()
+	err := readFile(d.Path(circuit, PKFile), func(r io.Reader) error {
+		_, err := pk.ReadFrom(io.TeeReader(r, h))
+		if err == nil {
+			_, err = io.Copy(h, r) // hash any trailing bytes too
+		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("load proving key of %s: %w", circuit, err)
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); digest != "" && got != digest {
+		return nil, nil, fmt.Errorf("proving key of %s at %s has digest %s, the database registered %s (run cuzk setup again or fix --keys-dir)",
+			circuit, d.Path(circuit, PKFile), got[:16], digest[:min(16, len(digest))])
+	}
+	vk := groth16.NewVerifyingKey(ecc.BLS12_381).(*groth16bls.VerifyingKey)
+	if err := readFile(d.Path(circuit, VKFile), func(r io.Reader) error { _, err := vk.ReadFrom(r); return err }); err != nil {
+		return nil, nil, fmt.Errorf("load verifying key of %s: %w", circuit, err)
+	}
+	return pk, vk, nil
+}
+
+// LoadR1CS reads an imported circuit's constraint system.
+func (d Dir) LoadR1CS(circuit string) (*cs.R1CS, error) {
+	r1cs := new(cs.R1CS)
+	err := readFile(d.Path(circuit, R1CSFile), func(r io.Reader) error { _, err := r1cs.ReadFrom(r); return err })
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("circuit %s: no %s in %s", circuit, R1CSFile, filepath.Join(string(d), circuit))
+	}
+	return r1cs, err
+}
+
+func readFile(path string, read func(io.Reader) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return read(bufio.NewReaderSize(f, bufSize))
+}
+
+func writeAtomic(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	w := bufio.NewWriterSize(tmp, bufSize)
+	if err := write(w); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), filePerm); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
