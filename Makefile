@@ -1,0 +1,19 @@
+# cuzk: `make test` is the project's test command (CI runs it through .ci/run).
+GO ?= go
+
+.PHONY: build test vet race gpu-lib
+build:
+	$(GO) build -o bin/cuzk ./cmd/cuzk
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
+
+# Needs PostgreSQL on 127.0.0.1:5432 (or CUZK_TEST_DATABASE_URL). GPU tests skip
+# without a CUDA device and say so.
+test: vet
+	$(GO) test -count=1 -timeout 15m ./...
+	$(GO) test -count=1 -race -short -timeout 10m ./worker/ ./gpu/ ./synth/
+
+gpu-lib:
+	$(MAKE) -C gpu/cuda
