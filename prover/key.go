@@ -44,7 +44,9 @@ func (e *CommitmentError) Error() string {
 
 // NewProvingKey validates pk (no commitments, consistent sizes) and returns it with
 // its shape. nbConstraints is the R1CS's constraint count (the key does not record it).
-// pk must not be in use by another goroutine: its K and Z slices are re-laid out.
+// The first call on a gnark key moves its K and Z bases into one allocation (same
+// values; pk.G1.K and pk.G1.Z then alias KZ), so it must not run while another
+// goroutine uses pk; later calls on the same pk only read it.
 func NewProvingKey(circuit string, pk *groth16bls.ProvingKey, nbConstraints int) (*ProvingKey, error) {
 	if len(pk.CommitmentKeys) != 0 {
 		return nil, &CommitmentError{Circuit: circuit}
@@ -72,17 +74,20 @@ func NewProvingKey(circuit string, pk *groth16bls.ProvingKey, nbConstraints int)
 		return nil, fmt.Errorf("proving key for %s: %d B infinity markers set, header says %d", circuit, cnt, pk.NbInfinityB)
 	}
 
-	nk := len(pk.G1.K)
-	kz := pk.G1.K[:nk:nk]
-	if !(cap(pk.G1.K) >= nk+len(pk.G1.Z) && len(pk.G1.Z) > 0 && &pk.G1.K[:nk+1][nk] == &pk.G1.Z[0]) {
-		kz = make([]bls12381.G1Affine, nk+len(pk.G1.Z))
+	nk, nz := len(pk.G1.K), len(pk.G1.Z)
+	var kz []bls12381.G1Affine
+	switch {
+	case nz == 0:
+		kz = pk.G1.K
+	case cap(pk.G1.K) >= nk+nz && &pk.G1.K[:nk+1][nk] == &pk.G1.Z[0]:
+		kz = pk.G1.K[:nk+nz] // already adjacent (a key seen before, RandomKey): no write
+	default:
+		kz = make([]bls12381.G1Affine, nk+nz)
 		copy(kz, pk.G1.K)
 		copy(kz[nk:], pk.G1.Z)
-	} else {
-		kz = pk.G1.K[:nk+len(pk.G1.Z)]
+		pk.G1.K = kz[:nk] // capacity kept: it is how a later call sees the adjacency
+		pk.G1.Z = kz[nk:]
 	}
-	pk.G1.K = kz[:nk:nk]
-	pk.G1.Z = kz[nk:]
 
 	return &ProvingKey{
 		Circuit:       circuit,

@@ -344,3 +344,30 @@ func TestRandomKeyShape(t *testing.T) {
 		t.Fatal("a key without private wires must be refused")
 	}
 }
+
+func TestNewProvingKeyLaysOutKZOnce(t *testing.T) {
+	tc := compileLanes(t, 12, 2)
+	gpk, err := RandomKeyFor(tc.name, tc.ccs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Separate K and Z, as a key read from disk has them.
+	gpk.G1.K = append([]bls12381.G1Affine(nil), gpk.G1.K...)
+	gpk.G1.Z = append([]bls12381.G1Affine(nil), gpk.G1.Z...)
+	k0, z0 := gpk.G1.K[0], gpk.G1.Z[len(gpk.G1.Z)-1]
+	pk1, err := NewProvingKey(tc.name, gpk, tc.ccs.GetNbConstraints())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nk := len(gpk.G1.K)
+	if &pk1.KZ[0] != &gpk.G1.K[0] || &pk1.KZ[nk] != &gpk.G1.Z[0] || pk1.KZ[0] != k0 || pk1.KZ[len(pk1.KZ)-1] != z0 {
+		t.Fatal("KZ must hold K then Z, aliased by the gnark key")
+	}
+	pk2, err := NewProvingKey(tc.name, gpk, tc.ccs.GetNbConstraints())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &pk2.KZ[0] != &pk1.KZ[0] {
+		t.Fatal("a second NewProvingKey on the same key must reuse its layout")
+	}
+}
