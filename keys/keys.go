@@ -138,6 +138,10 @@ func Consistent(circuit string, r1cs *cs.R1CS, pk *groth16bls.ProvingKey, vk *gr
 		return fmt.Errorf("circuit %s: verifying key is for %d public wires, the R1CS has %d", circuit, len(vk.G1.K), nbPublic)
 	case pk.Domain.Cardinality < uint64(r1cs.GetNbConstraints()):
 		return fmt.Errorf("circuit %s: proving key domain %d is smaller than the %d constraints", circuit, pk.Domain.Cardinality, r1cs.GetNbConstraints())
+	case !pk.G1.Alpha.Equal(&vk.G1.Alpha) || !pk.G1.Beta.Equal(&vk.G1.Beta) || !pk.G1.Delta.Equal(&vk.G1.Delta) ||
+		!pk.G2.Beta.Equal(&vk.G2.Beta) || !pk.G2.Delta.Equal(&vk.G2.Delta):
+		// Same shapes, different ceremonies: every proof would fail verification.
+		return fmt.Errorf("circuit %s: proving and verifying keys come from different setups (alpha/beta/delta differ)", circuit)
 	}
 	return nil
 }
@@ -177,12 +181,19 @@ func (d Dir) LoadR1CS(circuit string) (*cs.R1CS, error) {
 	return r1cs, err
 }
 
-func readFile(path string, read func(io.Reader) error) error {
+func readFile(path string, read func(io.Reader) error) (err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	// gnark's decoders trust the lengths they read, so a file of the wrong kind can
+	// make them panic (makeslice out of range) instead of returning an error.
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("malformed file (decoder panicked: %v)", r)
+		}
+	}()
 	return read(bufio.NewReaderSize(f, bufSize))
 }
 
