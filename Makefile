@@ -13,7 +13,7 @@ vet:
 # without a CUDA device and say so.
 test: vet
 	$(GO) test -count=1 -timeout 15m ./...
-	$(GO) test -count=1 -race -short -timeout 10m ./worker/ ./gpu/ ./synth/
+	$(GO) test -count=1 -race -timeout 10m -run "Budget|Collector|Poller|Concurren|Registry" ./worker/ ./gpu/ ./synth/
 
 gpu-lib:
 	$(MAKE) -C gpu/cuda

@@ -1,0 +1,120 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	cuzksql "github.com/cuzk/cuzk/sql"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestBudgetNeverOvercommitsUnderConcurrency(t *testing.T) {
+	b := NewBudget(100)
+	var inUse, peak atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n := int64(10 + i%40)
+			r, err := b.Reserve(context.Background(), n)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			cur := inUse.Add(n)
+			for {
+				p := peak.Load()
+				if cur <= p || peak.CompareAndSwap(p, cur) {
+					break
+				}
+			}
+			time.Sleep(time.Millisecond)
+			r.Shrink(n / 2) // first release step
+			inUse.Add(-(n - n/2))
+			time.Sleep(time.Millisecond)
+			inUse.Add(-r.Bytes())
+			r.Release()
+			r.Release() // idempotent
+		}()
+	}
+	wg.Wait()
+	if peak.Load() > 100 {
+		t.Fatalf("peak reservation %d exceeded the budget of 100", peak.Load())
+	}
+	if b.Reserved() != 0 {
+		t.Fatalf("%d bytes still reserved after every release", b.Reserved())
+	}
+}
+
+func TestBudgetTooLargeFailsAtOnceAndCancelUnblocks(t *testing.T) {
+	b := NewBudget(100)
+	var tl *TooLargeError
+	if _, err := b.Reserve(context.Background(), 101); !errors.As(err, &tl) {
+		t.Fatalf("reserve beyond the budget: %v, want TooLargeError", err)
+	}
+	hold, err := b.Reserve(context.Background(), 90)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := b.Reserve(ctx, 50); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("blocked reserve: %v, want deadline exceeded", err)
+	}
+	// The abandoned waiter must not hold the line: a small request fits now.
+	small, err := b.Reserve(context.Background(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	small.Release()
+	hold.Release()
+	if b.Reserved() != 0 {
+		t.Fatalf("%d bytes left reserved", b.Reserved())
+	}
+}
+
+func TestCollectorFlushesOnSizeWaitAndPriority(t *testing.T) {
+	got := make(chan *batch, 10)
+	c := newCollector(3, 50*time.Millisecond, func(b *batch) { got <- b })
+	mk := func(circuit string, prio int) *item {
+		return &item{req: &cuzksql.Request{Circuit: circuit, Priority: prio}}
+	}
+	// Size: three of one circuit flush at once.
+	for range 3 {
+		c.add(mk("a", 3))
+	}
+	select {
+	case b := <-got:
+		if len(b.items) != 3 || b.circuit != "a" {
+			t.Fatalf("size flush: %d items of %s", len(b.items), b.circuit)
+		}
+	case <-time.After(30 * time.Millisecond):
+		t.Fatal("a full batch was not flushed at once")
+	}
+	// Wait: one item flushes after the batch wait.
+	start := time.Now()
+	c.add(mk("b", 3))
+	b := <-got
+	if len(b.items) != 1 || time.Since(start) < 40*time.Millisecond {
+		t.Fatalf("wait flush: %d items after %s", len(b.items), time.Since(start))
+	}
+	// Priority: a more urgent arrival flushes the group with it, at once.
+	c.add(mk("c", 3))
+	c.add(mk("c", 1))
+	select {
+	case b := <-got:
+		if len(b.items) != 2 {
+			t.Fatalf("priority flush: %d items", len(b.items))
+		}
+		for _, it := range b.items {
+			if it.att.BatchWaitMs == nil {
+				t.Fatal("batch_wait_ms not recorded")
+			}
+		}
+	case <-time.After(30 * time.Millisecond):
+		t.Fatal("an urgent request did not flush its group at once")
+	}
+}
