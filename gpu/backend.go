@@ -1,0 +1,329 @@
+package gpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+
+	"github.com/cuzk/cuzk/prover"
+	"github.com/cuzk/cuzk/synth"
+)
+
+// Options tune the CUDA backend; the zero value is the default.
+type Options struct {
+	LibPath      string // the library; "" searches as FindLibrary does
+	StagingBytes int    // pinned host staging per stream (default 64 MiB)
+	// ReserveBytes is device memory kept free when deciding whether a key's bases
+	// fit (for MSM scratch and per-proof buffers); bases that do not fit are streamed
+	// from pinned host memory. Default 8 GiB.
+	ReserveBytes int
+}
+
+// CUDA is the prover.Backend on one CUDA device. Its key bases stay resident on the
+// device; Prove runs H and the G1 MSMs on one stream and the G2 MSM on another, so
+// the G2 MSM of one solution overlaps the next solution's upload, H and G1 MSMs.
+type CUDA struct {
+	lib     *cudaLib
+	ctx     *cudaCtx
+	ordinal int
+	info    DeviceInfo
+	reserve int
+
+	mu     sync.Mutex // one Prove or LoadKey at a time: the streams own their scratch
+	s1, s2 *cudaStream
+}
+
+var _ prover.Backend = (*CUDA)(nil)
+
+// NewCUDA opens device ordinal. If the library, driver or device is missing, the
+// error is an *UnavailableError ("unavailable: <reason>").
+func NewCUDA(ordinal int, opt Options) (*CUDA, error) {
+	lib, err := openLib(opt.LibPath)
+	if err != nil {
+		return nil, err
+	}
+	n, err := lib.deviceCount()
+	if err != nil {
+		return nil, err
+	}
+	if ordinal < 0 || ordinal >= n {
+		return nil, &UnavailableError{Reason: fmt.Sprintf("CUDA device %d not present (%d devices)", ordinal, n)}
+	}
+	info, err := lib.deviceInfo(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	c, err := lib.newCtx(ordinal)
+	if err != nil {
+		return nil, err
+	}
+	b := &CUDA{lib: lib, ctx: c, ordinal: ordinal, info: info, reserve: opt.ReserveBytes}
+	if b.reserve == 0 {
+		b.reserve = 8 << 30
+	}
+	if b.s1, err = c.newStream(opt.StagingBytes); err == nil {
+		b.s2, err = c.newStream(opt.StagingBytes)
+	}
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// Name implements prover.Backend.
+func (b *CUDA) Name() string { return fmt.Sprintf("cuda:%d", b.ordinal) }
+
+// Device describes the GPU.
+func (b *CUDA) Device() DeviceInfo { return b.info }
+
+// Close implements prover.Backend.
+func (b *CUDA) Close() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return errors.Join(b.s1.close(), b.s2.close(), b.ctx.close())
+}
+
+// cudaKey is a proving key resident on the device.
+type cudaKey struct {
+	pk          *prover.ProvingKey
+	a, b1, kz   *baseSet // G1
+	b2          *baseSet // G2
+	idxA, idxB  *devBuf  // wire index of each non-infinity A/B base; nil when none is infinity
+	dom         *nttDomain
+	wh          [2]*devBuf // per pipeline slot: W ‖ h, so K‖Z scalars are W[NbPublic:] ‖ h
+	hb, hc      *devBuf    // H scratch
+	bytes       int64
+	closeOnce   sync.Once
+	releaseErrs error
+}
+
+func (k *cudaKey) Bytes() int64 { return k.bytes }
+
+func (k *cudaKey) Close() error {
+	k.closeOnce.Do(func() {
+		k.releaseErrs = errors.Join(k.a.close(), k.b1.close(), k.kz.close(), k.b2.close(),
+			k.idxA.free(), k.idxB.free(), k.dom.close(), k.wh[0].free(), k.wh[1].free(), k.hb.free(), k.hc.free())
+	})
+	return k.releaseErrs
+}
+
+func nonInfinityIndex(inf []bool, nbInf uint64) []uint32 {
+	if nbInf == 0 {
+		return nil
+	}
+	idx := make([]uint32, 0, len(inf)-int(nbInf))
+	for i, v := range inf {
+		if !v {
+			idx = append(idx, uint32(i))
+		}
+	}
+	return idx
+}
+
+// LoadKey implements prover.Backend: it uploads the bases once and allocates the
+// per-proof device buffers.
+func (b *CUDA) LoadKey(ctx context.Context, pk *prover.ProvingKey) (prover.Key, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(pk.KZ) != pk.NbPrivate()+pk.DomainSize()-1 {
+		return nil, fmt.Errorf("%s: load key %s: not built with prover.NewProvingKey", b.Name(), pk.Circuit)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	k := &cudaKey{pk: pk}
+	err := b.loadKey(k)
+	if err != nil {
+		k.Close()
+		return nil, fmt.Errorf("%s: load key %s: %w", b.Name(), pk.Circuit, err)
+	}
+	return k, nil
+}
+
+func (b *CUDA) loadKey(k *cudaKey) error {
+	pk, s := k.pk, b.s1
+	n := pk.DomainSize()
+	var err error
+	if k.a, err = s.newBasesG1(pk.PK.G1.A, b.reserve, 0); err != nil {
+		return err
+	}
+	if k.b1, err = s.newBasesG1(pk.PK.G1.B, b.reserve, 0); err != nil {
+		return err
+	}
+	if k.kz, err = s.newBasesG1(pk.KZ, b.reserve, 0); err != nil {
+		return err
+	}
+	if k.b2, err = s.newBasesG2(pk.PK.G2.B, b.reserve, 0); err != nil {
+		return err
+	}
+	upIdx := func(idx []uint32) (*devBuf, error) {
+		if idx == nil {
+			return nil, nil
+		}
+		d, err := b.ctx.alloc(len(idx) * 4)
+		if err != nil {
+			return nil, err
+		}
+		return d, s.uploadU32(d, idx)
+	}
+	if k.idxA, err = upIdx(nonInfinityIndex(pk.PK.InfinityA, pk.PK.NbInfinityA)); err != nil {
+		return err
+	}
+	if k.idxB, err = upIdx(nonInfinityIndex(pk.PK.InfinityB, pk.PK.NbInfinityB)); err != nil {
+		return err
+	}
+	if k.dom, err = s.newDomain(&pk.PK.Domain); err != nil {
+		return err
+	}
+	for i := range k.wh {
+		if k.wh[i], err = b.ctx.alloc((pk.NbWires + n) * fr.Bytes); err != nil {
+			return err
+		}
+	}
+	if k.hb, err = b.ctx.alloc(n * fr.Bytes); err != nil {
+		return err
+	}
+	if k.hc, err = b.ctx.alloc(n * fr.Bytes); err != nil {
+		return err
+	}
+	k.bytes = k.a.deviceBytes() + k.b1.deviceBytes() + k.kz.deviceBytes() + k.b2.deviceBytes() +
+		k.dom.bytes + int64(2*(pk.NbWires+n)+2*n)*fr.Bytes
+	if k.idxA != nil {
+		k.bytes += int64(k.idxA.bytes)
+	}
+	if k.idxB != nil {
+		k.bytes += int64(k.idxB.bytes)
+	}
+	return nil
+}
+
+// g2job asks the G2 worker for solution i, whose scalars are in pipeline slot slot.
+type g2job struct{ i, slot int }
+
+func checkSolution(pk *prover.ProvingKey, sol *synth.Solution) error {
+	switch {
+	case sol == nil:
+		return fmt.Errorf("nil solution")
+	case len(sol.W) != pk.NbWires:
+		return fmt.Errorf("%d wires, key has %d", len(sol.W), pk.NbWires)
+	case sol.NbPublic != pk.NbPublic:
+		return fmt.Errorf("%d public wires, key has %d", sol.NbPublic, pk.NbPublic)
+	case len(sol.A) != pk.NbConstraints || len(sol.B) != pk.NbConstraints || len(sol.C) != pk.NbConstraints:
+		return fmt.Errorf("constraint evaluations of length %d/%d/%d, key has %d constraints (released already?)",
+			len(sol.A), len(sol.B), len(sol.C), pk.NbConstraints)
+	}
+	return nil
+}
+
+// Prove implements prover.Backend. PhaseTimes: H2D and NTT are summed over the
+// batch; MSMG1/MSMG2 are summed device-call times; MSM is the wall time not spent in
+// H2D or NTT (G2 overlaps the rest, so MSM < MSMG1 + MSMG2 when that pays).
+func (b *CUDA) Prove(ctx context.Context, key prover.Key, sols []*synth.Solution) ([]prover.Parts, prover.PhaseTimes, error) {
+	var times prover.PhaseTimes
+	k, ok := key.(*cudaKey)
+	if !ok {
+		return nil, times, fmt.Errorf("%s: prove: key of type %T was not loaded by a cuda backend", b.Name(), key)
+	}
+	pk := k.pk
+	for i, sol := range sols {
+		if err := checkSolution(pk, sol); err != nil {
+			return nil, times, fmt.Errorf("%s: prove %s: solution %d: %w", b.Name(), pk.Circuit, i, err)
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	start := time.Now()
+	parts := make([]prover.Parts, len(sols))
+
+	// G2 worker on stream 2. free[slot] holds a token while wh[slot] may be overwritten.
+	jobs := make(chan g2job, 1)
+	var free [2]chan struct{}
+	for i := range free {
+		free[i] = make(chan struct{}, 1)
+		free[i] <- struct{}{}
+	}
+	var g2err error
+	var g2time time.Duration
+	g2done := make(chan struct{})
+	go func() {
+		defer close(g2done)
+		for j := range jobs {
+			if g2err == nil {
+				t0 := time.Now()
+				parts[j.i].B2, g2err = b.s2.msmG2(k.b2, 0, k.b2.count, k.wh[j.slot], 0, k.idxB)
+				g2time += time.Since(t0)
+			}
+			free[j.slot] <- struct{}{}
+		}
+	}()
+
+	err := b.proveG1(ctx, k, sols, parts, jobs, &free, &times)
+	close(jobs)
+	<-g2done
+	if err == nil && g2err != nil {
+		err = fmt.Errorf("G2 MSM: %w", g2err)
+	}
+	times.MSMG2 = g2time
+	times.Total = time.Since(start)
+	times.MSM = times.Total - times.H2D - times.NTT
+	if err != nil {
+		return nil, times, fmt.Errorf("%s: prove %s: %w", b.Name(), pk.Circuit, err)
+	}
+	return parts, times, nil
+}
+
+func (b *CUDA) proveG1(ctx context.Context, k *cudaKey, sols []*synth.Solution, parts []prover.Parts,
+	jobs chan<- g2job, free *[2]chan struct{}, times *prover.PhaseTimes) error {
+	pk, s := k.pk, b.s1
+	nw, n := pk.NbWires, pk.DomainSize()
+	for i, sol := range sols {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		slot := i % 2
+		<-free[slot]
+		wh := k.wh[slot]
+		t0 := time.Now()
+		if err := s.uploadFr(wh, 0, sol.W); err != nil {
+			return err
+		}
+		if err := s.uploadFr(wh, nw, sol.A); err != nil {
+			return err
+		}
+		if err := s.uploadFr(k.hb, 0, sol.B); err != nil {
+			return err
+		}
+		if err := s.uploadFr(k.hc, 0, sol.C); err != nil {
+			return err
+		}
+		t1 := time.Now()
+		times.H2D += t1.Sub(t0)
+		if err := s.computeH(k.dom, wh, nw, k.hb, k.hc, pk.NbConstraints); err != nil {
+			return err
+		}
+		sol.ReleaseABC()
+		t2 := time.Now()
+		times.NTT += t2.Sub(t1)
+		jobs <- g2job{i, slot}
+
+		var err error
+		p := &parts[i]
+		if p.A, err = s.msmG1(k.a, 0, k.a.count, wh, 0, k.idxA); err != nil {
+			return fmt.Errorf("MSM A: %w", err)
+		}
+		if p.B1, err = s.msmG1(k.b1, 0, k.b1.count, wh, 0, k.idxB); err != nil {
+			return fmt.Errorf("MSM B1: %w", err)
+		}
+		// K‖Z over W[NbPublic:] ‖ h; the last h entry has no base (deg h ≤ n−2).
+		if p.K, err = s.msmG1(k.kz, 0, pk.NbPrivate()+n-1, wh, pk.NbPublic, nil); err != nil {
+			return fmt.Errorf("MSM KZ: %w", err)
+		}
+		times.MSMG1 += time.Since(t2)
+	}
+	return nil
+}

@@ -1,0 +1,269 @@
+package gpu
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/consensys/gnark-crypto/ecc"
+	bls12381 "github.com/consensys/gnark-crypto/ecc/bls12-381"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
+	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
+
+	"github.com/cuzk/cuzk/prover"
+	"github.com/cuzk/cuzk/synth"
+)
+
+// TestGPUBench times the device beside gnark-crypto on this host's cores, in the same
+// run, and prints one BENCH line per measurement. It runs only with CUZK_GPU_BENCH=1
+// (scripts/gpu-check.sh sets it). CUZK_GPU_BENCH_LOGS limits the sizes, e.g. "20,22".
+// Bases are 2^16 distinct random points tiled to the size, as the reference numbers in
+// the project's anchors were taken; scalars are full-size random.
+func TestGPUBench(t *testing.T) {
+	if os.Getenv("CUZK_GPU_BENCH") != "1" {
+		t.Skip("set CUZK_GPU_BENCH=1 to run the GPU benchmarks")
+	}
+	c, s := testDevice(t)
+	logs := []int{20, 22, 24}
+	if v := os.Getenv("CUZK_GPU_BENCH_LOGS"); v != "" {
+		logs = nil
+		for _, f := range strings.Split(v, ",") {
+			var l int
+			fmt.Sscan(f, &l)
+			logs = append(logs, l)
+		}
+	}
+	cpuRef := os.Getenv("CUZK_GPU_BENCH_CPU") != "0"
+	rng := rand.New(rand.NewPCG(21, 22))
+	const distinct = 1 << 16
+	q1 := distinctG1(rng, distinct)
+	q2 := distinctG2(rng, distinct)
+	maxN := 1 << slices.Max(logs)
+	sc := make([]fr.Element, maxN)
+	randFr(rng, sc)
+	wb, err := c.alloc(maxN * fr.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wb.free()
+	if err := s.uploadFr(wb, 0, sc); err != nil {
+		t.Fatal(err)
+	}
+	report := func(op string, logN int, gpu []time.Duration, cpu time.Duration) {
+		slices.Sort(gpu)
+		med := gpu[len(gpu)/2]
+		line := fmt.Sprintf("BENCH %-8s 2^%d gpu_ms=%.2f (min %.2f, %d runs)", op, logN, ms(med), ms(gpu[0]), len(gpu))
+		if cpu > 0 {
+			line += fmt.Sprintf(" cpu_ms=%.1f (%d cores) speedup=%.1fx", ms(cpu), runtime.NumCPU(), float64(cpu)/float64(med))
+		}
+		t.Log(line)
+		fmt.Println(line)
+	}
+	const runs = 5
+	for _, logN := range logs {
+		n := 1 << logN
+		// G1
+		b1 := make([]bls12381.G1Affine, n)
+		for i := range b1 {
+			b1[i] = q1[i%distinct]
+		}
+		set1, err := s.newBasesG1(b1, 4<<30, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gpu []time.Duration
+		var got1 bls12381.G1Jac
+		for r := range runs + 1 {
+			t0 := time.Now()
+			got1, err = s.msmG1(set1, 0, n, wb, 0, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r > 0 { // the first run sizes the scratch
+				gpu = append(gpu, time.Since(t0))
+			}
+		}
+		set1.close()
+		var cpu time.Duration
+		if cpuRef {
+			var want bls12381.G1Jac
+			t0 := time.Now()
+			want.MultiExp(b1, sc[:n], ecc.MultiExpConfig{})
+			cpu = time.Since(t0)
+			if !want.Equal(&got1) {
+				t.Errorf("bench G1 2^%d: result differs from gnark-crypto", logN)
+			}
+		}
+		report("msm_g1", logN, gpu, cpu)
+		b1 = nil
+
+		// G2
+		b2 := make([]bls12381.G2Affine, n)
+		for i := range b2 {
+			b2[i] = q2[i%distinct]
+		}
+		set2, err := s.newBasesG2(b2, 4<<30, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gpu = nil
+		var got2 bls12381.G2Jac
+		for r := range 3 + 1 {
+			t0 := time.Now()
+			got2, err = s.msmG2(set2, 0, n, wb, 0, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r > 0 {
+				gpu = append(gpu, time.Since(t0))
+			}
+		}
+		set2.close()
+		cpu = 0
+		if cpuRef {
+			var want bls12381.G2Jac
+			t0 := time.Now()
+			want.MultiExp(b2, sc[:n], ecc.MultiExpConfig{})
+			cpu = time.Since(t0)
+			if !want.Equal(&got2) {
+				t.Errorf("bench G2 2^%d: result differs from gnark-crypto", logN)
+			}
+		}
+		report("msm_g2", logN, gpu, cpu)
+		b2 = nil
+
+		// NTT, data on the device
+		if logN >= 22 {
+			dom := fft.NewDomain(uint64(n))
+			d, err := s.newDomain(dom)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gpu = nil
+			for r := range runs + 1 {
+				t0 := time.Now()
+				if err := s.ntt(d, wb, 0, 0); err != nil {
+					t.Fatal(err)
+				}
+				if r > 0 {
+					gpu = append(gpu, time.Since(t0))
+				}
+			}
+			d.close()
+			cpu = 0
+			if cpuRef {
+				a := append([]fr.Element(nil), sc[:n]...)
+				t0 := time.Now()
+				dom.FFT(a, fft.DIF)
+				cpu = time.Since(t0)
+			}
+			report("ntt", logN, gpu, cpu)
+			if err := s.uploadFr(wb, 0, sc); err != nil { // restore the scalars
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, logN := range logs {
+		if logN > 22 {
+			continue
+		}
+		benchProve(t, logN, q1, q2, cpuRef, report)
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+// benchProve times Backend.Prove (no synthesis) for 2^logN constraints and as many
+// wires, on a timing-only key whose bases are tiled random points: proofs made with
+// it do NOT verify. The CPU reference is the project's CPU backend on the same key.
+func benchProve(t *testing.T, logN int, q1 []bls12381.G1Affine, q2 []bls12381.G2Affine, cpuRef bool,
+	report func(string, int, []time.Duration, time.Duration)) {
+	ctx := context.Background()
+	n := 1 << logN
+	nbWires, nbPublic := n, 2
+	dom := fft.NewDomain(uint64(n))
+	tile1 := func(k int) []bls12381.G1Affine {
+		v := make([]bls12381.G1Affine, k)
+		for i := range v {
+			v[i] = q1[(i*7+k)%len(q1)]
+		}
+		return v
+	}
+	gpk := &groth16bls.ProvingKey{Domain: *dom}
+	gpk.G1.A, gpk.G1.B = tile1(nbWires), tile1(nbWires)
+	nk := nbWires - nbPublic
+	kz := tile1(nk + n - 1)
+	gpk.G1.K, gpk.G1.Z = kz[:nk:nk], kz[nk:]
+	gpk.G2.B = make([]bls12381.G2Affine, nbWires)
+	for i := range gpk.G2.B {
+		gpk.G2.B[i] = q2[i%len(q2)]
+	}
+	gpk.InfinityA, gpk.InfinityB = make([]bool, nbWires), make([]bool, nbWires)
+	pk, err := prover.NewProvingKey(fmt.Sprintf("timing-2^%d", logN), gpk, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(uint64(logN), 1))
+	newSol := func() *synth.Solution {
+		s := &synth.Solution{W: make([]fr.Element, nbWires), A: make([]fr.Element, n), B: make([]fr.Element, n),
+			C: make([]fr.Element, n), NbPublic: nbPublic}
+		randFr(rng, s.W)
+		randFr(rng, s.A)
+		randFr(rng, s.B)
+		randFr(rng, s.C)
+		return s
+	}
+	b := testBackend(t)
+	key, err := b.LoadKey(ctx, pk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer key.Close()
+	var gpu []time.Duration
+	var last prover.PhaseTimes
+	for r := range 4 {
+		t0 := time.Now()
+		_, times, err := b.Prove(ctx, key, []*synth.Solution{newSol()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r > 0 {
+			gpu = append(gpu, time.Since(t0))
+			last = times
+		}
+	}
+	line := fmt.Sprintf("BENCH phases   2^%d h2d=%.1fms ntt=%.1fms msm_g1=%.1fms msm_g2=%.1fms msm=%.1fms total=%.1fms",
+		logN, ms(last.H2D), ms(last.NTT), ms(last.MSMG1), ms(last.MSMG2), ms(last.MSM), ms(last.Total))
+	t.Log(line)
+	fmt.Println(line)
+	// Batch of 4: throughput per proof with the G2/G1 overlap across solutions.
+	sols := []*synth.Solution{newSol(), newSol(), newSol(), newSol()}
+	t0 := time.Now()
+	if _, _, err := b.Prove(ctx, key, sols); err != nil {
+		t.Fatal(err)
+	}
+	per := time.Since(t0) / 4
+	var cpu time.Duration
+	if cpuRef {
+		cb := prover.NewCPU()
+		ck, err := cb.LoadKey(ctx, pk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Now()
+		if _, _, err := cb.Prove(ctx, ck, []*synth.Solution{newSol()}); err != nil {
+			t.Fatal(err)
+		}
+		cpu = time.Since(t0)
+		ck.Close()
+	}
+	report("prove", logN, gpu, cpu)
+	report("prove/b4", logN, []time.Duration{per}, cpu)
+}

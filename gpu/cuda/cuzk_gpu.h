@@ -1,0 +1,118 @@
+/* cuzk_gpu.h: C ABI of the cuzk CUDA library (BLS12-381 MSM, NTT, Groth16 H).
+ *
+ * All functions return CUZK_OK (0) or a negative error code; cuzk_last_error()
+ * then describes the failure (per calling thread). Handles are opaque.
+ *
+ * Data layouts are gnark-crypto's, so Go slices are passed as raw bytes:
+ *   Fr element: 4 little-endian uint64 limbs, Montgomery form (R = 2^256).
+ *   G1 affine:  X, Y as 6-limb Fp elements, Montgomery form; (0,0) = infinity.
+ *   G2 affine:  X, Y in Fp2 = (A0, A1), each 6-limb Fp.
+ * MSM results are per-window sums in XYZZ coordinates (X, Y, ZZ, ZZZ, Montgomery
+ * form; ZZ = 0 is infinity): the caller folds them as sum_w 2^(c*w) * W_w.
+ */
+#ifndef CUZK_GPU_H
+#define CUZK_GPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CUZK_ABI_VERSION 1
+
+enum {
+    CUZK_OK = 0,
+    CUZK_ERR_CUDA = -1,      /* a CUDA runtime call failed */
+    CUZK_ERR_ARG = -2,       /* bad argument */
+    CUZK_ERR_NOMEM = -3,     /* device or pinned host allocation failed */
+    CUZK_ERR_NODEVICE = -4,  /* no CUDA device / driver */
+};
+
+typedef struct cuzk_ctx cuzk_ctx;       /* one device */
+typedef struct cuzk_stream cuzk_stream; /* a CUDA stream with its own scratch and pinned staging */
+typedef struct cuzk_buf cuzk_buf;       /* device buffer */
+typedef struct cuzk_bases cuzk_bases;   /* a base set (G1 or G2), resident or streamed */
+typedef struct cuzk_domain cuzk_domain; /* NTT domain tables for one size */
+
+typedef struct {
+    char name[256];
+    char uuid[40];
+    size_t total_mem, free_mem;
+    int sm_count, cc_major, cc_minor;
+} cuzk_device_info_t;
+
+/* Domain constants, each an Fr element in Montgomery form (gnark's fft.Domain). */
+typedef struct {
+    uint64_t omega[4], omega_inv[4];   /* Generator, GeneratorInv */
+    uint64_t coset[4], coset_inv[4];   /* FrMultiplicativeGen, FrMultiplicativeGenInv */
+    uint64_t n_inv[4];                 /* CardinalityInv */
+} cuzk_domain_consts_t;
+
+int cuzk_abi_version(void);
+const char* cuzk_last_error(void);
+
+int cuzk_device_count(int* n);
+int cuzk_device_info(int dev, cuzk_device_info_t* out);
+
+int cuzk_ctx_create(int dev, cuzk_ctx** out);
+int cuzk_ctx_destroy(cuzk_ctx* ctx);
+
+/* staging_bytes: size of the stream's reusable pinned host buffer (0 = default 64 MiB). */
+int cuzk_stream_create(cuzk_ctx* ctx, size_t staging_bytes, cuzk_stream** out);
+int cuzk_stream_destroy(cuzk_stream* s);
+/* Waits for the stream's work; returns the first asynchronous error, if any. */
+int cuzk_stream_sync(cuzk_stream* s);
+
+int cuzk_buf_alloc(cuzk_ctx* ctx, size_t bytes, cuzk_buf** out);
+int cuzk_buf_free(cuzk_buf* b);
+size_t cuzk_buf_size(const cuzk_buf* b);
+/* Host <-> device copies through the stream's pinned staging buffer; they return when done. */
+int cuzk_buf_upload(cuzk_stream* s, cuzk_buf* b, size_t offset, const void* host, size_t bytes);
+int cuzk_buf_download(cuzk_stream* s, const cuzk_buf* b, size_t offset, void* host, size_t bytes);
+
+/* group: 1 = G1, 2 = G2. The points are copied; the host memory may be freed after.
+ * The set is made resident in device memory when it fits (keeping reserve_bytes free);
+ * otherwise (or with CUZK_BASES_FORCE_STREAMED) it is kept in pinned host memory and
+ * streamed to the device in chunks by each MSM. */
+#define CUZK_BASES_FORCE_STREAMED 1
+int cuzk_bases_create(cuzk_stream* s, int group, const void* host_points, size_t count,
+                      size_t reserve_bytes, int flags, cuzk_bases** out);
+int cuzk_bases_destroy(cuzk_bases* b);
+int cuzk_bases_resident(const cuzk_bases* b);
+size_t cuzk_bases_device_bytes(const cuzk_bases* b);
+
+/* MSM over bases[base_offset : base_offset+n]. Scalar i is scalars[scalar_offset + i],
+ * or scalars[scalar_offset + index[i]] when index (uint32 per point) is non-NULL.
+ * Writes up to max_windows XYZZ window sums to out (192 B each for G1, 384 B for G2);
+ * *nwin and *c receive the window count and width. */
+#define CUZK_MAX_WINDOWS 64
+int cuzk_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t n,
+             const cuzk_buf* scalars, size_t scalar_offset, const cuzk_buf* index,
+             void* out, int* nwin, int* c);
+/* Same with scalars in host memory (uploaded through the staging buffer). */
+int cuzk_msm_host(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t n,
+                  const void* host_scalars, void* out, int* nwin, int* c);
+/* Largest number of points one MSM pass handles (0 restores the default). For tests. */
+int cuzk_stream_set_msm_chunk(cuzk_stream* s, size_t points);
+
+int cuzk_domain_create(cuzk_stream* s, int log_n, const cuzk_domain_consts_t* k, cuzk_domain** out);
+int cuzk_domain_destroy(cuzk_domain* d);
+
+/* In-place NTT of 2^log_n Fr elements at buf[offset]. flags: */
+#define CUZK_NTT_INVERSE 1 /* use omega^-1 and scale by 1/n */
+#define CUZK_NTT_DIT 2     /* bit-reversed input, natural output (else natural in, bit-reversed out) */
+int cuzk_ntt(cuzk_stream* s, const cuzk_domain* d, cuzk_buf* buf, size_t offset, int flags);
+
+/* Groth16 H exactly as gnark's computeH: a (at element a_offset), b and c hold
+ * n_constraints elements each, with room for 2^log_n; all three are overwritten. On
+ * return a[a_offset:] holds h in bit-reversed order (2^log_n elements; the last is
+ * zero). den is (coset^n - 1)^-1 in Montgomery form. */
+int cuzk_compute_h(cuzk_stream* s, const cuzk_domain* d, cuzk_buf* a, size_t a_offset, cuzk_buf* b,
+                   cuzk_buf* c, size_t n_constraints, const uint64_t den[4]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

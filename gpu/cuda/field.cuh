@@ -1,0 +1,156 @@
+// field.cuh: Montgomery arithmetic over a prime field with N 32-bit limbs.
+// A field is a parameter struct P (modulus, -p^-1 mod 2^32, R mod p); values are
+// kept fully reduced (< p) so equality and zero tests are limb comparisons.
+#pragma once
+#include <stdint.h>
+
+template <class P>
+struct fe {
+    static constexpr int N = P::N;
+    uint32_t v[P::N];
+};
+
+template <class P>
+__device__ __forceinline__ bool fe_is_zero(const fe<P>& a) {
+    uint32_t acc = 0;
+#pragma unroll
+    for (int i = 0; i < P::N; i++) acc |= a.v[i];
+    return acc == 0;
+}
+
+template <class P>
+__device__ __forceinline__ bool fe_eq(const fe<P>& a, const fe<P>& b) {
+    uint32_t acc = 0;
+#pragma unroll
+    for (int i = 0; i < P::N; i++) acc |= a.v[i] ^ b.v[i];
+    return acc == 0;
+}
+
+template <class P>
+__device__ __forceinline__ void fe_zero(fe<P>& a) {
+#pragma unroll
+    for (int i = 0; i < P::N; i++) a.v[i] = 0;
+}
+
+template <class P>
+__device__ __forceinline__ void fe_one(fe<P>& a) {
+#pragma unroll
+    for (int i = 0; i < P::N; i++) a.v[i] = P::one(i);
+}
+
+// r = t - p if t >= p (t given with an extra top word hi), else t.
+template <class P>
+__device__ __forceinline__ void fe_reduce_once(fe<P>& r, const uint32_t* t, uint32_t hi) {
+    uint32_t s[P::N];
+    uint64_t borrow = 0;
+#pragma unroll
+    for (int i = 0; i < P::N; i++) {
+        uint64_t d = (uint64_t)t[i] - P::mod(i) - borrow;
+        s[i] = (uint32_t)d;
+        borrow = (d >> 63);
+    }
+    bool ge = hi != 0 || borrow == 0;
+#pragma unroll
+    for (int i = 0; i < P::N; i++) r.v[i] = ge ? s[i] : t[i];
+}
+
+template <class P>
+__device__ __forceinline__ void fe_add(fe<P>& r, const fe<P>& a, const fe<P>& b) {
+    uint32_t t[P::N];
+    uint64_t c = 0;
+#pragma unroll
+    for (int i = 0; i < P::N; i++) {
+        c += (uint64_t)a.v[i] + b.v[i];
+        t[i] = (uint32_t)c;
+        c >>= 32;
+    }
+    fe_reduce_once(r, t, (uint32_t)c);
+}
+
+template <class P>
+__device__ __forceinline__ void fe_sub(fe<P>& r, const fe<P>& a, const fe<P>& b) {
+    uint32_t t[P::N];
+    uint64_t borrow = 0;
+#pragma unroll
+    for (int i = 0; i < P::N; i++) {
+        uint64_t d = (uint64_t)a.v[i] - b.v[i] - borrow;
+        t[i] = (uint32_t)d;
+        borrow = d >> 63;
+    }
+    uint32_t mask = 0u - (uint32_t)borrow;  // add p back on underflow
+    uint64_t c = 0;
+#pragma unroll
+    for (int i = 0; i < P::N; i++) {
+        c += (uint64_t)t[i] + (P::mod(i) & mask);
+        r.v[i] = (uint32_t)c;
+        c >>= 32;
+    }
+}
+
+template <class P>
+__device__ __forceinline__ void fe_neg(fe<P>& r, const fe<P>& a) {
+    fe<P> z;
+    fe_zero(z);
+    fe_sub(r, z, a);
+}
+
+template <class P>
+__device__ __forceinline__ void fe_dbl(fe<P>& r, const fe<P>& a) { fe_add(r, a, a); }
+
+// Montgomery product a*b*R^-1 mod p (CIOS). The moduli used here leave spare top
+// bits, so the running value stays below 2p and fits N+1 words.
+template <class P>
+__device__ __forceinline__ void fe_mul(fe<P>& r, const fe<P>& a, const fe<P>& b) {
+    constexpr int N = P::N;
+    uint32_t t[N + 1];
+#pragma unroll
+    for (int i = 0; i <= N; i++) t[i] = 0;
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        uint64_t c = 0;
+        uint32_t bi = b.v[i];
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            c += (uint64_t)a.v[j] * bi + t[j];
+            t[j] = (uint32_t)c;
+            c >>= 32;
+        }
+        uint64_t top = (uint64_t)t[N] + c;  // < 2^33
+        uint32_t m = t[0] * P::inv;
+        c = ((uint64_t)m * P::mod(0) + t[0]) >> 32;
+#pragma unroll
+        for (int j = 1; j < N; j++) {
+            c += (uint64_t)m * P::mod(j) + t[j];
+            t[j - 1] = (uint32_t)c;
+            c >>= 32;
+        }
+        c += top;
+        t[N - 1] = (uint32_t)c;
+        t[N] = (uint32_t)(c >> 32);
+    }
+    fe_reduce_once(r, t, t[N]);
+}
+
+template <class P>
+__device__ __forceinline__ void fe_sqr(fe<P>& r, const fe<P>& a) { fe_mul(r, a, a); }
+
+// Montgomery form -> canonical integer (a * R^-1).
+template <class P>
+__device__ __forceinline__ void fe_from_mont(fe<P>& r, const fe<P>& a) {
+    fe<P> one;
+#pragma unroll
+    for (int i = 0; i < P::N; i++) one.v[i] = i == 0;
+    fe_mul(r, a, one);
+}
+
+template <class P>
+__device__ __forceinline__ void fe_pow(fe<P>& r, const fe<P>& base, uint32_t e) {
+    fe<P> acc, b = base;
+    fe_one(acc);
+    while (e) {
+        if (e & 1) fe_mul(acc, acc, b);
+        e >>= 1;
+        if (e) fe_sqr(b, b);
+    }
+    r = acc;
+}

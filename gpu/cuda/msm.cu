@@ -1,0 +1,40 @@
+// msm.cu: the MSM entry points of the C ABI (kernels in msm.cuh).
+#include "bls12_381.cuh"
+#include "runtime.cuh"
+
+// Instantiated in msm_g1.cu and msm_g2.cu.
+int msm_g1(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t n, const fr_t* scalars,
+           const uint32_t* index, void* out, int* nwin, int* c);
+int msm_g2(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t n, const fr_t* scalars,
+           const uint32_t* index, void* out, int* nwin, int* c);
+
+namespace {
+
+int msm_dispatch(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t n, const fr_t* scalars,
+                 const uint32_t* index, void* out, int* nwin, int* c) {
+    if (base_offset > bases->count || n > bases->count - base_offset) return fail(CUZK_ERR_ARG, "MSM range exceeds base set");
+    if (bases->group == 1) return msm_g1(s, bases, base_offset, n, scalars, index, out, nwin, c);
+    return msm_g2(s, bases, base_offset, n, scalars, index, out, nwin, c);
+}
+
+}  // namespace
+
+extern "C" int cuzk_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t n,
+                        const cuzk_buf* scalars, size_t scalar_offset, const cuzk_buf* index, void* out,
+                        int* nwin, int* c) {
+    if (!s || !bases || !scalars || !out || !nwin || !c) return fail(CUZK_ERR_ARG, "NULL argument");
+    if (!index && (scalar_offset + n) * 32 > scalars->bytes) return fail(CUZK_ERR_ARG, "scalars out of range");
+    if (index && n * 4 > index->bytes) return fail(CUZK_ERR_ARG, "index out of range");
+    RET(set_device(s->ctx));
+    return msm_dispatch(s, bases, base_offset, n, (const fr_t*)scalars->d + scalar_offset,
+                        index ? (const uint32_t*)index->d : nullptr, out, nwin, c);
+}
+
+extern "C" int cuzk_msm_host(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t n,
+                             const void* host_scalars, void* out, int* nwin, int* c) {
+    if (!s || !bases || (!host_scalars && n) || !out || !nwin || !c) return fail(CUZK_ERR_ARG, "NULL argument");
+    RET(set_device(s->ctx));
+    RET(s->scalars.ensure(n * 32 + 32));
+    RET(stream_upload(s, s->scalars.p, host_scalars, n * 32));
+    return msm_dispatch(s, bases, base_offset, n, s->scalars.as<fr_t>(), nullptr, out, nwin, c);
+}

@@ -1,0 +1,301 @@
+// msm.cuh: Pippenger multi-scalar multiplication over G1 (Fp) and G2 (Fp2).
+//
+// Per chunk of points: signed c-bit digits -> (bucket key, point) pairs -> CUB radix
+// sort by key -> each bucket's run is split into units of at most L points (L grows
+// as sqrt of the run, so one huge bucket does not serialize) -> units summed with
+// mixed additions -> unit sums merged into persistent XYZZ buckets. After the last
+// chunk, each window's buckets are reduced in parallel segments (running sums) and
+// a pairwise tree; the host folds the window sums.
+//
+// Each curve group is instantiated in its own translation unit (msm_g1.cu,
+// msm_g2.cu) so the two compile in parallel.
+#pragma once
+#include <cub/cub.cuh>
+#include <algorithm>
+#include <cmath>
+#include "bls12_381.cuh"
+#include "runtime.cuh"
+#include "xyzz.cuh"
+
+namespace msm {
+namespace {  // internal linkage: each instantiation unit gets its own kernels
+
+struct unit_desc {
+    uint32_t start, len;
+};
+
+constexpr uint32_t kNegBit = 0x80000000u;
+
+__global__ void k_digits(const fr_t* __restrict__ scalars, const uint32_t* __restrict__ index, uint32_t n,
+                         int c, int nwin, uint32_t nb, uint32_t* __restrict__ keys,
+                         uint32_t* __restrict__ vals) {
+    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    fr_t s = scalars[index ? index[i] : i];
+    fe_from_mont(s, s);
+    uint32_t limbs[9];
+#pragma unroll
+    for (int j = 0; j < 8; j++) limbs[j] = s.v[j];
+    limbs[8] = 0;
+    const uint32_t mask = (1u << c) - 1, half = 1u << (c - 1);
+    uint32_t carry = 0;
+    for (int w = 0; w < nwin; w++) {
+        int o = w * c, li = o >> 5, sh = o & 31;
+        uint64_t two = li < 8 ? ((uint64_t)limbs[li] | ((uint64_t)limbs[li + 1] << 32)) : 0;
+        uint32_t d = ((uint32_t)(two >> sh) & mask) + carry;
+        uint32_t neg = 0;
+        if (d > half) {
+            d = (1u << c) - d;
+            neg = kNegBit;
+            carry = 1;
+        } else {
+            carry = 0;
+        }
+        keys[(size_t)w * n + i] = w * nb + d;
+        vals[(size_t)w * n + i] = i | neg;
+    }
+}
+
+__global__ void k_bounds(const uint32_t* __restrict__ keys, uint32_t m, uint32_t* bstart, uint32_t* bend) {
+    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= m) return;
+    uint32_t k = keys[i];
+    if (i == 0 || keys[i - 1] != k) bstart[k] = i;
+    if (i == m - 1 || keys[i + 1] != k) bend[k] = i + 1;
+}
+
+__device__ __forceinline__ uint32_t unit_len(uint32_t count, uint32_t L0) {
+    uint32_t r = (uint32_t)ceilf(sqrtf((float)count));
+    return r > L0 ? r : L0;
+}
+
+__global__ void k_units(const uint32_t* bstart, const uint32_t* bend, uint32_t K, uint32_t nb, uint32_t L0,
+                        uint32_t* units) {
+    uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k > K) return;
+    if (k == K) {
+        units[K] = 0;
+        return;
+    }
+    uint32_t cnt = bend[k] - bstart[k];
+    uint32_t L = unit_len(cnt, L0);
+    units[k] = (k % nb == 0 || cnt == 0) ? 0 : (cnt + L - 1) / L;
+}
+
+__global__ void k_fill(const uint32_t* bstart, const uint32_t* bend, const uint32_t* uoff, uint32_t K,
+                       uint32_t L0, unit_desc* desc) {
+    uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= K) return;
+    uint32_t u0 = uoff[k], nu = uoff[k + 1] - u0;
+    if (nu == 0) return;
+    uint32_t st = bstart[k], cnt = bend[k] - st, L = unit_len(cnt, L0);
+    for (uint32_t u = 0; u < nu; u++) {
+        uint32_t len = cnt - u * L < L ? cnt - u * L : L;
+        desc[u0 + u] = unit_desc{st + u * L, len};
+    }
+}
+
+template <class F>
+__global__ void k_accumulate(const unit_desc* __restrict__ desc, uint32_t U, const uint32_t* __restrict__ vals,
+                             const affine_t<F>* __restrict__ bases, xyzz_t<F>* __restrict__ partials) {
+    uint32_t u = blockIdx.x * blockDim.x + threadIdx.x;
+    if (u >= U) return;
+    unit_desc d = desc[u];
+    xyzz_t<F> acc;
+    xyzz_set_inf(acc);
+    for (uint32_t j = 0; j < d.len; j++) {
+        uint32_t v = vals[d.start + j];
+        affine_t<F> p = bases[v & ~kNegBit];
+        if (aff_is_inf(p)) continue;
+        if (v & kNegBit) fe_neg(p.y, p.y);
+        xyzz_add_affine(acc, p.x, p.y);
+    }
+    partials[u] = acc;
+}
+
+template <class F>
+__global__ void k_merge(const uint32_t* __restrict__ uoff, uint32_t K, const xyzz_t<F>* __restrict__ partials,
+                        xyzz_t<F>* buckets) {
+    uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= K) return;
+    uint32_t u0 = uoff[k], u1 = uoff[k + 1];
+    if (u0 == u1) return;
+    xyzz_t<F> acc = buckets[k];
+    for (uint32_t u = u0; u < u1; u++) xyzz_add(acc, partials[u]);
+    buckets[k] = acc;
+}
+
+// Segment j of window w covers buckets [lo, lo+S): sum_b b*B_b = sum_b (b-lo+1)*B_b + (lo-1)*sum_b B_b.
+template <class F>
+__global__ void k_segments(const xyzz_t<F>* __restrict__ buckets, int nwin, uint32_t nb, uint32_t S, uint32_t P,
+                           xyzz_t<F>* __restrict__ segs) {
+    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= (uint32_t)nwin * P) return;
+    uint32_t w = t / P, j = t % P;
+    uint32_t lo = 1 + j * S, hi = lo + S;
+    const xyzz_t<F>* B = buckets + (size_t)w * nb;
+    xyzz_t<F> run, acc;
+    xyzz_set_inf(run);
+    xyzz_set_inf(acc);
+    for (uint32_t b = hi; b-- > lo;) {
+        xyzz_add(run, B[b]);
+        xyzz_add(acc, run);
+    }
+    if (lo > 1 && !xyzz_is_inf(run)) {
+        xyzz_t<F> m;
+        xyzz_mul_small(m, run, lo - 1);
+        xyzz_add(acc, m);
+    }
+    segs[t] = acc;
+}
+
+template <class F>
+__global__ void k_pairsum(const xyzz_t<F>* __restrict__ in, xyzz_t<F>* __restrict__ out, int nwin, uint32_t P) {
+    uint32_t h = P / 2;
+    uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= (uint32_t)nwin * h) return;
+    uint32_t w = t / h, i = t % h;
+    xyzz_t<F> a = in[(size_t)w * P + 2 * i];
+    xyzz_add(a, in[(size_t)w * P + 2 * i + 1]);
+    out[(size_t)w * h + i] = a;
+}
+
+inline uint32_t blocks(size_t n, uint32_t tpb) { return (uint32_t)((n + tpb - 1) / tpb); }
+
+inline int choose_c(size_t n, int* nwin) {
+    int best = 4;
+    double best_cost = 1e300;
+    for (int c = 4; c <= 20; c++) {
+        int w = (256 + c - 1) / c;
+        double cost = (double)n * w + 4.0 * w * (double)(1u << (c - 1));
+        if (cost < best_cost) {
+            best_cost = cost;
+            best = c;
+        }
+    }
+    *nwin = (256 + best - 1) / best;
+    return best;
+}
+
+template <class F>
+int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t n, const fr_t* scalars,
+            const uint32_t* index, void* out, int* nwin_out, int* c_out) {
+    typedef xyzz_t<F> X;
+    typedef affine_t<F> A;
+    cudaStream_t st = s->s;
+    if (n == 0) {
+        *nwin_out = 0;
+        *c_out = 0;
+        return CUZK_OK;
+    }
+    int nwin;
+    int c = choose_c(n, &nwin);
+    const uint32_t nb = (1u << (c - 1)) + 1;  // buckets 0..2^(c-1) per window; 0 is skipped
+    const uint32_t K = (uint32_t)nwin * nb;
+    int end_bit = 1;
+    while ((1ull << end_bit) < K) end_bit++;
+
+    size_t chunk = s->msm_chunk ? s->msm_chunk : (size_t)1 << 24;
+    if (chunk > n) chunk = n;
+    const size_t m_max = chunk * nwin;
+    if (m_max >= (1ull << 31)) return fail(CUZK_ERR_ARG, "MSM chunk too large");
+
+    RET(s->keys.ensure(m_max * 4));
+    RET(s->vals.ensure(m_max * 4));
+    RET(s->keys_alt.ensure(m_max * 4));
+    RET(s->vals_alt.ensure(m_max * 4));
+    RET(s->bstart.ensure((size_t)K * 4));
+    RET(s->bend.ensure((size_t)K * 4));
+    RET(s->units.ensure((size_t)(K + 1) * 4));
+    RET(s->uoff.ensure((size_t)(K + 1) * 4));
+    RET(s->buckets.ensure((size_t)K * sizeof(X)));
+    if (!bases->d) RET(s->bases_chunk.ensure(chunk * sizeof(A)));
+
+    size_t sort_bytes = 0, scan_bytes = 0;
+    {
+        cub::DoubleBuffer<uint32_t> dk(s->keys.as<uint32_t>(), s->keys_alt.as<uint32_t>());
+        cub::DoubleBuffer<uint32_t> dv(s->vals.as<uint32_t>(), s->vals_alt.as<uint32_t>());
+        CK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, dk, dv, (int)m_max, 0, end_bit, st));
+        CK(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, s->units.as<uint32_t>(), s->uoff.as<uint32_t>(),
+                                         (int)(K + 1), st));
+    }
+    RET(s->sort_tmp.ensure(std::max(sort_bytes, scan_bytes)));
+    CK(cudaMemsetAsync(s->buckets.p, 0, (size_t)K * sizeof(X), st));
+
+    const uint32_t T = 256;
+    for (size_t cs = 0; cs < n; cs += chunk) {
+        uint32_t cn = (uint32_t)std::min(chunk, n - cs);
+        uint32_t m = cn * (uint32_t)nwin;
+        const A* pts;
+        if (bases->d) {
+            pts = (const A*)bases->d + base_offset + cs;
+        } else {
+            CK(cudaMemcpyAsync(s->bases_chunk.p, (const uint8_t*)bases->host + (base_offset + cs) * sizeof(A),
+                               (size_t)cn * sizeof(A), cudaMemcpyHostToDevice, st));
+            pts = s->bases_chunk.as<A>();
+        }
+        const fr_t* sc = index ? scalars : scalars + cs;
+        const uint32_t* ix = index ? index + cs : nullptr;
+        k_digits<<<blocks(cn, T), T, 0, st>>>(sc, ix, cn, c, nwin, nb, s->keys.as<uint32_t>(), s->vals.as<uint32_t>());
+        CK(cudaGetLastError());
+
+        cub::DoubleBuffer<uint32_t> dk(s->keys.as<uint32_t>(), s->keys_alt.as<uint32_t>());
+        cub::DoubleBuffer<uint32_t> dv(s->vals.as<uint32_t>(), s->vals_alt.as<uint32_t>());
+        size_t tb = s->sort_tmp.bytes;
+        CK(cub::DeviceRadixSort::SortPairs(s->sort_tmp.p, tb, dk, dv, (int)m, 0, end_bit, st));
+
+        CK(cudaMemsetAsync(s->bstart.p, 0, (size_t)K * 4, st));
+        CK(cudaMemsetAsync(s->bend.p, 0, (size_t)K * 4, st));
+        k_bounds<<<blocks(m, T), T, 0, st>>>(dk.Current(), m, s->bstart.as<uint32_t>(), s->bend.as<uint32_t>());
+        CK(cudaGetLastError());
+
+        // Unit length floor: about twice the mean bucket load, so typical buckets are one unit.
+        uint32_t L0 = std::max<uint32_t>(8, (uint32_t)(2 * (size_t)cn / (nb - 1)));
+        k_units<<<blocks(K + 1, T), T, 0, st>>>(s->bstart.as<uint32_t>(), s->bend.as<uint32_t>(), K, nb, L0,
+                                                 s->units.as<uint32_t>());
+        CK(cudaGetLastError());
+        tb = s->sort_tmp.bytes;
+        CK(cub::DeviceScan::ExclusiveSum(s->sort_tmp.p, tb, s->units.as<uint32_t>(), s->uoff.as<uint32_t>(),
+                                         (int)(K + 1), st));
+        uint32_t U = 0;
+        CK(cudaMemcpyAsync(&U, s->uoff.as<uint32_t>() + K, 4, cudaMemcpyDeviceToHost, st));
+        CK(cudaStreamSynchronize(st));
+        if (U == 0) continue;
+        RET(s->desc.ensure((size_t)U * sizeof(unit_desc)));
+        RET(s->partials.ensure((size_t)U * sizeof(X)));
+        k_fill<<<blocks(K, T), T, 0, st>>>(s->bstart.as<uint32_t>(), s->bend.as<uint32_t>(), s->uoff.as<uint32_t>(),
+                                           K, L0, s->desc.as<unit_desc>());
+        CK(cudaGetLastError());
+        k_accumulate<F><<<blocks(U, 128), 128, 0, st>>>(s->desc.as<unit_desc>(), U, dv.Current(), pts,
+                                                        s->partials.as<X>());
+        CK(cudaGetLastError());
+        k_merge<F><<<blocks(K, 128), 128, 0, st>>>(s->uoff.as<uint32_t>(), K, s->partials.as<X>(), s->buckets.as<X>());
+        CK(cudaGetLastError());
+    }
+
+    const uint32_t half = nb - 1;
+    const uint32_t S = std::min<uint32_t>(half, 32);
+    uint32_t P = half / S;
+    RET(s->segs.ensure((size_t)nwin * P * sizeof(X)));
+    RET(s->segs2.ensure((size_t)nwin * P * sizeof(X)));
+    k_segments<F><<<blocks((size_t)nwin * P, 64), 64, 0, st>>>(s->buckets.as<X>(), nwin, nb, S, P, s->segs.as<X>());
+    CK(cudaGetLastError());
+    X* a = s->segs.as<X>();
+    X* b = s->segs2.as<X>();
+    while (P > 1) {
+        k_pairsum<F><<<blocks((size_t)nwin * (P / 2), 64), 64, 0, st>>>(a, b, nwin, P);
+        CK(cudaGetLastError());
+        std::swap(a, b);
+        P /= 2;
+    }
+    CK(cudaMemcpyAsync(out, a, (size_t)nwin * sizeof(X), cudaMemcpyDeviceToHost, st));
+    CK(cudaStreamSynchronize(st));
+    *nwin_out = nwin;
+    *c_out = c;
+    return CUZK_OK;
+}
+
+
+}  // namespace
+}  // namespace msm
+

@@ -1,0 +1,204 @@
+// ntt.cu: radix-2 NTT over Fr with several stages fused per pass in shared memory,
+// and Groth16's H = (a*b - c)/(x^n - 1) on the coset, as gnark's computeH does it:
+//   a, b, c: inverse DIF (natural -> bit-reversed coefficients), scale by
+//   coset^rev(i)/n, DIT (bit-reversed -> natural evaluations on the coset);
+//   a = (a*b - c)*den; inverse DIF; scale by coset^-rev(i)/n. h is left bit-reversed.
+#include <algorithm>
+#include "bls12_381.cuh"
+#include "runtime.cuh"
+
+namespace {
+
+constexpr int kMaxFused = 10;  // 2^10 elements * 32 B = 32 KiB of shared memory per block
+
+inline uint32_t blocks(size_t n, uint32_t tpb) { return (uint32_t)((n + tpb - 1) / tpb); }
+
+__device__ __forceinline__ uint32_t bitrev(uint32_t i, int log_n) { return log_n ? __brev(i) >> (32 - log_n) : 0; }
+
+// One pass of K stages on groups of 2^K elements spaced hs = 2^hs_log apart. DIF runs the
+// group's stages from the largest half-size down, DIT from the smallest up.
+__global__ void k_ntt_pass(fr_t* __restrict__ a, int log_n, int hs_log, int K, bool dit, const fr_t* __restrict__ tw) {
+    extern __shared__ fr_t sh[];
+    const uint32_t hs = 1u << hs_log;
+    const uint32_t g = blockIdx.x;
+    const uint32_t blk = g >> hs_log, r = g & (hs - 1);
+    const size_t base = ((size_t)blk << (hs_log + K)) + r;
+    const uint32_t half = 1u << (K - 1);
+    for (uint32_t j = threadIdx.x; j < (1u << K); j += blockDim.x) sh[j] = a[base + ((size_t)j << hs_log)];
+    __syncthreads();
+    for (int s = 0; s < K; s++) {
+        int hl_log = dit ? s : K - 1 - s;
+        uint32_t hl = 1u << hl_log;
+        for (uint32_t t = threadIdx.x; t < half; t += blockDim.x) {
+            uint32_t jo = t & (hl - 1);
+            uint32_t j0 = ((t >> hl_log) << (hl_log + 1)) + jo, j1 = j0 + hl;
+            // twiddle exponent: (offset in the global 2h block) * n / (2h), h = hl*hs
+            uint32_t e = (r + (jo << hs_log)) << (log_n - 1 - hl_log - hs_log);
+            fr_t w = tw[e];
+            fr_t x = sh[j0], y = sh[j1];
+            if (dit) {
+                fe_mul(y, y, w);
+                fe_add(sh[j0], x, y);
+                fe_sub(sh[j1], x, y);
+            } else {
+                fr_t d;
+                fe_sub(d, x, y);
+                fe_add(sh[j0], x, y);
+                fe_mul(sh[j1], d, w);
+            }
+        }
+        __syncthreads();
+    }
+    for (uint32_t j = threadIdx.x; j < (1u << K); j += blockDim.x) a[base + ((size_t)j << hs_log)] = sh[j];
+}
+
+__global__ void k_scale(fr_t* a, size_t n, fr_t k) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) fe_mul(a[i], a[i], k);
+}
+
+__global__ void k_mul_table(fr_t* a, size_t n, const fr_t* __restrict__ t) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) fe_mul(a[i], a[i], t[i]);
+}
+
+__global__ void k_abc(fr_t* a, const fr_t* __restrict__ b, const fr_t* __restrict__ c, size_t n, fr_t den) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    fr_t x;
+    fe_mul(x, a[i], b[i]);
+    fe_sub(x, x, c[i]);
+    fe_mul(a[i], x, den);
+}
+
+// t[i] = base^(bitrev ? rev(i) : i) * scale
+__global__ void k_pow_table(fr_t* t, size_t n, fr_t base, int rev_log, fr_t scale) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    uint32_t e = rev_log ? bitrev((uint32_t)i, rev_log) : (uint32_t)i;
+    fr_t x;
+    fe_pow(x, base, e);
+    fe_mul(t[i], x, scale);
+}
+
+fr_t to_fr(const uint64_t v[4]) {
+    fr_t r;
+    for (int i = 0; i < 4; i++) {
+        r.v[2 * i] = (uint32_t)v[i];
+        r.v[2 * i + 1] = (uint32_t)(v[i] >> 32);
+    }
+    return r;
+}
+
+fr_t fr_one_host() {
+    fr_t r;
+    for (int i = 0; i < 8; i++) r.v[i] = fr_params::one(i);
+    return r;
+}
+
+int ntt_core(cudaStream_t st, const cuzk_domain* d, fr_t* a, bool inverse, bool dit) {
+    const int log_n = d->log_n;
+    if (log_n == 0) return CUZK_OK;
+    const fr_t* tw = (const fr_t*)(inverse ? d->tw_inv : d->tw);
+    int passes = (log_n + kMaxFused - 1) / kMaxFused;
+    int done = 0;  // stages done so far
+    for (int p = 0; p < passes; p++) {
+        int K = (log_n - done) / (passes - p);
+        // DIT: smallest half-sizes first (hs = 2^done); DIF: largest first.
+        int hs_log = dit ? done : log_n - done - K;
+        uint32_t groups = 1u << (log_n - K);
+        uint32_t threads = std::min<uint32_t>(1u << (K - 1), 256);
+        k_ntt_pass<<<groups, threads, sizeof(fr_t) << K, st>>>(a, log_n, hs_log, K, dit, tw);
+        CK(cudaGetLastError());
+        done += K;
+    }
+    return CUZK_OK;
+}
+
+}  // namespace
+
+extern "C" int cuzk_domain_create(cuzk_stream* s, int log_n, const cuzk_domain_consts_t* k, cuzk_domain** out) {
+    if (!s || !k || !out) return fail(CUZK_ERR_ARG, "NULL argument");
+    if (log_n < 0 || log_n > 31) return fail(CUZK_ERR_ARG, "log_n out of range");
+    RET(set_device(s->ctx));
+    cuzk_domain* d = new cuzk_domain();
+    d->ctx = s->ctx;
+    d->log_n = log_n;
+    d->k = *k;
+    size_t n = (size_t)1 << log_n, nh = std::max<size_t>(n / 2, 1);
+    cudaStream_t st = s->s;
+    fr_t one = fr_one_host(), ninv = to_fr(k->n_inv);
+    cudaError_t e = cudaMalloc(&d->tw, nh * sizeof(fr_t));
+    if (e == cudaSuccess) e = cudaMalloc(&d->tw_inv, nh * sizeof(fr_t));
+    if (e == cudaSuccess) e = cudaMalloc(&d->coset_br, n * sizeof(fr_t));
+    if (e == cudaSuccess) e = cudaMalloc(&d->coset_inv_br, n * sizeof(fr_t));
+    if (e != cudaSuccess) {
+        cuzk_domain_destroy(d);
+        return fail(CUZK_ERR_NOMEM, std::string("domain tables: ") + cudaGetErrorString(e));
+    }
+    k_pow_table<<<blocks(nh, 256), 256, 0, st>>>((fr_t*)d->tw, nh, to_fr(k->omega), 0, one);
+    k_pow_table<<<blocks(nh, 256), 256, 0, st>>>((fr_t*)d->tw_inv, nh, to_fr(k->omega_inv), 0, one);
+    k_pow_table<<<blocks(n, 256), 256, 0, st>>>((fr_t*)d->coset_br, n, to_fr(k->coset), log_n, ninv);
+    k_pow_table<<<blocks(n, 256), 256, 0, st>>>((fr_t*)d->coset_inv_br, n, to_fr(k->coset_inv), log_n, ninv);
+    e = cudaGetLastError();
+    if (e == cudaSuccess) e = cudaStreamSynchronize(st);
+    if (e != cudaSuccess) {
+        cuzk_domain_destroy(d);
+        return fail(CUZK_ERR_CUDA, std::string("domain tables: ") + cudaGetErrorString(e));
+    }
+    *out = d;
+    return CUZK_OK;
+}
+
+extern "C" int cuzk_domain_destroy(cuzk_domain* d) {
+    if (!d) return CUZK_OK;
+    cudaSetDevice(d->ctx->dev);
+    cudaFree(d->tw);
+    cudaFree(d->tw_inv);
+    cudaFree(d->coset_br);
+    cudaFree(d->coset_inv_br);
+    delete d;
+    return CUZK_OK;
+}
+
+extern "C" int cuzk_ntt(cuzk_stream* s, const cuzk_domain* d, cuzk_buf* buf, size_t offset, int flags) {
+    if (!s || !d || !buf) return fail(CUZK_ERR_ARG, "NULL argument");
+    size_t n = (size_t)1 << d->log_n;
+    if (offset > buf->bytes / 32 || n > buf->bytes / 32 - offset) return fail(CUZK_ERR_ARG, "NTT out of range");
+    RET(set_device(s->ctx));
+    fr_t* a = (fr_t*)buf->d + offset;
+    bool inverse = flags & CUZK_NTT_INVERSE;
+    RET(ntt_core(s->s, d, a, inverse, flags & CUZK_NTT_DIT));
+    if (inverse) {
+        k_scale<<<blocks(n, 256), 256, 0, s->s>>>(a, n, to_fr(d->k.n_inv));
+        CK(cudaGetLastError());
+    }
+    CK(cudaStreamSynchronize(s->s));
+    return CUZK_OK;
+}
+
+extern "C" int cuzk_compute_h(cuzk_stream* s, const cuzk_domain* d, cuzk_buf* a, size_t a_offset, cuzk_buf* b,
+                              cuzk_buf* c, size_t n_constraints, const uint64_t den[4]) {
+    if (!s || !d || !a || !b || !c || !den) return fail(CUZK_ERR_ARG, "NULL argument");
+    size_t n = (size_t)1 << d->log_n;
+    if (n_constraints > n) return fail(CUZK_ERR_ARG, "more constraints than the domain");
+    if (b->bytes < n * 32 || c->bytes < n * 32 || a->bytes / 32 < a_offset || a->bytes / 32 - a_offset < n)
+        return fail(CUZK_ERR_ARG, "compute_h buffer smaller than the domain");
+    RET(set_device(s->ctx));
+    cudaStream_t st = s->s;
+    fr_t* v[3] = {(fr_t*)a->d + a_offset, (fr_t*)b->d, (fr_t*)c->d};
+    for (fr_t* x : v) {
+        if (n > n_constraints) CK(cudaMemsetAsync(x + n_constraints, 0, (n - n_constraints) * 32, st));
+        RET(ntt_core(st, d, x, true, false));
+        k_mul_table<<<blocks(n, 256), 256, 0, st>>>(x, n, (const fr_t*)d->coset_br);
+        CK(cudaGetLastError());
+        RET(ntt_core(st, d, x, false, true));
+    }
+    k_abc<<<blocks(n, 256), 256, 0, st>>>(v[0], v[1], v[2], n, to_fr(den));
+    CK(cudaGetLastError());
+    RET(ntt_core(st, d, v[0], true, false));
+    k_mul_table<<<blocks(n, 256), 256, 0, st>>>(v[0], n, (const fr_t*)d->coset_inv_br);
+    CK(cudaGetLastError());
+    CK(cudaStreamSynchronize(st));
+    return CUZK_OK;
+}

@@ -1,0 +1,246 @@
+// runtime.cu: devices, contexts, streams, buffers, staging copies, errors.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include "runtime.cuh"
+
+static thread_local std::string last_error;
+
+void set_error(const std::string& msg) { last_error = msg; }
+int fail(int code, const std::string& msg) {
+    last_error = msg;
+    return code;
+}
+
+int dev_scratch::ensure(size_t want) {
+    if (want <= bytes) return CUZK_OK;
+    if (p) cudaFree(p);
+    p = nullptr;
+    bytes = 0;
+    if (want == 0) return CUZK_OK;
+    CK(cudaMalloc(&p, want));
+    bytes = want;
+    return CUZK_OK;
+}
+
+void dev_scratch::release() {
+    if (p) cudaFree(p);
+    p = nullptr;
+    bytes = 0;
+}
+
+int set_device(cuzk_ctx* ctx) {
+    CK(cudaSetDevice(ctx->dev));
+    return CUZK_OK;
+}
+
+extern "C" int cuzk_abi_version(void) { return CUZK_ABI_VERSION; }
+extern "C" const char* cuzk_last_error(void) { return last_error.c_str(); }
+
+extern "C" int cuzk_device_count(int* n) {
+    if (!n) return fail(CUZK_ERR_ARG, "n is NULL");
+    *n = 0;
+    cudaError_t e = cudaGetDeviceCount(n);
+    if (e != cudaSuccess) {
+        *n = 0;
+        return fail(CUZK_ERR_NODEVICE, std::string("cudaGetDeviceCount: ") + cudaGetErrorString(e));
+    }
+    return CUZK_OK;
+}
+
+extern "C" int cuzk_device_info(int dev, cuzk_device_info_t* out) {
+    if (!out) return fail(CUZK_ERR_ARG, "out is NULL");
+    memset(out, 0, sizeof(*out));
+    cudaDeviceProp p;
+    CK(cudaGetDeviceProperties(&p, dev));
+    snprintf(out->name, sizeof(out->name), "%s", p.name);
+    const unsigned char* u = (const unsigned char*)p.uuid.bytes;
+    snprintf(out->uuid, sizeof(out->uuid),
+             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2],
+             u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+    out->sm_count = p.multiProcessorCount;
+    out->cc_major = p.major;
+    out->cc_minor = p.minor;
+    CK(cudaSetDevice(dev));
+    CK(cudaMemGetInfo(&out->free_mem, &out->total_mem));
+    return CUZK_OK;
+}
+
+extern "C" int cuzk_ctx_create(int dev, cuzk_ctx** out) {
+    if (!out) return fail(CUZK_ERR_ARG, "out is NULL");
+    int n = 0;
+    RET(cuzk_device_count(&n));
+    if (dev < 0 || dev >= n) return fail(CUZK_ERR_NODEVICE, "device " + std::to_string(dev) + " not present (" + std::to_string(n) + " devices)");
+    CK(cudaSetDevice(dev));
+    CK(cudaFree(0));  // create the primary context now, so failures surface here
+    *out = new cuzk_ctx{dev};
+    return CUZK_OK;
+}
+
+extern "C" int cuzk_ctx_destroy(cuzk_ctx* ctx) {
+    delete ctx;
+    return CUZK_OK;
+}
+
+extern "C" int cuzk_stream_create(cuzk_ctx* ctx, size_t staging_bytes, cuzk_stream** out) {
+    if (!ctx || !out) return fail(CUZK_ERR_ARG, "NULL argument");
+    RET(set_device(ctx));
+    if (staging_bytes == 0) staging_bytes = 64u << 20;
+    staging_bytes = (staging_bytes + 255) & ~(size_t)255;
+    cuzk_stream* s = new cuzk_stream();
+    s->ctx = ctx;
+    cudaError_t e = cudaStreamCreateWithFlags(&s->s, cudaStreamNonBlocking);
+    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&s->ev[0], cudaEventDisableTiming);
+    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&s->ev[1], cudaEventDisableTiming);
+    if (e == cudaSuccess) e = cudaHostAlloc((void**)&s->pinned, staging_bytes, cudaHostAllocDefault);
+    if (e != cudaSuccess) {
+        delete s;
+        return fail(CUZK_ERR_CUDA, std::string("stream create: ") + cudaGetErrorString(e));
+    }
+    s->pinned_bytes = staging_bytes;
+    *out = s;
+    return CUZK_OK;
+}
+
+extern "C" int cuzk_stream_destroy(cuzk_stream* s) {
+    if (!s) return CUZK_OK;
+    cudaSetDevice(s->ctx->dev);
+    cudaStreamSynchronize(s->s);
+    dev_scratch* all[] = {&s->keys, &s->vals, &s->keys_alt, &s->vals_alt, &s->sort_tmp, &s->bstart,
+                          &s->bend, &s->units, &s->uoff, &s->desc, &s->partials, &s->buckets,
+                          &s->segs, &s->segs2, &s->bases_chunk, &s->scalars, &s->tmp};
+    for (auto* d : all) d->release();
+    cudaFreeHost(s->pinned);
+    cudaEventDestroy(s->ev[0]);
+    cudaEventDestroy(s->ev[1]);
+    cudaStreamDestroy(s->s);
+    delete s;
+    return CUZK_OK;
+}
+
+extern "C" int cuzk_stream_sync(cuzk_stream* s) {
+    if (!s) return fail(CUZK_ERR_ARG, "NULL stream");
+    RET(set_device(s->ctx));
+    CK(cudaStreamSynchronize(s->s));
+    CK(cudaGetLastError());
+    return CUZK_OK;
+}
+
+extern "C" int cuzk_stream_set_msm_chunk(cuzk_stream* s, size_t points) {
+    if (!s) return fail(CUZK_ERR_ARG, "NULL stream");
+    s->msm_chunk = points;
+    return CUZK_OK;
+}
+
+// Host -> device through the two pinned halves: the memcpy into one half overlaps the
+// DMA out of the other.
+int stream_upload(cuzk_stream* s, void* dst, const void* host, size_t bytes) {
+    size_t half = s->pinned_bytes / 2;
+    const uint8_t* src = (const uint8_t*)host;
+    int k = 0;
+    for (size_t off = 0; off < bytes; off += half, k ^= 1) {
+        size_t n = bytes - off < half ? bytes - off : half;
+        CK(cudaEventSynchronize(s->ev[k]));  // this half's previous DMA is done
+        memcpy(s->pinned + k * half, src + off, n);
+        CK(cudaMemcpyAsync((uint8_t*)dst + off, s->pinned + k * half, n, cudaMemcpyHostToDevice, s->s));
+        CK(cudaEventRecord(s->ev[k], s->s));
+    }
+    CK(cudaStreamSynchronize(s->s));
+    return CUZK_OK;
+}
+
+int stream_download(cuzk_stream* s, void* host, const void* src, size_t bytes) {
+    size_t half = s->pinned_bytes / 2;
+    uint8_t* dst = (uint8_t*)host;
+    for (size_t off = 0; off < bytes; off += half) {
+        size_t n = bytes - off < half ? bytes - off : half;
+        CK(cudaMemcpyAsync(s->pinned, (const uint8_t*)src + off, n, cudaMemcpyDeviceToHost, s->s));
+        CK(cudaStreamSynchronize(s->s));
+        memcpy(dst + off, s->pinned, n);
+    }
+    return CUZK_OK;
+}
+
+extern "C" int cuzk_buf_alloc(cuzk_ctx* ctx, size_t bytes, cuzk_buf** out) {
+    if (!ctx || !out) return fail(CUZK_ERR_ARG, "NULL argument");
+    RET(set_device(ctx));
+    void* d = nullptr;
+    CK(cudaMalloc(&d, bytes ? bytes : 1));
+    *out = new cuzk_buf{ctx, d, bytes};
+    return CUZK_OK;
+}
+
+extern "C" int cuzk_buf_free(cuzk_buf* b) {
+    if (!b) return CUZK_OK;
+    cudaSetDevice(b->ctx->dev);
+    cudaError_t e = cudaFree(b->d);
+    delete b;
+    if (e != cudaSuccess) return fail(CUZK_ERR_CUDA, std::string("cudaFree: ") + cudaGetErrorString(e));
+    return CUZK_OK;
+}
+
+extern "C" size_t cuzk_buf_size(const cuzk_buf* b) { return b ? b->bytes : 0; }
+
+extern "C" int cuzk_buf_upload(cuzk_stream* s, cuzk_buf* b, size_t offset, const void* host, size_t bytes) {
+    if (!s || !b || (!host && bytes)) return fail(CUZK_ERR_ARG, "NULL argument");
+    if (offset > b->bytes || bytes > b->bytes - offset) return fail(CUZK_ERR_ARG, "upload out of range");
+    RET(set_device(s->ctx));
+    return stream_upload(s, (uint8_t*)b->d + offset, host, bytes);
+}
+
+extern "C" int cuzk_buf_download(cuzk_stream* s, const cuzk_buf* b, size_t offset, void* host, size_t bytes) {
+    if (!s || !b || (!host && bytes)) return fail(CUZK_ERR_ARG, "NULL argument");
+    if (offset > b->bytes || bytes > b->bytes - offset) return fail(CUZK_ERR_ARG, "download out of range");
+    RET(set_device(s->ctx));
+    return stream_download(s, host, (const uint8_t*)b->d + offset, bytes);
+}
+
+extern "C" int cuzk_bases_create(cuzk_stream* s, int group, const void* host_points, size_t count,
+                                 size_t reserve_bytes, int flags, cuzk_bases** out) {
+    if (!s || !out || (!host_points && count)) return fail(CUZK_ERR_ARG, "NULL argument");
+    if (group != 1 && group != 2) return fail(CUZK_ERR_ARG, "group must be 1 (G1) or 2 (G2)");
+    RET(set_device(s->ctx));
+    cuzk_bases* b = new cuzk_bases();
+    b->ctx = s->ctx;
+    b->group = group;
+    b->count = count;
+    b->elem = group == 1 ? 96 : 192;
+    size_t bytes = count * b->elem;
+    size_t fr = 0, tot = 0;
+    CK(cudaMemGetInfo(&fr, &tot));
+    bool resident = !(flags & CUZK_BASES_FORCE_STREAMED) && bytes + reserve_bytes <= fr;
+    if (resident && cudaMalloc(&b->d, bytes ? bytes : 1) != cudaSuccess) {
+        cudaGetLastError();  // clear; fall back to streaming
+        b->d = nullptr;
+        resident = false;
+    }
+    if (resident) {
+        int r = stream_upload(s, b->d, host_points, bytes);
+        if (r != CUZK_OK) {
+            cudaFree(b->d);
+            delete b;
+            return r;
+        }
+    } else {
+        cudaError_t e = cudaHostAlloc(&b->host, bytes ? bytes : 1, cudaHostAllocDefault);
+        if (e != cudaSuccess) {
+            delete b;
+            return fail(CUZK_ERR_NOMEM, std::string("pinned host copy of bases: ") + cudaGetErrorString(e));
+        }
+        memcpy(b->host, host_points, bytes);
+    }
+    *out = b;
+    return CUZK_OK;
+}
+
+extern "C" int cuzk_bases_destroy(cuzk_bases* b) {
+    if (!b) return CUZK_OK;
+    cudaSetDevice(b->ctx->dev);
+    if (b->d) cudaFree(b->d);
+    if (b->host) cudaFreeHost(b->host);
+    delete b;
+    return CUZK_OK;
+}
+
+extern "C" int cuzk_bases_resident(const cuzk_bases* b) { return b && b->d ? 1 : 0; }
+extern "C" size_t cuzk_bases_device_bytes(const cuzk_bases* b) { return b && b->d ? b->count * b->elem : 0; }

@@ -1,0 +1,81 @@
+// runtime.cuh: library objects (context, stream, buffers) and error reporting.
+#pragma once
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <string>
+#include "cuzk_gpu.h"
+
+void set_error(const std::string& msg);
+int fail(int code, const std::string& msg);
+
+// Checks a CUDA call; on failure records "file:line: call: error" and returns.
+#define CK(call)                                                                              \
+    do {                                                                                      \
+        cudaError_t e_ = (call);                                                              \
+        if (e_ != cudaSuccess) {                                                              \
+            return fail(e_ == cudaErrorMemoryAllocation ? CUZK_ERR_NOMEM : CUZK_ERR_CUDA,     \
+                        std::string(__FILE__) + ":" + std::to_string(__LINE__) + ": " #call ": " + \
+                            cudaGetErrorString(e_));                                          \
+        }                                                                                     \
+    } while (0)
+
+#define RET(call)                    \
+    do {                             \
+        int r_ = (call);             \
+        if (r_ != CUZK_OK) return r_; \
+    } while (0)
+
+// A device allocation that grows on demand and is reused (scratch).
+struct dev_scratch {
+    void* p = nullptr;
+    size_t bytes = 0;
+    int ensure(size_t want);
+    void release();
+    template <class T>
+    T* as() const { return (T*)p; }
+};
+
+struct cuzk_ctx {
+    int dev;
+};
+
+struct cuzk_stream {
+    cuzk_ctx* ctx;
+    cudaStream_t s;
+    // Pinned staging: two halves so a host memcpy overlaps the previous DMA.
+    uint8_t* pinned = nullptr;
+    size_t pinned_bytes = 0;
+    cudaEvent_t ev[2];
+    size_t msm_chunk = 0;  // 0 = default
+    // MSM scratch, kept across calls.
+    dev_scratch keys, vals, keys_alt, vals_alt, sort_tmp, bstart, bend, units, uoff, desc,
+        partials, buckets, segs, segs2, bases_chunk, scalars, tmp;
+};
+
+struct cuzk_buf {
+    cuzk_ctx* ctx;
+    void* d;
+    size_t bytes;
+};
+
+struct cuzk_bases {
+    cuzk_ctx* ctx;
+    int group;
+    size_t count, elem;  // number of points, bytes per point
+    void* d = nullptr;     // resident copy, or
+    void* host = nullptr;  // pinned host copy streamed per MSM
+};
+
+struct cuzk_domain {
+    cuzk_ctx* ctx;
+    int log_n;
+    cuzk_domain_consts_t k;
+    void* tw = nullptr;        // omega^i, i < n/2
+    void* tw_inv = nullptr;    // omega^-i
+    void* coset_br = nullptr;  // coset^rev(i) / n
+    void* coset_inv_br = nullptr;  // coset^-rev(i) / n
+};
+
+int set_device(cuzk_ctx* ctx);
+int stream_upload(cuzk_stream* s, void* dst, const void* host, size_t bytes);
+int stream_download(cuzk_stream* s, void* host, const void* src, size_t bytes);

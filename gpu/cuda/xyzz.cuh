@@ -1,0 +1,151 @@
+// xyzz.cuh: short-Weierstrass (a = 0) points over a field F in affine and XYZZ
+// coordinates (x = X/ZZ, y = Y/ZZZ, ZZ^3 = ZZZ^2; ZZ = 0 is infinity). Formulas
+// from the Explicit-Formulas Database (add-2008-s, madd-2008-s, dbl-2008-s-1).
+#pragma once
+
+template <class F>
+struct affine_t {
+    F x, y;  // gnark layout; (0,0) is the point at infinity
+};
+
+template <class F>
+struct xyzz_t {
+    F x, y, zz, zzz;
+};
+
+template <class F>
+__device__ __forceinline__ bool aff_is_inf(const affine_t<F>& p) { return fe_is_zero(p.x) && fe_is_zero(p.y); }
+
+template <class F>
+__device__ __forceinline__ void xyzz_set_inf(xyzz_t<F>& p) {
+    fe_zero(p.x); fe_zero(p.y); fe_zero(p.zz); fe_zero(p.zzz);
+}
+
+template <class F>
+__device__ __forceinline__ bool xyzz_is_inf(const xyzz_t<F>& p) { return fe_is_zero(p.zz); }
+
+template <class F>
+__device__ __noinline__ void xyzz_dbl(xyzz_t<F>& r, const xyzz_t<F>& p) {
+    if (xyzz_is_inf(p)) { r = p; return; }
+    F u, v, w, s, m, t;
+    fe_dbl(u, p.y);
+    fe_sqr(v, u);
+    fe_mul(w, u, v);
+    fe_mul(s, p.x, v);
+    fe_sqr(m, p.x);
+    fe_add(t, m, m);
+    fe_add(m, t, m);  // 3 x^2
+    fe_sqr(t, m);
+    fe_sub(t, t, s);
+    fe_sub(r.x, t, s);
+    fe_sub(s, s, r.x);
+    fe_mul(s, m, s);
+    fe_mul(t, w, p.y);
+    fe_sub(r.y, s, t);
+    fe_mul(r.zz, v, p.zz);
+    fe_mul(r.zzz, w, p.zzz);
+}
+
+// Doubling of an affine point given as XYZZ with ZZ = ZZZ = 1 (mdbl-2008-s-1).
+template <class F>
+__device__ __noinline__ void xyzz_dbl_affine(xyzz_t<F>& r, const F& x, const F& y) {
+    F u, v, w, s, m, t;
+    fe_dbl(u, y);
+    fe_sqr(v, u);
+    fe_mul(w, u, v);
+    fe_mul(s, x, v);
+    fe_sqr(m, x);
+    fe_add(t, m, m);
+    fe_add(m, t, m);
+    fe_sqr(t, m);
+    fe_sub(t, t, s);
+    fe_sub(r.x, t, s);
+    fe_sub(s, s, r.x);
+    fe_mul(s, m, s);
+    fe_mul(t, w, y);
+    fe_sub(r.y, s, t);
+    r.zz = v;
+    r.zzz = w;
+}
+
+// r += (x, y) affine (not infinity).
+template <class F>
+__device__ __noinline__ void xyzz_add_affine(xyzz_t<F>& r, const F& x, const F& y) {
+    if (xyzz_is_inf(r)) {
+        r.x = x; r.y = y; fe_one(r.zz); fe_one(r.zzz);
+        return;
+    }
+    F u2, s2, p, q, pp, ppp;
+    fe_mul(u2, x, r.zz);
+    fe_mul(s2, y, r.zzz);
+    fe_sub(p, u2, r.x);
+    fe_sub(q, s2, r.y);  // R
+    if (fe_is_zero(p)) {
+        if (fe_is_zero(q)) xyzz_dbl_affine(r, x, y);
+        else xyzz_set_inf(r);
+        return;
+    }
+    fe_sqr(pp, p);
+    fe_mul(ppp, p, pp);
+    F qq, t;
+    fe_mul(qq, r.x, pp);  // Q
+    fe_sqr(t, q);
+    fe_sub(t, t, ppp);
+    fe_sub(t, t, qq);
+    fe_sub(t, t, qq);  // X3
+    fe_sub(u2, qq, t);
+    fe_mul(u2, q, u2);
+    fe_mul(s2, r.y, ppp);
+    fe_sub(r.y, u2, s2);
+    r.x = t;
+    fe_mul(r.zz, r.zz, pp);
+    fe_mul(r.zzz, r.zzz, ppp);
+}
+
+// r += p (general XYZZ).
+template <class F>
+__device__ __noinline__ void xyzz_add(xyzz_t<F>& r, const xyzz_t<F>& p) {
+    if (xyzz_is_inf(p)) return;
+    if (xyzz_is_inf(r)) { r = p; return; }
+    F u1, u2, s1, s2, P, R;
+    fe_mul(u1, r.x, p.zz);
+    fe_mul(u2, p.x, r.zz);
+    fe_mul(s1, r.y, p.zzz);
+    fe_mul(s2, p.y, r.zzz);
+    fe_sub(P, u2, u1);
+    fe_sub(R, s2, s1);
+    if (fe_is_zero(P)) {
+        if (fe_is_zero(R)) xyzz_dbl(r, p);
+        else xyzz_set_inf(r);
+        return;
+    }
+    F pp, ppp, q, t;
+    fe_sqr(pp, P);
+    fe_mul(ppp, P, pp);
+    fe_mul(q, u1, pp);
+    fe_sqr(t, R);
+    fe_sub(t, t, ppp);
+    fe_sub(t, t, q);
+    fe_sub(t, t, q);  // X3
+    fe_sub(u2, q, t);
+    fe_mul(u2, R, u2);
+    fe_mul(s1, s1, ppp);
+    fe_sub(r.y, u2, s1);
+    r.x = t;
+    fe_mul(r.zz, r.zz, p.zz);
+    fe_mul(r.zz, r.zz, pp);
+    fe_mul(r.zzz, r.zzz, p.zzz);
+    fe_mul(r.zzz, r.zzz, ppp);
+}
+
+// r = k * p for a small k (double-and-add, most significant bit first).
+template <class F>
+__device__ __forceinline__ void xyzz_mul_small(xyzz_t<F>& r, const xyzz_t<F>& p, uint32_t k) {
+    xyzz_t<F> acc;
+    xyzz_set_inf(acc);
+    for (int b = 31; b >= 0; b--) {
+        if (!xyzz_is_inf(acc)) xyzz_dbl(acc, acc);
+        if ((k >> b) & 1) xyzz_add(acc, p);
+    }
+    r = acc;
+}

@@ -1,0 +1,551 @@
+package gpu
+
+import (
+	"math/big"
+	"math/bits"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/consensys/gnark-crypto/ecc"
+	bls12381 "github.com/consensys/gnark-crypto/ecc/bls12-381"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
+)
+
+// testDevice opens device 0 and one stream, or skips the test when no CUDA device
+// (or library) is usable here, saying why.
+func testDevice(t testing.TB) (*cudaCtx, *cudaStream) {
+	t.Helper()
+	lib, err := openLib("")
+	if err != nil {
+		t.Skipf("no CUDA device: %v", err)
+	}
+	n, err := lib.deviceCount()
+	if err != nil {
+		t.Skipf("no CUDA device: %v", err)
+	}
+	if n == 0 {
+		t.Skip("no CUDA device: device count is 0")
+	}
+	c, err := lib.newCtx(0)
+	if err != nil {
+		t.Skipf("no CUDA device: %v", err)
+	}
+	s, err := c.newStream(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.close(); err != nil {
+			t.Error(err)
+		}
+		if err := c.close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return c, s
+}
+
+// randFr fills v with uniformly random field elements from a fast seeded generator
+// (test data only). Any value below r is a valid Montgomery representation.
+func randFr(rng *rand.Rand, v []fr.Element) {
+	for i := range v {
+		for {
+			e := fr.Element{rng.Uint64(), rng.Uint64(), rng.Uint64(), rng.Uint64() >> 1}
+			if lessThanR(&e) {
+				v[i] = e
+				break
+			}
+		}
+	}
+}
+
+var rLimbs = [4]uint64{0xffffffff00000001, 0x53bda402fffe5bfe, 0x3339d80809a1d805, 0x73eda753299d7d48}
+
+func lessThanR(e *fr.Element) bool {
+	for i := 3; i >= 0; i-- {
+		if e[i] != rLimbs[i] {
+			return e[i] < rLimbs[i]
+		}
+	}
+	return false
+}
+
+// pointSet is m distinct random points Q and a base vector built from them: base i is
+// Q[src[i]] negated when neg[i], or infinity when src[i] < 0.
+type pointSet[P any] struct {
+	q   []P
+	src []int32
+	neg []bool
+}
+
+func distinctG1(rng *rand.Rand, m int) []bls12381.G1Affine {
+	_, _, g1, _ := bls12381.Generators()
+	s := make([]fr.Element, m)
+	randFr(rng, s)
+	return bls12381.BatchScalarMultiplicationG1(&g1, s)
+}
+
+func distinctG2(rng *rand.Rand, m int) []bls12381.G2Affine {
+	_, _, _, g2 := bls12381.Generators()
+	s := make([]fr.Element, m)
+	randFr(rng, s)
+	return bls12381.BatchScalarMultiplicationG2(&g2, s)
+}
+
+// layout tiles m distinct points over n bases, with a few infinities and negations.
+func layout(rng *rand.Rand, n, m int, special bool) ([]int32, []bool) {
+	src, neg := make([]int32, n), make([]bool, n)
+	for i := range src {
+		src[i] = int32(i % m)
+	}
+	if special && n > 2 {
+		for range 1 + n/64 {
+			i := rng.IntN(n)
+			src[i] = -1 // point at infinity
+			j := rng.IntN(n)
+			if src[j] >= 0 {
+				neg[j] = true
+			}
+		}
+	}
+	return src, neg
+}
+
+// scalars returns n scalars of the given kind: "random" (with zeros, ones and r−1
+// sprinkled in) or "skewed" (mostly 0 and 1, as in real witnesses).
+func scalars(rng *rand.Rand, n int, kind string) []fr.Element {
+	v := make([]fr.Element, n)
+	randFr(rng, v)
+	var one, minusOne fr.Element
+	one.SetOne()
+	minusOne.Neg(&one)
+	switch kind {
+	case "random":
+		for k := range 1 + n/32 {
+			i := rng.IntN(n)
+			switch k % 3 {
+			case 0:
+				v[i].SetZero()
+			case 1:
+				v[i] = minusOne
+			case 2:
+				v[i] = one
+			}
+		}
+		if n >= 3 {
+			v[0].SetZero()
+			v[1] = minusOne
+		}
+	case "skewed":
+		for i := range v {
+			switch x := rng.IntN(10); {
+			case x < 6:
+				v[i] = one
+			case x < 8:
+				v[i].SetZero()
+			}
+		}
+	}
+	return v
+}
+
+// aggregate folds scalars onto the distinct points (negations and infinities
+// resolved), so the reference is one small, duplicate-free MSM.
+func aggregate(m int, src []int32, neg []bool, sc []fr.Element) []fr.Element {
+	agg := make([]fr.Element, m)
+	for i, s := range src {
+		if s < 0 {
+			continue
+		}
+		if neg[i] {
+			agg[s].Sub(&agg[s], &sc[i])
+		} else {
+			agg[s].Add(&agg[s], &sc[i])
+		}
+	}
+	return agg
+}
+
+func msmSizes(maxLog int) []int {
+	sizes := []int{1, 2, 3}
+	for _, k := range []int{4, 8, 12, 16, 20, 22} {
+		if k > maxLog {
+			break
+		}
+		sizes = append(sizes, 1<<k-1, 1<<k, 1<<k+1)
+	}
+	return sizes
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+func maxLogFor(t *testing.T, full int) int {
+	if testing.Short() {
+		return min(full, 12)
+	}
+	return envInt("CUZK_GPU_TEST_MAXLOG", full)
+}
+
+func TestMSMG1(t *testing.T) {
+	_, s := testDevice(t)
+	rng := rand.New(rand.NewPCG(1, 2))
+	const m = 1 << 12
+	q := distinctG1(rng, m)
+	for _, n := range msmSizes(maxLogFor(t, 22)) {
+		for _, kind := range []string{"random", "skewed"} {
+			if kind == "skewed" && n > 1<<20 {
+				continue
+			}
+			src, neg := layout(rng, n, min(n, m), true)
+			bases := make([]bls12381.G1Affine, n)
+			for i, j := range src {
+				if j >= 0 {
+					bases[i] = q[j]
+					if neg[i] {
+						bases[i].Neg(&bases[i])
+					}
+				}
+			}
+			sc := scalars(rng, n, kind)
+			var want bls12381.G1Jac
+			agg := aggregate(m, src, neg, sc)
+			if _, err := want.MultiExp(q, agg, ecc.MultiExpConfig{}); err != nil {
+				t.Fatal(err)
+			}
+			set, err := s.newBasesG1(bases, 1<<30, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.msmG1Host(set, 0, sc)
+			set.close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.Equal(&want) {
+				t.Fatalf("G1 MSM n=%d %s: mismatch\n got %s\nwant %s", n, kind, got.String(), want.String())
+			}
+			t.Logf("G1 MSM n=%d %s: ok", n, kind)
+		}
+	}
+}
+
+func TestMSMG2(t *testing.T) {
+	_, s := testDevice(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	const m = 1 << 10
+	q := distinctG2(rng, m)
+	for _, n := range msmSizes(maxLogFor(t, 20)) {
+		for _, kind := range []string{"random", "skewed"} {
+			if kind == "skewed" && n > 1<<16 {
+				continue
+			}
+			src, neg := layout(rng, n, min(n, m), true)
+			bases := make([]bls12381.G2Affine, n)
+			for i, j := range src {
+				if j >= 0 {
+					bases[i] = q[j]
+					if neg[i] {
+						bases[i].Neg(&bases[i])
+					}
+				}
+			}
+			sc := scalars(rng, n, kind)
+			var want bls12381.G2Jac
+			if _, err := want.MultiExp(q, aggregate(m, src, neg, sc), ecc.MultiExpConfig{}); err != nil {
+				t.Fatal(err)
+			}
+			set, err := s.newBasesG2(bases, 1<<30, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.msmG2Host(set, 0, sc)
+			set.close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.Equal(&want) {
+				t.Fatalf("G2 MSM n=%d %s: mismatch", n, kind)
+			}
+			t.Logf("G2 MSM n=%d %s: ok", n, kind)
+		}
+	}
+}
+
+// TestMSMNaive checks small MSMs against term-by-term scalar multiplication, so the
+// MSM reference itself is not trusted blindly.
+func TestMSMNaive(t *testing.T) {
+	_, s := testDevice(t)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{1, 2, 3, 7, 33} {
+		pts := distinctG1(rng, n)
+		pts = append(pts, pts[0]) // a repeated point
+		pts[1].Neg(&pts[0])       // P and -P
+		sc := scalars(rng, len(pts), "random")
+		var want, term bls12381.G1Jac
+		for i := range pts {
+			var p bls12381.G1Jac
+			p.FromAffine(&pts[i])
+			var b big.Int
+			sc[i].BigInt(&b)
+			term.ScalarMultiplication(&p, &b)
+			want.AddAssign(&term)
+		}
+		set, err := s.newBasesG1(pts, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.msmG1Host(set, 0, sc)
+		set.close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got.Equal(&want) {
+			t.Fatalf("naive G1 n=%d: mismatch", len(pts))
+		}
+	}
+}
+
+// TestMSMStreamedAndIndexed runs MSMs over a base set kept in host memory and
+// streamed in small chunks, with device scalars reached through an index map and an
+// offset, as the backend uses them.
+func TestMSMStreamedAndIndexed(t *testing.T) {
+	c, s := testDevice(t)
+	rng := rand.New(rand.NewPCG(7, 8))
+	const n, m = 5000, 1 << 10
+	q1 := distinctG1(rng, m)
+	q2 := distinctG2(rng, 64)
+	b1 := make([]bls12381.G1Affine, n)
+	b2 := make([]bls12381.G2Affine, n)
+	for i := range b1 {
+		b1[i] = q1[i%m]
+		b2[i] = q2[i%64]
+	}
+	w := scalars(rng, 2*n+10, "skewed")
+	idx := make([]uint32, n)
+	for i := range idx {
+		idx[i] = uint32(rng.IntN(len(w) - 10))
+	}
+	for _, flags := range []int{0, basesForceStreamed} {
+		s1, err := s.newBasesG1(b1, 0, flags)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s2, err := s.newBasesG2(b2, 0, flags)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s1.resident(); got != (flags == 0) {
+			t.Fatalf("resident = %v with flags %d", got, flags)
+		}
+		if err := s.setMSMChunk(777); err != nil {
+			t.Fatal(err)
+		}
+		wb, err := c.alloc(len(w) * fr.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ib, err := c.alloc(len(idx) * 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.uploadFr(wb, 0, w); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.uploadU32(ib, idx); err != nil {
+			t.Fatal(err)
+		}
+		const off, sOff = 100, 10
+		cnt := n - off
+		gathered := make([]fr.Element, cnt)
+		for i := range gathered {
+			gathered[i] = w[sOff+int(idx[i])]
+		}
+		var want1 bls12381.G1Jac
+		want1.MultiExp(b1[off:], gathered, ecc.MultiExpConfig{})
+		got1, err := s.msmG1(s1, off, cnt, wb, sOff, ib)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got1.Equal(&want1) {
+			t.Fatalf("indexed G1 (flags %d): mismatch", flags)
+		}
+		var want2 bls12381.G2Jac
+		want2.MultiExp(b2[:cnt], w[sOff:sOff+cnt], ecc.MultiExpConfig{})
+		got2, err := s.msmG2(s2, 0, cnt, wb, sOff, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got2.Equal(&want2) {
+			t.Fatalf("offset G2 (flags %d): mismatch", flags)
+		}
+		s.setMSMChunk(0)
+		s1.close()
+		s2.close()
+		wb.free()
+		ib.free()
+	}
+}
+
+func nttLogs(t *testing.T) []int {
+	logs := []int{1, 2, 5, 10, 11, 12, 16, 20, 21, 22}
+	maxLog := maxLogFor(t, 22)
+	var out []int
+	for _, l := range logs {
+		if l <= maxLog {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func TestNTT(t *testing.T) {
+	c, s := testDevice(t)
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, logN := range nttLogs(t) {
+		n := 1 << logN
+		dom := fft.NewDomain(uint64(n))
+		d, err := s.newDomain(dom)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf, err := c.alloc(n * fr.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := make([]fr.Element, n)
+		randFr(rng, in)
+		for _, tc := range []struct {
+			name  string
+			flags int
+			ref   func(a []fr.Element)
+		}{
+			{"fft DIF", 0, func(a []fr.Element) { dom.FFT(a, fft.DIF) }},
+			{"fft DIT", nttDIT, func(a []fr.Element) { dom.FFT(a, fft.DIT) }},
+			{"ifft DIF", nttInverse, func(a []fr.Element) { dom.FFTInverse(a, fft.DIF) }},
+			{"ifft DIT", nttInverse | nttDIT, func(a []fr.Element) { dom.FFTInverse(a, fft.DIT) }},
+		} {
+			want := append([]fr.Element(nil), in...)
+			tc.ref(want)
+			if err := s.uploadFr(buf, 0, in); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.ntt(d, buf, 0, tc.flags); err != nil {
+				t.Fatal(err)
+			}
+			got := make([]fr.Element, n)
+			if err := s.downloadFr(buf, 0, got); err != nil {
+				t.Fatal(err)
+			}
+			for i := range got {
+				if got[i] != want[i] {
+					t.Fatalf("NTT 2^%d %s: element %d differs", logN, tc.name, i)
+				}
+			}
+		}
+		t.Logf("NTT 2^%d: fft/ifft DIF/DIT ok", logN)
+		d.close()
+		buf.free()
+	}
+}
+
+// refComputeH is gnark v0.14.0's computeH (backend/groth16/bls12-381/prove.go).
+func refComputeH(a, b, c []fr.Element, domain *fft.Domain) []fr.Element {
+	n := len(a)
+	padding := make([]fr.Element, int(domain.Cardinality)-n)
+	a = append(a, padding...)
+	b = append(b, padding...)
+	c = append(c, padding...)
+	n = len(a)
+	domain.FFTInverse(a, fft.DIF)
+	domain.FFTInverse(b, fft.DIF)
+	domain.FFTInverse(c, fft.DIF)
+	domain.FFT(a, fft.DIT, fft.OnCoset())
+	domain.FFT(b, fft.DIT, fft.OnCoset())
+	domain.FFT(c, fft.DIT, fft.OnCoset())
+	var den, one fr.Element
+	one.SetOne()
+	den.Exp(domain.FrMultiplicativeGen, new(bigInt).SetUint64(domain.Cardinality))
+	den.Sub(&den, &one).Inverse(&den)
+	for i := 0; i < n; i++ {
+		a[i].Mul(&a[i], &b[i]).Sub(&a[i], &c[i]).Mul(&a[i], &den)
+	}
+	domain.FFTInverse(a, fft.DIF, fft.OnCoset())
+	return a
+}
+
+func TestComputeH(t *testing.T) {
+	c, s := testDevice(t)
+	rng := rand.New(rand.NewPCG(11, 12))
+	maxLog := maxLogFor(t, 22)
+	for _, nc := range []int{1, 2, 3, 5, 1000, 1 << 12, 1<<16 - 3, 1<<20 + 1, 1 << 22} {
+		if bits.Len(uint(nc-1)) > maxLog {
+			continue
+		}
+		dom := fft.NewDomain(uint64(nc))
+		n := int(dom.Cardinality)
+		a, b, cc := make([]fr.Element, nc), make([]fr.Element, nc), make([]fr.Element, nc)
+		randFr(rng, a)
+		randFr(rng, b)
+		randFr(rng, cc)
+		const off = 7 // h goes to an offset inside the a buffer, as the backend does
+		d, err := s.newDomain(dom)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ab, err1 := c.alloc((off + n) * fr.Bytes)
+		bb, err2 := c.alloc(n * fr.Bytes)
+		cb, err3 := c.alloc(n * fr.Bytes)
+		if err := firstErr(err1, err2, err3); err != nil {
+			t.Fatal(err)
+		}
+		if err := firstErr(s.uploadFr(ab, off, a), s.uploadFr(bb, 0, b), s.uploadFr(cb, 0, cc)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.computeH(d, ab, off, bb, cb, nc); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]fr.Element, n)
+		if err := s.downloadFr(ab, off, got); err != nil {
+			t.Fatal(err)
+		}
+		want := refComputeH(a, b, cc, dom)
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("compute_h %d constraints (domain %d): element %d differs", nc, n, i)
+			}
+		}
+		t.Logf("compute_h %d constraints (domain %d): ok", nc, n)
+		d.close()
+		ab.free()
+		bb.free()
+		cb.free()
+	}
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+func TestUnavailableWithoutLibrary(t *testing.T) {
+	t.Setenv("CUZK_GPU_LIB", "/nonexistent/libcuzkgpu.so")
+	_, err := NewCUDA(0, Options{})
+	if err == nil || !IsUnavailable(err) {
+		t.Fatalf("NewCUDA without library: %v, want unavailable", err)
+	}
+	if got := err.Error(); len(got) < 12 || got[:12] != "unavailable:" {
+		t.Fatalf("error %q does not start with unavailable:", got)
+	}
+}

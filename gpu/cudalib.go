@@ -1,0 +1,523 @@
+package gpu
+
+// The CUDA library (gpu/cuda, built with nvcc into libcuzkgpu.so) is loaded at run
+// time with dlopen, so this package builds and tests without CUDA installed; the
+// only link dependency is libdl.
+
+/*
+#cgo LDFLAGS: -ldl
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cuda/cuzk_gpu.h"
+
+typedef struct {
+	void* handle;
+	int (*abi_version)(void);
+	const char* (*last_error)(void);
+	int (*device_count)(int*);
+	int (*device_info)(int, cuzk_device_info_t*);
+	int (*ctx_create)(int, cuzk_ctx**);
+	int (*ctx_destroy)(cuzk_ctx*);
+	int (*stream_create)(cuzk_ctx*, size_t, cuzk_stream**);
+	int (*stream_destroy)(cuzk_stream*);
+	int (*stream_sync)(cuzk_stream*);
+	int (*stream_set_msm_chunk)(cuzk_stream*, size_t);
+	int (*buf_alloc)(cuzk_ctx*, size_t, cuzk_buf**);
+	int (*buf_free)(cuzk_buf*);
+	int (*buf_upload)(cuzk_stream*, cuzk_buf*, size_t, const void*, size_t);
+	int (*buf_download)(cuzk_stream*, const cuzk_buf*, size_t, void*, size_t);
+	int (*bases_create)(cuzk_stream*, int, const void*, size_t, size_t, int, cuzk_bases**);
+	int (*bases_destroy)(cuzk_bases*);
+	int (*bases_resident)(const cuzk_bases*);
+	size_t (*bases_device_bytes)(const cuzk_bases*);
+	int (*msm)(cuzk_stream*, const cuzk_bases*, size_t, size_t, const cuzk_buf*, size_t, const cuzk_buf*, void*, int*, int*);
+	int (*msm_host)(cuzk_stream*, const cuzk_bases*, size_t, size_t, const void*, void*, int*, int*);
+	int (*domain_create)(cuzk_stream*, int, const cuzk_domain_consts_t*, cuzk_domain**);
+	int (*domain_destroy)(cuzk_domain*);
+	int (*ntt)(cuzk_stream*, const cuzk_domain*, cuzk_buf*, size_t, int);
+	int (*compute_h)(cuzk_stream*, const cuzk_domain*, cuzk_buf*, size_t, cuzk_buf*, cuzk_buf*, size_t, const uint64_t*);
+} cuzk_fns;
+
+// cuzk_open fills f from the library at path; on failure it writes a reason to err.
+static int cuzk_open(const char* path, cuzk_fns* f, char* err, size_t errlen) {
+	memset(f, 0, sizeof(*f));
+	f->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!f->handle) {
+		snprintf(err, errlen, "%s", dlerror());
+		return -1;
+	}
+#define SYM(field, name) \
+	if (!(*(void**)(&f->field) = dlsym(f->handle, name))) { snprintf(err, errlen, "%s: missing symbol %s", path, name); dlclose(f->handle); f->handle = NULL; return -1; }
+	SYM(abi_version, "cuzk_abi_version")
+	SYM(last_error, "cuzk_last_error")
+	SYM(device_count, "cuzk_device_count")
+	SYM(device_info, "cuzk_device_info")
+	SYM(ctx_create, "cuzk_ctx_create")
+	SYM(ctx_destroy, "cuzk_ctx_destroy")
+	SYM(stream_create, "cuzk_stream_create")
+	SYM(stream_destroy, "cuzk_stream_destroy")
+	SYM(stream_sync, "cuzk_stream_sync")
+	SYM(stream_set_msm_chunk, "cuzk_stream_set_msm_chunk")
+	SYM(buf_alloc, "cuzk_buf_alloc")
+	SYM(buf_free, "cuzk_buf_free")
+	SYM(buf_upload, "cuzk_buf_upload")
+	SYM(buf_download, "cuzk_buf_download")
+	SYM(bases_create, "cuzk_bases_create")
+	SYM(bases_destroy, "cuzk_bases_destroy")
+	SYM(bases_resident, "cuzk_bases_resident")
+	SYM(bases_device_bytes, "cuzk_bases_device_bytes")
+	SYM(msm, "cuzk_msm")
+	SYM(msm_host, "cuzk_msm_host")
+	SYM(domain_create, "cuzk_domain_create")
+	SYM(domain_destroy, "cuzk_domain_destroy")
+	SYM(ntt, "cuzk_ntt")
+	SYM(compute_h, "cuzk_compute_h")
+#undef SYM
+	if (f->abi_version() != CUZK_ABI_VERSION) {
+		snprintf(err, errlen, "%s: ABI version %d, want %d", path, f->abi_version(), CUZK_ABI_VERSION);
+		dlclose(f->handle); f->handle = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+static const char* c_last_error(cuzk_fns* f) { return f->last_error(); }
+static int c_device_count(cuzk_fns* f, int* n) { return f->device_count(n); }
+static int c_device_info(cuzk_fns* f, int d, cuzk_device_info_t* o) { return f->device_info(d, o); }
+static int c_ctx_create(cuzk_fns* f, int d, cuzk_ctx** o) { return f->ctx_create(d, o); }
+static int c_ctx_destroy(cuzk_fns* f, cuzk_ctx* c) { return f->ctx_destroy(c); }
+static int c_stream_create(cuzk_fns* f, cuzk_ctx* c, size_t b, cuzk_stream** o) { return f->stream_create(c, b, o); }
+static int c_stream_destroy(cuzk_fns* f, cuzk_stream* s) { return f->stream_destroy(s); }
+static int c_stream_set_msm_chunk(cuzk_fns* f, cuzk_stream* s, size_t n) { return f->stream_set_msm_chunk(s, n); }
+static int c_buf_alloc(cuzk_fns* f, cuzk_ctx* c, size_t n, cuzk_buf** o) { return f->buf_alloc(c, n, o); }
+static int c_buf_free(cuzk_fns* f, cuzk_buf* b) { return f->buf_free(b); }
+static int c_buf_upload(cuzk_fns* f, cuzk_stream* s, cuzk_buf* b, size_t off, const void* h, size_t n) { return f->buf_upload(s, b, off, h, n); }
+static int c_buf_download(cuzk_fns* f, cuzk_stream* s, const cuzk_buf* b, size_t off, void* h, size_t n) { return f->buf_download(s, b, off, h, n); }
+static int c_bases_create(cuzk_fns* f, cuzk_stream* s, int g, const void* p, size_t n, size_t r, int fl, cuzk_bases** o) { return f->bases_create(s, g, p, n, r, fl, o); }
+static int c_bases_destroy(cuzk_fns* f, cuzk_bases* b) { return f->bases_destroy(b); }
+static int c_bases_resident(cuzk_fns* f, const cuzk_bases* b) { return f->bases_resident(b); }
+static size_t c_bases_device_bytes(cuzk_fns* f, const cuzk_bases* b) { return f->bases_device_bytes(b); }
+static int c_msm(cuzk_fns* f, cuzk_stream* s, const cuzk_bases* b, size_t bo, size_t n, const cuzk_buf* sc, size_t so, const cuzk_buf* ix, void* out, int* nw, int* c) { return f->msm(s, b, bo, n, sc, so, ix, out, nw, c); }
+static int c_msm_host(cuzk_fns* f, cuzk_stream* s, const cuzk_bases* b, size_t bo, size_t n, const void* sc, void* out, int* nw, int* c) { return f->msm_host(s, b, bo, n, sc, out, nw, c); }
+static int c_domain_create(cuzk_fns* f, cuzk_stream* s, int l, const cuzk_domain_consts_t* k, cuzk_domain** o) { return f->domain_create(s, l, k, o); }
+static int c_domain_destroy(cuzk_fns* f, cuzk_domain* d) { return f->domain_destroy(d); }
+static int c_ntt(cuzk_fns* f, cuzk_stream* s, const cuzk_domain* d, cuzk_buf* b, size_t off, int fl) { return f->ntt(s, d, b, off, fl); }
+static int c_compute_h(cuzk_fns* f, cuzk_stream* s, const cuzk_domain* d, cuzk_buf* a, size_t ao, cuzk_buf* b, cuzk_buf* c, size_t n, const uint64_t* den) { return f->compute_h(s, d, a, ao, b, c, n, den); }
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"os"
+	"path/filepath"
+	"unsafe"
+
+	bls12381 "github.com/consensys/gnark-crypto/ecc/bls12-381"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
+)
+
+// LibraryName is the file name of the CUDA library built by `make -C gpu/cuda`.
+const LibraryName = "libcuzkgpu.so"
+
+// UnavailableError says why the CUDA backend cannot run here (no library, no device,
+// driver failure). Callers may fall back to the CPU backend.
+type UnavailableError struct{ Reason string }
+
+func (e *UnavailableError) Error() string { return "unavailable: " + e.Reason }
+
+// IsUnavailable reports whether err means "no usable CUDA device or library".
+func IsUnavailable(err error) bool {
+	var u *UnavailableError
+	return errors.As(err, &u)
+}
+
+// FindLibrary returns the library path: $CUZK_GPU_LIB, else next to the executable,
+// else gpu/cuda/build/ in the working directory or one of its parents.
+func FindLibrary() (string, error) {
+	if p := os.Getenv("CUZK_GPU_LIB"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", &UnavailableError{Reason: "CUZK_GPU_LIB: " + err.Error()}
+		}
+		return p, nil
+	}
+	var tried []string
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), LibraryName)
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+		tried = append(tried, p)
+	}
+	if wd, err := os.Getwd(); err == nil {
+		for dir := wd; ; dir = filepath.Dir(dir) {
+			for _, rel := range []string{"gpu/cuda/build", "cuda/build"} {
+				p := filepath.Join(dir, rel, LibraryName)
+				if _, err := os.Stat(p); err == nil {
+					return p, nil
+				}
+			}
+			if filepath.Dir(dir) == dir {
+				break
+			}
+		}
+		tried = append(tried, filepath.Join(wd, "gpu/cuda/build", LibraryName)+" (and parents)")
+	}
+	return "", &UnavailableError{Reason: fmt.Sprintf("%s not found (set CUZK_GPU_LIB; tried %v)", LibraryName, tried)}
+}
+
+// cudaLib is the loaded library's function table.
+type cudaLib struct {
+	fns *C.cuzk_fns
+}
+
+func openLib(path string) (*cudaLib, error) {
+	if path == "" {
+		p, err := FindLibrary()
+		if err != nil {
+			return nil, err
+		}
+		path = p
+	}
+	fns := (*C.cuzk_fns)(C.calloc(1, C.size_t(unsafe.Sizeof(C.cuzk_fns{}))))
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	var buf [512]C.char
+	if C.cuzk_open(cpath, fns, &buf[0], C.size_t(len(buf))) != 0 {
+		C.free(unsafe.Pointer(fns))
+		return nil, &UnavailableError{Reason: C.GoString(&buf[0])}
+	}
+	return &cudaLib{fns: fns}, nil
+}
+
+// check turns a library return code into an error carrying its message.
+func (l *cudaLib) check(what string, rc C.int) error {
+	if rc == 0 {
+		return nil
+	}
+	msg := C.GoString(C.c_last_error(l.fns))
+	if rc == C.CUZK_ERR_NODEVICE {
+		return &UnavailableError{Reason: msg}
+	}
+	return fmt.Errorf("cuda %s: %s (code %d)", what, msg, int(rc))
+}
+
+// DeviceInfo describes a CUDA device as the runtime sees it.
+type DeviceInfo struct {
+	Name           string
+	UUID           string
+	TotalMem       uint64
+	FreeMem        uint64
+	SMs            int
+	CCMajor, CCMin int
+}
+
+func (l *cudaLib) deviceCount() (int, error) {
+	var n C.int
+	if err := l.check("device count", C.c_device_count(l.fns, &n)); err != nil {
+		return 0, err
+	}
+	return int(n), nil
+}
+
+func (l *cudaLib) deviceInfo(dev int) (DeviceInfo, error) {
+	var d C.cuzk_device_info_t
+	if err := l.check("device info", C.c_device_info(l.fns, C.int(dev), &d)); err != nil {
+		return DeviceInfo{}, err
+	}
+	return DeviceInfo{
+		Name: C.GoString(&d.name[0]), UUID: "GPU-" + C.GoString(&d.uuid[0]),
+		TotalMem: uint64(d.total_mem), FreeMem: uint64(d.free_mem),
+		SMs: int(d.sm_count), CCMajor: int(d.cc_major), CCMin: int(d.cc_minor),
+	}, nil
+}
+
+// cudaCtx is one device.
+type cudaCtx struct {
+	lib *cudaLib
+	c   *C.cuzk_ctx
+	dev int
+}
+
+func (l *cudaLib) newCtx(dev int) (*cudaCtx, error) {
+	n, err := l.deviceCount()
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, &UnavailableError{Reason: "no CUDA device"}
+	}
+	var c *C.cuzk_ctx
+	if err := l.check("context", C.c_ctx_create(l.fns, C.int(dev), &c)); err != nil {
+		return nil, err
+	}
+	return &cudaCtx{lib: l, c: c, dev: dev}, nil
+}
+
+func (c *cudaCtx) close() error {
+	if c.c == nil {
+		return nil
+	}
+	err := c.lib.check("context destroy", C.c_ctx_destroy(c.lib.fns, c.c))
+	c.c = nil
+	return err
+}
+
+// cudaStream is a CUDA stream with its own MSM scratch and pinned staging buffer.
+// Calls on one stream must not run concurrently; different streams may.
+type cudaStream struct {
+	lib *cudaLib
+	s   *C.cuzk_stream
+}
+
+func (c *cudaCtx) newStream(stagingBytes int) (*cudaStream, error) {
+	var s *C.cuzk_stream
+	if err := c.lib.check("stream", C.c_stream_create(c.lib.fns, c.c, C.size_t(stagingBytes), &s)); err != nil {
+		return nil, err
+	}
+	return &cudaStream{lib: c.lib, s: s}, nil
+}
+
+func (s *cudaStream) close() error {
+	if s == nil || s.s == nil {
+		return nil
+	}
+	err := s.lib.check("stream destroy", C.c_stream_destroy(s.lib.fns, s.s))
+	s.s = nil
+	return err
+}
+
+func (s *cudaStream) setMSMChunk(points int) error {
+	return s.lib.check("set msm chunk", C.c_stream_set_msm_chunk(s.lib.fns, s.s, C.size_t(points)))
+}
+
+// devBuf is device memory.
+type devBuf struct {
+	lib   *cudaLib
+	b     *C.cuzk_buf
+	bytes int
+}
+
+func (c *cudaCtx) alloc(bytes int) (*devBuf, error) {
+	var b *C.cuzk_buf
+	if err := c.lib.check("alloc", C.c_buf_alloc(c.lib.fns, c.c, C.size_t(bytes), &b)); err != nil {
+		return nil, err
+	}
+	return &devBuf{lib: c.lib, b: b, bytes: bytes}, nil
+}
+
+func (b *devBuf) free() error {
+	if b == nil || b.b == nil {
+		return nil
+	}
+	err := b.lib.check("free", C.c_buf_free(b.lib.fns, b.b))
+	b.b = nil
+	return err
+}
+
+func (s *cudaStream) uploadFr(b *devBuf, offElems int, v []fr.Element) error {
+	if len(v) == 0 {
+		return nil
+	}
+	return s.lib.check("upload", C.c_buf_upload(s.lib.fns, s.s, b.b, C.size_t(offElems*fr.Bytes),
+		unsafe.Pointer(&v[0]), C.size_t(len(v)*fr.Bytes)))
+}
+
+func (s *cudaStream) uploadU32(b *devBuf, v []uint32) error {
+	if len(v) == 0 {
+		return nil
+	}
+	return s.lib.check("upload", C.c_buf_upload(s.lib.fns, s.s, b.b, 0, unsafe.Pointer(&v[0]), C.size_t(len(v)*4)))
+}
+
+func (s *cudaStream) downloadFr(b *devBuf, offElems int, v []fr.Element) error {
+	if len(v) == 0 {
+		return nil
+	}
+	return s.lib.check("download", C.c_buf_download(s.lib.fns, s.s, b.b, C.size_t(offElems*fr.Bytes),
+		unsafe.Pointer(&v[0]), C.size_t(len(v)*fr.Bytes)))
+}
+
+// baseSet is a resident (or streamed) set of G1 or G2 affine bases.
+type baseSet struct {
+	lib   *cudaLib
+	b     *C.cuzk_bases
+	group int
+	count int
+}
+
+// Flags for newBases.
+const basesForceStreamed = C.CUZK_BASES_FORCE_STREAMED
+
+func (s *cudaStream) newBasesG1(pts []bls12381.G1Affine, reserve int, flags int) (*baseSet, error) {
+	var p unsafe.Pointer
+	if len(pts) > 0 {
+		p = unsafe.Pointer(&pts[0])
+	}
+	return s.newBases(1, p, len(pts), reserve, flags)
+}
+
+func (s *cudaStream) newBasesG2(pts []bls12381.G2Affine, reserve int, flags int) (*baseSet, error) {
+	var p unsafe.Pointer
+	if len(pts) > 0 {
+		p = unsafe.Pointer(&pts[0])
+	}
+	return s.newBases(2, p, len(pts), reserve, flags)
+}
+
+func (s *cudaStream) newBases(group int, p unsafe.Pointer, n, reserve, flags int) (*baseSet, error) {
+	var b *C.cuzk_bases
+	if err := s.lib.check("bases", C.c_bases_create(s.lib.fns, s.s, C.int(group), p, C.size_t(n), C.size_t(reserve), C.int(flags), &b)); err != nil {
+		return nil, err
+	}
+	return &baseSet{lib: s.lib, b: b, group: group, count: n}, nil
+}
+
+func (b *baseSet) resident() bool { return C.c_bases_resident(b.lib.fns, b.b) != 0 }
+func (b *baseSet) deviceBytes() int64 {
+	return int64(C.c_bases_device_bytes(b.lib.fns, b.b))
+}
+
+func (b *baseSet) close() error {
+	if b == nil || b.b == nil {
+		return nil
+	}
+	err := b.lib.check("bases destroy", C.c_bases_destroy(b.lib.fns, b.b))
+	b.b = nil
+	return err
+}
+
+// Window sums as the library writes them: XYZZ coordinates in Montgomery form.
+type xyzzG1 struct{ X, Y, ZZ, ZZZ [6]uint64 }
+type xyzzG2 struct{ X, Y, ZZ, ZZZ [12]uint64 }
+
+const maxWindows = C.CUZK_MAX_WINDOWS
+
+// msmG1 runs Σ bases[off+i]·scalars[sOff+i] (or scalars[sOff+index[i]]) over n points.
+func (s *cudaStream) msmG1(b *baseSet, off, n int, sc *devBuf, sOff int, index *devBuf) (bls12381.G1Jac, error) {
+	var win [maxWindows]xyzzG1
+	var nw, c C.int
+	var ix *C.cuzk_buf
+	if index != nil {
+		ix = index.b
+	}
+	err := s.lib.check("msm g1", C.c_msm(s.lib.fns, s.s, b.b, C.size_t(off), C.size_t(n), sc.b, C.size_t(sOff), ix,
+		unsafe.Pointer(&win[0]), &nw, &c))
+	if err != nil {
+		return bls12381.G1Jac{}, err
+	}
+	return foldG1(win[:nw], int(c)), nil
+}
+
+func (s *cudaStream) msmG1Host(b *baseSet, off int, scalars []fr.Element) (bls12381.G1Jac, error) {
+	var win [maxWindows]xyzzG1
+	var nw, c C.int
+	var p unsafe.Pointer
+	if len(scalars) > 0 {
+		p = unsafe.Pointer(&scalars[0])
+	}
+	err := s.lib.check("msm g1", C.c_msm_host(s.lib.fns, s.s, b.b, C.size_t(off), C.size_t(len(scalars)), p,
+		unsafe.Pointer(&win[0]), &nw, &c))
+	if err != nil {
+		return bls12381.G1Jac{}, err
+	}
+	return foldG1(win[:nw], int(c)), nil
+}
+
+func (s *cudaStream) msmG2(b *baseSet, off, n int, sc *devBuf, sOff int, index *devBuf) (bls12381.G2Jac, error) {
+	var win [maxWindows]xyzzG2
+	var nw, c C.int
+	var ix *C.cuzk_buf
+	if index != nil {
+		ix = index.b
+	}
+	err := s.lib.check("msm g2", C.c_msm(s.lib.fns, s.s, b.b, C.size_t(off), C.size_t(n), sc.b, C.size_t(sOff), ix,
+		unsafe.Pointer(&win[0]), &nw, &c))
+	if err != nil {
+		return bls12381.G2Jac{}, err
+	}
+	return foldG2(win[:nw], int(c)), nil
+}
+
+func (s *cudaStream) msmG2Host(b *baseSet, off int, scalars []fr.Element) (bls12381.G2Jac, error) {
+	var win [maxWindows]xyzzG2
+	var nw, c C.int
+	var p unsafe.Pointer
+	if len(scalars) > 0 {
+		p = unsafe.Pointer(&scalars[0])
+	}
+	err := s.lib.check("msm g2", C.c_msm_host(s.lib.fns, s.s, b.b, C.size_t(off), C.size_t(len(scalars)), p,
+		unsafe.Pointer(&win[0]), &nw, &c))
+	if err != nil {
+		return bls12381.G2Jac{}, err
+	}
+	return foldG2(win[:nw], int(c)), nil
+}
+
+// nttDomain holds the device tables (twiddles, coset powers) of one fft.Domain.
+type nttDomain struct {
+	lib   *cudaLib
+	d     *C.cuzk_domain
+	logN  int
+	den   fr.Element // (g^n − 1)^-1, gnark's computeH denominator
+	bytes int64
+}
+
+func frLimbs(dst *[4]C.uint64_t, e *fr.Element) {
+	for i := range 4 {
+		dst[i] = C.uint64_t(e[i])
+	}
+}
+
+func (s *cudaStream) newDomain(d *fft.Domain) (*nttDomain, error) {
+	n := d.Cardinality
+	if n == 0 || n&(n-1) != 0 {
+		return nil, fmt.Errorf("cuda domain: cardinality %d is not a power of two", n)
+	}
+	var k C.cuzk_domain_consts_t
+	frLimbs(&k.omega, &d.Generator)
+	frLimbs(&k.omega_inv, &d.GeneratorInv)
+	frLimbs(&k.coset, &d.FrMultiplicativeGen)
+	frLimbs(&k.coset_inv, &d.FrMultiplicativeGenInv)
+	frLimbs(&k.n_inv, &d.CardinalityInv)
+	logN := bits.TrailingZeros64(n)
+	var out *C.cuzk_domain
+	if err := s.lib.check("domain", C.c_domain_create(s.lib.fns, s.s, C.int(logN), &k, &out)); err != nil {
+		return nil, err
+	}
+	var den, one fr.Element
+	one.SetOne()
+	den.Exp(d.FrMultiplicativeGen, new(bigInt).SetUint64(n))
+	den.Sub(&den, &one).Inverse(&den)
+	return &nttDomain{lib: s.lib, d: out, logN: logN, den: den, bytes: int64(n) * 3 * fr.Bytes}, nil
+}
+
+func (d *nttDomain) close() error {
+	if d == nil || d.d == nil {
+		return nil
+	}
+	err := d.lib.check("domain destroy", C.c_domain_destroy(d.lib.fns, d.d))
+	d.d = nil
+	return err
+}
+
+// NTT flags.
+const (
+	nttInverse = C.CUZK_NTT_INVERSE
+	nttDIT     = C.CUZK_NTT_DIT
+)
+
+func (s *cudaStream) ntt(d *nttDomain, b *devBuf, offElems int, flags int) error {
+	return s.lib.check("ntt", C.c_ntt(s.lib.fns, s.s, d.d, b.b, C.size_t(offElems), C.int(flags)))
+}
+
+// computeH overwrites a[aOff:], b, c; afterwards a[aOff:] holds h in bit-reversed order.
+func (s *cudaStream) computeH(d *nttDomain, a *devBuf, aOff int, b, c *devBuf, nConstraints int) error {
+	var den [4]C.uint64_t
+	frLimbs(&den, &d.den)
+	return s.lib.check("compute h", C.c_compute_h(s.lib.fns, s.s, d.d, a.b, C.size_t(aOff), b.b, c.b, C.size_t(nConstraints), &den[0]))
+}
