@@ -28,6 +28,7 @@ build() {
 	local t0=$SECONDS
 	if make -C gpu/cuda -j8 ${NVCC_ARCH:+NVCC_ARCH="$NVCC_ARCH"} >"$OUT/build.log" 2>&1; then
 		echo "build: ok in $((SECONDS - t0)) s" >>"$OUT/build.log"
+		cp gpu/cuda/build/libcuzkgpu.so "$OUT/" 2>/dev/null
 		return 0
 	fi
 	echo "build: FAILED after $((SECONDS - t0)) s" >>"$OUT/build.log"
