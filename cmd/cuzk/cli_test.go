@@ -403,7 +403,7 @@ func TestBenchCompareGnark(t *testing.T) {
 	if !regexp.MustCompile(`^speedup_vs_gnark: [0-9]+\.[0-9]{2}$`).MatchString(last) {
 		t.Errorf("last line of bench output %q does not match speedup_vs_gnark: X.XX; output:\n%s", last, r.stdout)
 	}
-	if n := len(regexp.MustCompile(`(?m)^run \d+: cuzk .*; gnark `).FindAllString(r.stdout, -1)); n != 2 {
+	if n := len(regexp.MustCompile(`(?m)^run \d+: cuzk .*\| gnark `).FindAllString(r.stdout, -1)); n != 2 {
 		t.Errorf("want 2 timed runs against gnark, got %d:\n%s", n, r.stdout)
 	}
 }
