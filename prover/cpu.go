@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -43,6 +44,9 @@ type cpuTuning struct {
 	pool bool
 	// g2Cost is the cost of a G2 base relative to a G1 base, for ordering the pool.
 	g2Cost float64
+	// overlapH runs H as one more job of a two-lane pool, concurrently with the MSMs
+	// that do not need h (G2 first), each job using half the cores.
+	overlapH bool
 }
 
 func defaultCPUTuning() cpuTuning {
@@ -146,7 +150,7 @@ func (c *CPU) Prove(ctx context.Context, key Key, sols []*synth.Solution) ([]Par
 	}
 	parts := make([]Parts, len(sols))
 	for i, sol := range sols {
-		if err := checkSolution(k.pk, sol); err != nil {
+		if err := k.pk.CheckSolution(sol); err != nil {
 			return nil, times, fmt.Errorf("cpu: prove %s: solution %d: %w", k.pk.Circuit, i, err)
 		}
 		if err := ctx.Err(); err != nil {
@@ -163,6 +167,9 @@ func (c *CPU) Prove(ctx context.Context, key Key, sols []*synth.Solution) ([]Par
 func (c *CPU) proveOne(ctx context.Context, k *cpuKey, sol *synth.Solution, out *Parts, times *PhaseTimes) error {
 	pk, t := k.pk, c.tune
 	nPriv := pk.NbPrivate()
+	if t.overlapH {
+		return c.proveOverlapped(ctx, k, sol, out, times)
+	}
 
 	t0 := time.Now()
 	computeH(&pk.PK.Domain, &k.den, sol.A, sol.B, sol.C, k.kz[nPriv:], k.hb, k.hc, t.nbTasks, t.perPolyFFT)
@@ -207,6 +214,119 @@ func (c *CPU) proveOne(ctx context.Context, k *cpuKey, sol *synth.Solution, out 
 	}
 	times.MSM += time.Since(t0)
 	return nil
+}
+
+// proveOverlapped computes H and the four MSMs as jobs on two lanes: H and the G2
+// MSM start together, the K‖Z MSM waits for h, the others fill in largest first.
+func (c *CPU) proveOverlapped(ctx context.Context, k *cpuKey, sol *synth.Solution, out *Parts, times *PhaseTimes) error {
+	pk, t := k.pk, c.tune
+	nPriv, n := pk.NbPrivate(), pk.DomainSize()
+	lanes := min(t.nbTasks, 2)
+	per := max(1, t.nbTasks/lanes)
+
+	t0 := time.Now()
+	w := sol.W
+	copy(k.kz, w[pk.NbPublic:]) // H writes kz[nPriv:]
+	wA, wB := gather(k.wA, w, k.idxA), gather(k.wB, w, k.idxB)
+	kzLen := nPriv + n - 1
+
+	hDone := make(chan struct{})
+	var ntt time.Duration
+	jobs := []poolJob{
+		{run: func() error {
+			defer close(hDone) // also on panic-free early exits: KZ waits for it
+			t0 := time.Now()
+			computeH(&pk.PK.Domain, &k.den, sol.A, sol.B, sol.C, k.kz[nPriv:], k.hb, k.hc, per, false)
+			sol.ReleaseABC()
+			ntt = time.Since(t0)
+			return nil
+		}},
+		{run: func() error { return msmG2{&out.B2, pk.PK.G2.B, wB}.run(per) }},
+		{size: kzLen, after: hDone, run: func() error { return msmG1{&out.K, pk.KZ[:kzLen], k.kz[:kzLen]}.run(per) }},
+		{size: len(wA), run: func() error { return msmG1{&out.A, pk.PK.G1.A, wA}.run(per) }},
+		{size: len(wB), run: func() error { return msmG1{&out.B1, pk.PK.G1.B, wB}.run(per) }},
+	}
+	// H and G2 first; then the G1 MSMs, largest first.
+	rest := jobs[2:]
+	sort.SliceStable(rest, func(i, j int) bool { return rest[i].size > rest[j].size })
+	if err := runJobs(ctx, jobs, lanes); err != nil {
+		return err
+	}
+	times.NTT += ntt
+	times.MSM += time.Since(t0) // overlaps the NTT
+	return nil
+}
+
+// poolJob is one unit of work for runJobs; it may wait for another job (after).
+type poolJob struct {
+	size  int // for ordering
+	after <-chan struct{}
+	run   func() error
+}
+
+// runJobs runs jobs on lanes goroutines, each taking the first job in order whose
+// dependency is done, and stops starting jobs once one fails or ctx is done.
+func runJobs(ctx context.Context, jobs []poolJob, lanes int) error {
+	var (
+		mu       sync.Mutex
+		pending  = slices.Clone(jobs)
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	ready := func(j poolJob) bool {
+		if j.after == nil {
+			return true
+		}
+		select {
+		case <-j.after:
+			return true
+		default:
+			return false
+		}
+	}
+	next := func() (poolJob, <-chan struct{}, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if firstErr != nil || len(pending) == 0 {
+			return poolJob{}, nil, false
+		}
+		if err := ctx.Err(); err != nil {
+			firstErr = err
+			return poolJob{}, nil, false
+		}
+		for i, j := range pending {
+			if ready(j) {
+				pending = slices.Delete(pending, i, i+1)
+				return j, nil, true
+			}
+		}
+		return poolJob{}, pending[0].after, true // wait for a dependency, then retry
+	}
+	for range lanes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				j, wait, ok := next()
+				if !ok {
+					return
+				}
+				if wait != nil {
+					<-wait
+					continue
+				}
+				if err := j.run(); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = fmt.Errorf("MSM: %w", err)
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
 }
 
 type msmG1 struct {
@@ -319,19 +439,4 @@ func gather(dst, w []fr.Element, idx []int32) []fr.Element {
 		dst[j] = w[i]
 	}
 	return dst
-}
-
-func checkSolution(pk *ProvingKey, sol *synth.Solution) error {
-	switch {
-	case sol == nil:
-		return fmt.Errorf("nil solution")
-	case len(sol.W) != pk.NbWires:
-		return fmt.Errorf("%d wires, key has %d", len(sol.W), pk.NbWires)
-	case sol.NbPublic != pk.NbPublic:
-		return fmt.Errorf("%d public wires, key has %d", sol.NbPublic, pk.NbPublic)
-	case len(sol.A) != pk.NbConstraints || len(sol.B) != pk.NbConstraints || len(sol.C) != pk.NbConstraints:
-		return fmt.Errorf("constraint evaluations of length %d/%d/%d, key has %d constraints (released already?)",
-			len(sol.A), len(sol.B), len(sol.C), pk.NbConstraints)
-	}
-	return nil
 }

@@ -14,22 +14,7 @@ import (
 	"time"
 )
 
-// Key files. Each circuit has one directory under the keys directory (--keys-dir):
-//
-//	<keys-dir>/<circuit>/
-//	    manifest.json  written last: the circuit's shape, origin and the sha256 of every
-//	                   other file; a directory without it is not a usable key
-//	    circuit.r1cs   gnark R1CS (WriteTo)
-//	    pk.bin         gnark ProvingKey, uncompressed (WriteRawTo): the portable form;
-//	                   its sha256 is the circuit's pk_digest
-//	    pk.dump        the same key as gnark's WriteDump (native memory layout, this
-//	                   architecture and gnark version only): loads several times faster;
-//	                   a cache, optional, checked against its own digest
-//	    vk.bin         gnark VerifyingKey (WriteTo): the bytes stored in cuzk.circuits.vk
-//
-// Setup and Import build the directory under a temporary name and rename it into
-// place, so a key directory is either complete or absent; neither overwrites an
-// existing one.
+// Names of the files in a circuit's key directory (see the package documentation).
 const (
 	ManifestFile = "manifest.json"
 	R1CSFile     = "circuit.r1cs"

@@ -6,6 +6,8 @@ import (
 	bls12381 "github.com/consensys/gnark-crypto/ecc/bls12-381"
 	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
 	"github.com/consensys/gnark/constraint"
+
+	"github.com/cuzk/cuzk/synth"
 )
 
 // ProvingKey is gnark's BLS12-381 proving key plus the shape facts every backend needs.
@@ -113,6 +115,23 @@ func countTrue(b []bool) int {
 func checkNoCommitments(circuit string, ccs constraint.ConstraintSystem) error {
 	if c := ccs.GetCommitments(); c != nil && len(c.CommitmentIndexes()) > 0 {
 		return &CommitmentError{Circuit: circuit}
+	}
+	return nil
+}
+
+// CheckSolution reports whether sol fits the key: wire, public-wire and constraint
+// counts, with A/B/C still present.
+func (k *ProvingKey) CheckSolution(sol *synth.Solution) error {
+	switch {
+	case sol == nil:
+		return fmt.Errorf("nil solution")
+	case len(sol.W) != k.NbWires:
+		return fmt.Errorf("%d wires, key has %d", len(sol.W), k.NbWires)
+	case sol.NbPublic != k.NbPublic:
+		return fmt.Errorf("%d public wires, key has %d", sol.NbPublic, k.NbPublic)
+	case len(sol.A) != k.NbConstraints || len(sol.B) != k.NbConstraints || len(sol.C) != k.NbConstraints:
+		return fmt.Errorf("constraint evaluations of length %d/%d/%d, key has %d constraints (released already?)",
+			len(sol.A), len(sol.B), len(sol.C), k.NbConstraints)
 	}
 	return nil
 }
