@@ -3,6 +3,9 @@
 // from the Explicit-Formulas Database (add-2008-s, madd-2008-s, dbl-2008-s-1).
 #pragma once
 
+// The point operations are __noinline__: inlined into every kernel, the G2 (Fp2)
+// variants made cicc/ptxas take over ten minutes; as calls the library builds in ~3.
+
 template <class F>
 struct affine_t {
     F x, y;  // gnark layout; (0,0) is the point at infinity
