@@ -4,7 +4,7 @@
 #pragma once
 
 // The point operations are __noinline__: inlined into every kernel, the G2 (Fp2)
-// variants made cicc/ptxas take over ten minutes; as calls the library builds in ~3.
+// variants made cicc/ptxas take over ten minutes; as calls the whole library builds in about 3 minutes.
 
 template <class F>
 struct affine_t {
