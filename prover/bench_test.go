@@ -3,8 +3,11 @@ package prover
 import (
 	"context"
 	"fmt"
+	"maps"
+	"os"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,18 +42,10 @@ func BenchmarkCPUTuning(b *testing.B) {
 	v := base
 	v.splitKZ = true
 	variants["splitKZ"] = v
-	v = base
-	v.perPolyFFT = true
-	variants["perPolyFFT"] = v
-	v = base
-	v.concurrentMSM = true
-	variants["concurrentMSM"] = v
-	v = base
-	v.pool = true
-	variants["pool"] = v
-	v = base
-	v.overlapH = true
-	variants["overlapH"] = v
+	if only := os.Getenv("CUZK_TUNING"); only != "" { // e.g. default,splitKZ
+		keep := strings.Split(only, ",")
+		maps.DeleteFunc(variants, func(n string, _ cpuTuning) bool { return !slices.Contains(keep, n) })
+	}
 	b.Run("k=16", func(b *testing.B) { benchVariants(b, 16, variants) })
 }
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -22,37 +20,20 @@ type CPU struct {
 	tune cpuTuning
 }
 
-// cpuTuning holds the scheduling choices of the CPU backend. Each was measured A/B
-// against the alternative in one run (docs/BENCHMARKS.md, "CPU prover"); they stay
-// switchable so the measurement can be repeated on other machines.
+// cpuTuning holds the CPU backend's scheduling choices. Alternatives measured A/B
+// against gnark in one run and dropped for not winning (docs/BENCHMARKS.md, "CPU
+// prover"): the a/b/c transforms on one goroutine each; all MSMs at once with gnark's
+// task counts (lost ~15%); a two-lane pool of single-task MSMs, with or without H
+// overlapped with the G2 MSM. splitKZ stays switchable for BenchmarkCPUTuning.
 type cpuTuning struct {
-	nbTasks int // goroutines for FFT and pointwise work; also the MSM parallelism
+	nbTasks int // goroutines for the FFTs and pointwise work, and NbTasks of each MSM
 
-	// perPolyFFT transforms a, b and c concurrently, one goroutine each, instead of
-	// one after the other with nbTasks goroutines each.
-	perPolyFFT bool
 	// splitKZ computes Σ K·w_priv and Σ Z·h as two MSMs, as gnark does, instead of
-	// one MSM over the concatenated bases.
+	// one MSM over the concatenated bases (one set of bucket reductions, not two).
 	splitKZ bool
-	// concurrentMSM runs all MSMs at once with gnark's task counts (G1: nbTasks/2,
-	// G2: 2·nbTasks) instead of one after the other with msmTasks each.
-	concurrentMSM bool
-	msmTasks      int
-	// pool runs the MSMs on nbTasks workers, largest first, each MSM single-task:
-	// one Pippenger window at a time per core keeps its buckets in cache, where
-	// multi-task MSMs start every window's goroutine at once.
-	pool bool
-	// g2Cost is the cost of a G2 base relative to a G1 base, for ordering the pool.
-	g2Cost float64
-	// overlapH runs H as one more job of a two-lane pool, concurrently with the MSMs
-	// that do not need h (G2 first), each job using half the cores.
-	overlapH bool
 }
 
-func defaultCPUTuning() cpuTuning {
-	n := runtime.NumCPU()
-	return cpuTuning{nbTasks: n, msmTasks: n, g2Cost: 3}
-}
+func defaultCPUTuning() cpuTuning { return cpuTuning{nbTasks: runtime.NumCPU()} }
 
 // NewCPU returns the CPU backend.
 func NewCPU() *CPU { return &CPU{tune: defaultCPUTuning()} }
@@ -148,11 +129,13 @@ func (c *CPU) Prove(ctx context.Context, key Key, sols []*synth.Solution) ([]Par
 	if k.kz == nil {
 		return nil, times, fmt.Errorf("cpu: prove %s: key is closed", k.pk.Circuit)
 	}
-	parts := make([]Parts, len(sols))
-	for i, sol := range sols {
+	for i, sol := range sols { // refuse a bad batch before spending time on it
 		if err := k.pk.CheckSolution(sol); err != nil {
 			return nil, times, fmt.Errorf("cpu: prove %s: solution %d: %w", k.pk.Circuit, i, err)
 		}
+	}
+	parts := make([]Parts, len(sols))
+	for i, sol := range sols {
 		if err := ctx.Err(); err != nil {
 			return nil, times, err
 		}
@@ -167,12 +150,9 @@ func (c *CPU) Prove(ctx context.Context, key Key, sols []*synth.Solution) ([]Par
 func (c *CPU) proveOne(ctx context.Context, k *cpuKey, sol *synth.Solution, out *Parts, times *PhaseTimes) error {
 	pk, t := k.pk, c.tune
 	nPriv := pk.NbPrivate()
-	if t.overlapH {
-		return c.proveOverlapped(ctx, k, sol, out, times)
-	}
 
 	t0 := time.Now()
-	computeH(&pk.PK.Domain, &k.den, sol.A, sol.B, sol.C, k.kz[nPriv:], k.hb, k.hc, t.nbTasks, t.perPolyFFT)
+	computeH(&pk.PK.Domain, &k.den, sol.A, sol.B, sol.C, k.kz[nPriv:], k.hb, k.hc, t.nbTasks)
 	sol.ReleaseABC()
 	times.NTT += time.Since(t0)
 	if err := ctx.Err(); err != nil {
@@ -197,16 +177,9 @@ func (c *CPU) proveOne(ctx context.Context, k *cpuKey, sol *synth.Solution, out 
 	}
 	g2 := msmG2{&out.B2, pk.PK.G2.B, wB}
 
-	var err error
-	switch {
-	case t.pool:
-		err = runPool(g1, g2, t.nbTasks, t.g2Cost)
-	case t.concurrentMSM:
-		err = runConcurrent(g1, g2, max(1, t.nbTasks/2), 2*t.nbTasks)
-	default:
-		err = runSequential(g1, g2, t.msmTasks, times)
-	}
-	if err != nil {
+	// One MSM after the other, each on all cores: on 2 cores this matched or beat
+	// every concurrent schedule tried, and it is the simplest.
+	if err := runSequential(g1, g2, t.nbTasks, times); err != nil {
 		return err
 	}
 	if t.splitKZ {
@@ -214,119 +187,6 @@ func (c *CPU) proveOne(ctx context.Context, k *cpuKey, sol *synth.Solution, out 
 	}
 	times.MSM += time.Since(t0)
 	return nil
-}
-
-// proveOverlapped computes H and the four MSMs as jobs on two lanes: H and the G2
-// MSM start together, the K‖Z MSM waits for h, the others fill in largest first.
-func (c *CPU) proveOverlapped(ctx context.Context, k *cpuKey, sol *synth.Solution, out *Parts, times *PhaseTimes) error {
-	pk, t := k.pk, c.tune
-	nPriv, n := pk.NbPrivate(), pk.DomainSize()
-	lanes := min(t.nbTasks, 2)
-	per := max(1, t.nbTasks/lanes)
-
-	t0 := time.Now()
-	w := sol.W
-	copy(k.kz, w[pk.NbPublic:]) // H writes kz[nPriv:]
-	wA, wB := gather(k.wA, w, k.idxA), gather(k.wB, w, k.idxB)
-	kzLen := nPriv + n - 1
-
-	hDone := make(chan struct{})
-	var ntt time.Duration
-	jobs := []poolJob{
-		{run: func() error {
-			defer close(hDone) // also on panic-free early exits: KZ waits for it
-			t0 := time.Now()
-			computeH(&pk.PK.Domain, &k.den, sol.A, sol.B, sol.C, k.kz[nPriv:], k.hb, k.hc, per, false)
-			sol.ReleaseABC()
-			ntt = time.Since(t0)
-			return nil
-		}},
-		{run: func() error { return msmG2{&out.B2, pk.PK.G2.B, wB}.run(per) }},
-		{size: kzLen, after: hDone, run: func() error { return msmG1{&out.K, pk.KZ[:kzLen], k.kz[:kzLen]}.run(per) }},
-		{size: len(wA), run: func() error { return msmG1{&out.A, pk.PK.G1.A, wA}.run(per) }},
-		{size: len(wB), run: func() error { return msmG1{&out.B1, pk.PK.G1.B, wB}.run(per) }},
-	}
-	// H and G2 first; then the G1 MSMs, largest first.
-	rest := jobs[2:]
-	sort.SliceStable(rest, func(i, j int) bool { return rest[i].size > rest[j].size })
-	if err := runJobs(ctx, jobs, lanes); err != nil {
-		return err
-	}
-	times.NTT += ntt
-	times.MSM += time.Since(t0) // overlaps the NTT
-	return nil
-}
-
-// poolJob is one unit of work for runJobs; it may wait for another job (after).
-type poolJob struct {
-	size  int // for ordering
-	after <-chan struct{}
-	run   func() error
-}
-
-// runJobs runs jobs on lanes goroutines, each taking the first job in order whose
-// dependency is done, and stops starting jobs once one fails or ctx is done.
-func runJobs(ctx context.Context, jobs []poolJob, lanes int) error {
-	var (
-		mu       sync.Mutex
-		pending  = slices.Clone(jobs)
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	ready := func(j poolJob) bool {
-		if j.after == nil {
-			return true
-		}
-		select {
-		case <-j.after:
-			return true
-		default:
-			return false
-		}
-	}
-	next := func() (poolJob, <-chan struct{}, bool) {
-		mu.Lock()
-		defer mu.Unlock()
-		if firstErr != nil || len(pending) == 0 {
-			return poolJob{}, nil, false
-		}
-		if err := ctx.Err(); err != nil {
-			firstErr = err
-			return poolJob{}, nil, false
-		}
-		for i, j := range pending {
-			if ready(j) {
-				pending = slices.Delete(pending, i, i+1)
-				return j, nil, true
-			}
-		}
-		return poolJob{}, pending[0].after, true // wait for a dependency, then retry
-	}
-	for range lanes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				j, wait, ok := next()
-				if !ok {
-					return
-				}
-				if wait != nil {
-					<-wait
-					continue
-				}
-				if err := j.run(); err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = fmt.Errorf("MSM: %w", err)
-					}
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return firstErr
 }
 
 type msmG1 struct {
@@ -373,61 +233,6 @@ func runSequential(g1 []msmG1, g2 msmG2, nbTasks int, times *PhaseTimes) error {
 	times.MSMG1 += t1.Sub(t0)
 	times.MSMG2 += time.Since(t1)
 	return nil
-}
-
-// runConcurrent starts every MSM at once, as gnark's prover does.
-func runConcurrent(g1 []msmG1, g2 msmG2, g1Tasks, g2Tasks int) error {
-	errs := make(chan error, len(g1)+1)
-	for _, m := range g1 {
-		go func() { errs <- m.run(g1Tasks) }()
-	}
-	go func() { errs <- g2.run(g2Tasks) }()
-	var first error
-	for range len(g1) + 1 {
-		if err := <-errs; err != nil && first == nil {
-			first = fmt.Errorf("MSM: %w", err)
-		}
-	}
-	return first
-}
-
-// runPool runs the MSMs, each with one task, on nbWorkers goroutines, largest first.
-func runPool(g1 []msmG1, g2 msmG2, nbWorkers int, g2Cost float64) error {
-	type job struct {
-		cost float64
-		run  func() error
-	}
-	jobs := make([]job, 0, len(g1)+1)
-	for _, m := range g1 {
-		jobs = append(jobs, job{float64(len(m.bases)), func() error { return m.run(1) }})
-	}
-	jobs = append(jobs, job{g2Cost * float64(len(g2.bases)), func() error { return g2.run(1) }})
-	sort.Slice(jobs, func(i, j int) bool { return jobs[i].cost > jobs[j].cost })
-
-	queue := make(chan job, len(jobs))
-	for _, j := range jobs {
-		queue <- j
-	}
-	close(queue)
-	errs := make(chan error, nbWorkers)
-	for range nbWorkers {
-		go func() {
-			for j := range queue {
-				if err := j.run(); err != nil {
-					errs <- err
-					return
-				}
-			}
-			errs <- nil
-		}()
-	}
-	var first error
-	for range nbWorkers {
-		if err := <-errs; err != nil && first == nil {
-			first = fmt.Errorf("MSM: %w", err)
-		}
-	}
-	return first
 }
 
 // gather returns w filtered to the indexes idx, written into dst; w itself if idx is nil.

@@ -27,33 +27,17 @@ func hDenominator(d *fft.Domain) fr.Element {
 //	natural out) → pointwise → coset ifft (DIF: bit-reversed out)
 //
 // Unlike gnark it pads into caller-owned buffers instead of appending to the solution's
-// vectors, so a resident key proves without per-proof allocations. perPoly runs the
-// three independent transforms of a, b, c on their own goroutines, one task each;
-// otherwise each transform uses nbTasks goroutines in turn.
-func computeH(d *fft.Domain, den *fr.Element, a, b, c, ha, hb, hc []fr.Element, nbTasks int, perPoly bool) {
+// vectors, so a resident key proves without per-proof allocations.
+func computeH(d *fft.Domain, den *fr.Element, a, b, c, ha, hb, hc []fr.Element, nbTasks int) {
 	n := len(ha)
 	load := func(dst, src []fr.Element) {
 		copy(dst, src)
 		clear(dst[len(src):n])
 	}
-	if perPoly {
-		var wg sync.WaitGroup
-		for _, p := range [][2][]fr.Element{{ha, a}, {hb, b}, {hc, c}} {
-			wg.Add(1)
-			go func(dst, src []fr.Element) {
-				defer wg.Done()
-				load(dst, src)
-				d.FFTInverse(dst, fft.DIF, fft.WithNbTasks(1))
-				d.FFT(dst, fft.DIT, fft.OnCoset(), fft.WithNbTasks(1))
-			}(p[0], p[1])
-		}
-		wg.Wait()
-	} else {
-		for _, p := range [][2][]fr.Element{{ha, a}, {hb, b}, {hc, c}} {
-			load(p[0], p[1])
-			d.FFTInverse(p[0], fft.DIF, fft.WithNbTasks(nbTasks))
-			d.FFT(p[0], fft.DIT, fft.OnCoset(), fft.WithNbTasks(nbTasks))
-		}
+	for _, p := range [][2][]fr.Element{{ha, a}, {hb, b}, {hc, c}} {
+		load(p[0], p[1])
+		d.FFTInverse(p[0], fft.DIF, fft.WithNbTasks(nbTasks))
+		d.FFT(p[0], fft.DIT, fft.OnCoset(), fft.WithNbTasks(nbTasks))
 	}
 
 	parallelize(n, nbTasks, func(start, end int) {
