@@ -179,7 +179,7 @@ func (c *CPU) proveOne(ctx context.Context, k *cpuKey, sol *synth.Solution, out 
 
 	// One MSM after the other, each on all cores: on 2 cores this matched or beat
 	// every concurrent schedule tried, and it is the simplest.
-	if err := runSequential(g1, g2, t.nbTasks, times); err != nil {
+	if err := runSequential(ctx, g1, g2, t.nbTasks, times); err != nil {
 		return err
 	}
 	if t.splitKZ {
@@ -219,12 +219,19 @@ func (m msmG2) run(nbTasks int) error {
 	return err
 }
 
-func runSequential(g1 []msmG1, g2 msmG2, nbTasks int, times *PhaseTimes) error {
+// runSequential runs the MSMs one after the other, checking ctx between them.
+func runSequential(ctx context.Context, g1 []msmG1, g2 msmG2, nbTasks int, times *PhaseTimes) error {
 	t0 := time.Now()
 	for _, m := range g1 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if err := m.run(nbTasks); err != nil {
 			return fmt.Errorf("G1 MSM: %w", err)
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	t1 := time.Now()
 	if err := g2.run(nbTasks); err != nil {

@@ -309,6 +309,14 @@ func TestProveRespectsCancellation(t *testing.T) {
 	if _, _, err := Prove(ctx, be, pk, k, []*synth.Solution{tc.solve(t)}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled prove: got %v, want context.Canceled", err)
 	}
+	// Cancellation noticed between phases: after H, between MSMs, between proofs.
+	for after := 1; after <= 6; after++ {
+		ctx := &cancelAfter{Context: context.Background(), n: after}
+		_, _, err := Prove(ctx, be, pk, k, []*synth.Solution{tc.solve(t), tc.solve(t)})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled at check %d: got %v, want context.Canceled", after, err)
+		}
+	}
 	// A solution of the wrong circuit is refused before any work.
 	other := compileLanes(t, 11, 2)
 	if _, _, err := Prove(context.Background(), be, pk, k, []*synth.Solution{other.solve(t)}); err == nil || !strings.Contains(err.Error(), "wires") {
@@ -370,4 +378,17 @@ func TestNewProvingKeyLaysOutKZOnce(t *testing.T) {
 	if &pk2.KZ[0] != &pk1.KZ[0] {
 		t.Fatal("a second NewProvingKey on the same key must reuse its layout")
 	}
+}
+
+// cancelAfter is a context that reports cancellation from its n-th Err call on.
+type cancelAfter struct {
+	context.Context
+	n int
+}
+
+func (c *cancelAfter) Err() error {
+	if c.n--; c.n <= 0 {
+		return context.Canceled
+	}
+	return nil
 }
