@@ -59,7 +59,7 @@ type keyEntry struct {
 
 type gnarkEntry struct {
 	done chan struct{}
-	pk   *groth16bls.ProvingKey
+	pk   *prover.ProvingKey // built once: NewProvingKey rearranges gnark's key on first use
 	vk   *groth16bls.VerifyingKey
 	err  error
 }
@@ -102,15 +102,7 @@ func (c *catalog) Key(ctx context.Context, name string, b prover.Backend) (*Resi
 }
 
 func (c *catalog) load(ctx context.Context, name string, b prover.Backend) (*ResidentKey, error) {
-	pk, vk, err := c.gnarkKeys(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	compiled, err := c.circuits(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	ppk, err := prover.NewProvingKey(name, pk, compiled.NbConstraints())
+	ppk, vk, err := c.gnarkKeys(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -121,8 +113,9 @@ func (c *catalog) load(ctx context.Context, name string, b prover.Backend) (*Res
 	return &ResidentKey{PK: ppk, Key: k, VK: vk}, nil
 }
 
-// gnarkKeys reads a circuit's key files once, however many backends load them.
-func (c *catalog) gnarkKeys(ctx context.Context, name string) (*groth16bls.ProvingKey, *groth16bls.VerifyingKey, error) {
+// gnarkKeys reads a circuit's key files and builds its ProvingKey once, however many
+// backends (devices) load it concurrently.
+func (c *catalog) gnarkKeys(ctx context.Context, name string) (*prover.ProvingKey, *groth16bls.VerifyingKey, error) {
 	c.mu.Lock()
 	e, ok := c.gnark[name]
 	if !ok {
@@ -131,7 +124,7 @@ func (c *catalog) gnarkKeys(ctx context.Context, name string) (*groth16bls.Provi
 	}
 	c.mu.Unlock()
 	if !ok {
-		e.pk, e.vk, e.err = c.keys(ctx, name)
+		e.pk, e.vk, e.err = c.buildKey(ctx, name)
 		if e.err != nil {
 			c.mu.Lock()
 			delete(c.gnark, name)
@@ -145,4 +138,20 @@ func (c *catalog) gnarkKeys(ctx context.Context, name string) (*groth16bls.Provi
 		return nil, nil, ctx.Err()
 	}
 	return e.pk, e.vk, e.err
+}
+
+func (c *catalog) buildKey(ctx context.Context, name string) (*prover.ProvingKey, *groth16bls.VerifyingKey, error) {
+	pk, vk, err := c.keys(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	compiled, err := c.circuits(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	ppk, err := prover.NewProvingKey(name, pk, compiled.NbConstraints())
+	if err != nil {
+		return nil, nil, err
+	}
+	return ppk, vk, nil
 }
