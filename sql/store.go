@@ -54,10 +54,19 @@ func (e *NotRunnableError) Error() string {
 // ErrUnknownRequest is returned for a job whose request row no longer exists.
 var ErrUnknownRequest = errors.New("unknown request")
 
+// Origin is what produces an attempt: the worker process, its build and the settings
+// that change performance, recorded so timings can be compared across them.
+type Origin struct {
+	Worker     string // host/pid
+	Build      string // module version and VCS revision, "+dirty" when modified
+	ConfigHash string // stable hash of Config
+	Config     []byte // jsonb of the performance settings
+}
+
 // BeginAttempt claims a request for a new attempt: it marks attempts left 'running' by
 // a dead worker as 'interrupted', moves the request to 'running', and inserts the
 // attempt row. All in one transaction, so two workers never share an attempt number.
-func (s *Store) BeginAttempt(ctx context.Context, requestID string, jobID int64, worker string, queuedAt time.Time) (*Request, error) {
+func (s *Store) BeginAttempt(ctx context.Context, requestID string, jobID int64, origin Origin, queuedAt time.Time) (*Request, error) {
 	var r Request
 	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
 		var state string
@@ -92,9 +101,12 @@ func (s *Store) BeginAttempt(ctx context.Context, requestID string, jobID int64,
 			return fmt.Errorf("mark %q running: %w", requestID, err)
 		}
 		if _, err := tx.Exec(ctx, `
-			INSERT INTO cuzk.proof_attempts (request_id, attempt, circuit, job_id, worker, started_at, queue_ms)
-			VALUES ($1, $2, $3, $4, $5, now(), greatest(0, extract(epoch FROM now() - $6::timestamptz) * 1000))`,
-			requestID, r.Attempt, r.Circuit, jobID, worker, queuedAt); err != nil {
+			INSERT INTO cuzk.proof_attempts (request_id, attempt, circuit, job_id, worker, build, config_hash, config,
+			                                 started_at, queue_ms)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
+			        now(), greatest(0, extract(epoch FROM now() - $9::timestamptz) * 1000))`,
+			requestID, r.Attempt, r.Circuit, jobID, origin.Worker, nullString(origin.Build),
+			nullString(origin.ConfigHash), origin.Config, queuedAt); err != nil {
 			return fmt.Errorf("insert attempt %d of %q: %w", r.Attempt, requestID, err)
 		}
 		return nil
@@ -108,6 +120,7 @@ func (s *Store) BeginAttempt(ctx context.Context, requestID string, jobID int64,
 // Attempt is the finished record of one attempt. Nil timings are phases it never reached.
 type Attempt struct {
 	RequestID string
+	Circuit   string // not written by FinishAttempt: set for observers
 	Attempt   int
 	Outcome   string // succeeded | failed | retryable | interrupted | cancelled
 	Error     string
@@ -120,6 +133,7 @@ type Attempt struct {
 	SynthStartedAt, ProveStartedAt, FinishedAt time.Time
 
 	BatchWaitMs, MemWaitMs, SrsMs, SynthMs, ProveWaitMs, ProveMs, NttMs, MsmMs, VerifyMs, PersistMs, TotalMs *float64
+	H2DMs, MsmG1Ms, MsmG2Ms                                                                                  *float64 // device phases inside prove_ms
 
 	Telemetry []byte // jsonb, may be nil
 }
@@ -165,12 +179,12 @@ func FinishAttempt(ctx context.Context, tx pgx.Tx, a *Attempt) error {
 		    finished_at = coalesce($12, now()),
 		    batch_wait_ms = $13, mem_wait_ms = $14, srs_ms = $15, synth_ms = $16, prove_wait_ms = $17,
 		    prove_ms = $18, ntt_ms = $19, msm_ms = $20, verify_ms = $21, persist_ms = $22, total_ms = $23,
-		    telemetry = $24
+		    telemetry = $24, h2d_ms = $25, msm_g1_ms = $26, msm_g2_ms = $27
 		 WHERE request_id = $1 AND attempt = $2`,
 		a.RequestID, a.Attempt, a.Outcome, nullString(a.Error), nullString(a.Backend), nullString(a.Device),
 		batchID, batchSize, mem, nullTime(a.SynthStartedAt), nullTime(a.ProveStartedAt), nullTime(a.FinishedAt),
 		a.BatchWaitMs, a.MemWaitMs, a.SrsMs, a.SynthMs, a.ProveWaitMs, a.ProveMs, a.NttMs, a.MsmMs,
-		a.VerifyMs, a.PersistMs, a.TotalMs, a.Telemetry)
+		a.VerifyMs, a.PersistMs, a.TotalMs, a.Telemetry, a.H2DMs, a.MsmG1Ms, a.MsmG2Ms)
 	if err != nil {
 		return fmt.Errorf("record attempt %d of %q: %w", a.Attempt, a.RequestID, err)
 	}

@@ -19,6 +19,8 @@ type Config struct {
 	PollInterval     time.Duration // how often River looks for jobs without a notification
 	HeartbeatEvery   time.Duration // cuzk.workers refresh
 	ScrubInputs      bool          // delete private inputs once the proof is stored
+	Build            string        // recorded in attempt rows; default BuildString()
+	Observer         Observer      // told about each finished attempt; may be nil
 }
 
 // DefaultConfig is a sensible single-host configuration.

@@ -291,4 +291,13 @@ func checkAttemptTimings(t testing.TB, pool *pgxpool.Pool, rid string) {
 	if backend == nil || *backend != "cpu" || worker == nil || *worker == "" || synthStarted == nil || proveStarted == nil || finished == nil {
 		t.Errorf("%s: attempt identity/timestamps missing", rid)
 	}
+	var build, hash, cfgBackend *string
+	if err := pool.QueryRow(context.Background(), `
+		SELECT build, config_hash, config->>'backend' FROM cuzk.proof_attempts
+		 WHERE request_id = $1 AND outcome = 'succeeded'`, rid).Scan(&build, &hash, &cfgBackend); err != nil {
+		t.Fatalf("%s: attempt origin: %v", rid, err)
+	}
+	if build == nil || *build == "" || hash == nil || len(*hash) != 12 || cfgBackend == nil || *cfgBackend != "cpu" {
+		t.Errorf("%s: attempt origin incomplete: build=%v config_hash=%v config.backend=%v", rid, build, hash, cfgBackend)
+	}
 }

@@ -52,6 +52,7 @@ type Worker struct {
 	proveCh   chan *batch
 
 	timeouts sync.Map // circuit -> time.Duration
+	origin   cuzksql.Origin
 }
 
 // New builds a worker; Run starts it.
@@ -81,6 +82,7 @@ func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Device, log 
 		synthSem: make(chan struct{}, cfg.SynthConcurrency),
 		proveCh:  make(chan *batch, cfg.QueueDepth),
 	}
+	w.origin = w.makeOrigin()
 	w.collector = newCollector(cfg.MaxBatch, cfg.BatchWait, w.startBatch)
 
 	workers := river.NewWorkers()
@@ -216,7 +218,7 @@ func (w *Worker) work(ctx context.Context, job *river.Job[jobs.ProveArgs]) error
 	if job.CreatedAt.After(queuedAt) {
 		queuedAt = job.CreatedAt
 	}
-	req, err := w.store.BeginAttempt(ctx, job.Args.RequestID, job.ID, w.cfg.Name, queuedAt)
+	req, err := w.store.BeginAttempt(ctx, job.Args.RequestID, job.ID, w.origin, queuedAt)
 	var nr *cuzksql.NotRunnableError
 	switch {
 	case errors.As(err, &nr):
@@ -230,7 +232,7 @@ func (w *Worker) work(ctx context.Context, job *river.Job[jobs.ProveArgs]) error
 	log = log.With("attempt", req.Attempt)
 
 	it := &item{ctx: ctx, job: job, req: req, start: start, done: make(chan struct{})}
-	it.att = cuzksql.Attempt{RequestID: req.RequestID, Attempt: req.Attempt}
+	it.att = cuzksql.Attempt{RequestID: req.RequestID, Circuit: req.Circuit, Attempt: req.Attempt}
 	w.collector.add(it)
 	<-it.done // every stage delivers, also when ctx ends
 	if it.res != nil {
@@ -370,6 +372,15 @@ func (w *Worker) proveBatch(d *Device, b *batch) {
 		if times.MSM > 0 {
 			it.att.MsmMs = msPtr(times.MSM)
 		}
+		if times.H2D > 0 {
+			it.att.H2DMs = msPtr(times.H2D)
+		}
+		if times.MSMG1 > 0 {
+			it.att.MsmG1Ms = msPtr(times.MSMG1)
+		}
+		if times.MSMG2 > 0 {
+			it.att.MsmG2Ms = msPtr(times.MSMG2)
+		}
 		it.key = key
 	}
 	if err != nil {
@@ -433,6 +444,7 @@ func (w *Worker) persist(ctx context.Context, it *item, log *slog.Logger) error 
 		it.err = fmt.Errorf("store proof: %w", err)
 		return w.fail(ctx, it, log)
 	}
+	w.observe(&it.att)
 	log.Info("proof stored", "outcome", it.att.Outcome, "total_ms", *it.att.TotalMs,
 		"synth_ms", deref(it.att.SynthMs), "prove_ms", deref(it.att.ProveMs), "backend", it.att.Backend)
 	return nil
@@ -485,6 +497,7 @@ func (w *Worker) fail(ctx context.Context, it *item, log *slog.Logger) error {
 	if dbErr != nil {
 		log.Error("recording failed attempt", "err", dbErr, "attempt_err", err)
 	}
+	w.observe(&it.att)
 	log.Warn("attempt failed", "outcome", it.att.Outcome, "err", err)
 	if permanent {
 		return river.JobCancel(err)
