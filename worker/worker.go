@@ -34,6 +34,10 @@ import (
 type Device struct {
 	Backend prover.Backend
 	Label   string // device name/UUID for attempt rows; defaults to Backend.Name()
+	// Telemetry, when set, returns the device's latest readings (utilization, memory,
+	// temperature) as JSON; it is stored in each attempt proven on the device. It must
+	// not block: it reads what a poller sampled.
+	Telemetry func() []byte
 }
 
 // Worker is one cuzk worker process's pipeline.
@@ -363,7 +367,12 @@ func (w *Worker) proveBatch(d *Device, b *batch) {
 	start := time.Now()
 	proofs, times, err := prover.Prove(ctx, d.Backend, key.PK, key.Key, sols)
 	elapsed := time.Since(start)
+	var telemetry []byte
+	if d.Telemetry != nil {
+		telemetry = d.Telemetry()
+	}
 	for _, it := range live {
+		it.att.Telemetry = telemetry
 		it.att.ProveStartedAt = start
 		it.att.ProveMs = msPtr(elapsed)
 		if times.NTT > 0 {
