@@ -23,8 +23,10 @@ import (
 
 	"github.com/consensys/gnark-crypto/ecc"
 	"github.com/consensys/gnark/backend/groth16"
+
 	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
 	cs "github.com/consensys/gnark/constraint/bls12-381"
+	"github.com/cuzk/cuzk/prover"
 )
 
 // File names inside a circuit's directory.
@@ -54,8 +56,8 @@ func (d Dir) Has(circuit string) bool {
 // the keys. It is NOT a production ceremony: the toxic waste exists in this process's
 // memory, so whoever runs it could forge proofs. It returns the pk digest.
 func (d Dir) Setup(ctx context.Context, circuit string, r1cs *cs.R1CS) (pk *groth16bls.ProvingKey, vk *groth16bls.VerifyingKey, digest string, err error) {
-	if ci := r1cs.GetCommitments(); ci != nil && len(ci.CommitmentIndexes()) > 0 {
-		return nil, nil, "", fmt.Errorf("circuit %s uses gnark commitments, which cuzk does not support", circuit)
+	if err := prover.CheckNoCommitments(circuit, r1cs); err != nil {
+		return nil, nil, "", err
 	}
 	gpk, gvk, err := groth16.Setup(r1cs)
 	if err != nil {
@@ -99,8 +101,8 @@ func (d Dir) Import(circuit, r1csPath, pkPath, vkPath string) (*cs.R1CS, string,
 	if err := readFile(r1csPath, func(r io.Reader) error { _, err := r1cs.ReadFrom(r); return err }); err != nil {
 		return nil, "", fmt.Errorf("read R1CS %s (a BLS12-381 gnark R1CS is expected): %w", r1csPath, err)
 	}
-	if ci := r1cs.GetCommitments(); ci != nil && len(ci.CommitmentIndexes()) > 0 {
-		return nil, "", fmt.Errorf("circuit %s uses gnark commitments, which cuzk does not support", circuit)
+	if err := prover.CheckNoCommitments(circuit, r1cs); err != nil {
+		return nil, "", err
 	}
 	pk := groth16.NewProvingKey(ecc.BLS12_381).(*groth16bls.ProvingKey)
 	if err := readFile(pkPath, func(r io.Reader) error { _, err := pk.ReadFrom(r); return err }); err != nil {

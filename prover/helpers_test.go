@@ -1,7 +1,6 @@
 package prover
 
 import (
-	"context"
 	"fmt"
 	"math/big"
 	"testing"
@@ -143,24 +142,4 @@ func (tc *testCircuit) randomKey(t testing.TB) *ProvingKey {
 		t.Fatal(err)
 	}
 	return pk
-}
-
-// proveBytes proves one solution with a loaded key and returns the encoded proof and
-// the solution's public witness bytes.
-func proveBytes(t testing.TB, lk *LoadedKey, sol *synth.Solution) (proof, public []byte) {
-	t.Helper()
-	public = sol.Public
-	be := NewCPU()
-	k, err := be.LoadKey(context.Background(), lk.PK)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proofs, _, err := Prove(context.Background(), be, lk.PK, k, []*synth.Solution{sol})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if proof, err = EncodeProof(proofs[0]); err != nil {
-		t.Fatal(err)
-	}
-	return proof, public
 }

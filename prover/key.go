@@ -111,8 +111,8 @@ func countTrue(b []bool) int {
 	return n
 }
 
-// checkNoCommitments rejects constraint systems that use gnark's BSB22 commitments.
-func checkNoCommitments(circuit string, ccs constraint.ConstraintSystem) error {
+// CheckNoCommitments rejects constraint systems that use gnark's BSB22 commitments.
+func CheckNoCommitments(circuit string, ccs constraint.ConstraintSystem) error {
 	if c := ccs.GetCommitments(); c != nil && len(c.CommitmentIndexes()) > 0 {
 		return &CommitmentError{Circuit: circuit}
 	}

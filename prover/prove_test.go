@@ -282,8 +282,6 @@ func TestCommitmentCircuitsRejected(t *testing.T) {
 			t.Errorf("%s: got %v, want %q", what, err, want)
 		}
 	}
-	_, err = Setup(context.Background(), "bsb22", ccs, t.TempDir(), nil)
-	check("Setup", err)
 	_, err = RandomKeyFor("bsb22", ccs)
 	check("RandomKeyFor", err)
 

@@ -34,7 +34,7 @@ func RandomKeyFor(name string, ccs constraint.ConstraintSystem) (*groth16bls.Pro
 	if !ok {
 		return nil, fmt.Errorf("random key for %s: need a BLS12-381 R1CS, got %T", name, ccs)
 	}
-	if err := checkNoCommitments(name, ccs); err != nil {
+	if err := CheckNoCommitments(name, ccs); err != nil {
 		return nil, err
 	}
 	infA, infB := infinityOf(r1)
@@ -167,4 +167,28 @@ func inChunks(n int, f func(start, end int)) {
 		}(start, min(start+chunk, n))
 	}
 	wg.Wait()
+}
+
+// infinityOf returns, per wire, whether it appears in no A (L) or no B (R) term of
+// any constraint: exactly the wires whose Setup bases are the point at infinity.
+func infinityOf(r1 *cs.R1CS) (infA, infB []bool) {
+	n := nbWiresOf(r1)
+	infA, infB = make([]bool, n), make([]bool, n)
+	for i := range infA {
+		infA[i], infB[i] = true, true
+	}
+	it := r1.GetR1CIterator()
+	for c := it.Next(); c != nil; c = it.Next() {
+		for _, t := range c.L {
+			infA[t.WireID()] = false
+		}
+		for _, t := range c.R {
+			infB[t.WireID()] = false
+		}
+	}
+	return infA, infB
+}
+
+func nbWiresOf(ccs constraint.ConstraintSystem) int {
+	return ccs.GetNbInternalVariables() + ccs.GetNbPublicVariables() + ccs.GetNbSecretVariables()
 }
