@@ -204,11 +204,15 @@ type proveWorker struct {
 	w *Worker
 }
 
+// Timeout is the circuit's size-based limit, capped at --rescue-after: River's rescuer
+// leaves a stuck job alone until its timeout has passed too, so an uncapped timeout
+// (at least 10 minutes) would delay rescuing a dead worker's jobs past --rescue-after.
 func (p *proveWorker) Timeout(job *river.Job[jobs.ProveArgs]) time.Duration {
-	if d, ok := p.w.timeouts.Load(job.Args.Circuit); ok {
-		return d.(time.Duration)
+	d := jobs.Timeout(1 << 27) // unknown size: assume a large circuit
+	if v, ok := p.w.timeouts.Load(job.Args.Circuit); ok {
+		d = v.(time.Duration)
 	}
-	return jobs.Timeout(1 << 27) // unknown size: assume a large circuit
+	return min(d, p.w.cfg.RescueAfter)
 }
 
 func (p *proveWorker) Work(ctx context.Context, job *river.Job[jobs.ProveArgs]) error {
