@@ -1,0 +1,345 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cuzk/cuzk/gpu"
+)
+
+// DB is what the dashboard reads through (*pgxpool.Pool has it).
+type DB interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// StackPhases are the phases that follow one another in an attempt, so their means
+// stack up to about the mean total. ntt/msm (and the device phases) are inside prove.
+var StackPhases = []string{"queue", "batch_wait", "mem_wait", "srs", "synth", "prove_wait", "prove", "verify", "persist"}
+
+// Point is one period of one circuit's timing history.
+type Point struct {
+	Period time.Time
+	N      int64              // succeeded attempts (of the total phase)
+	Mean   map[string]float64 // ms, by phase
+	P50    float64            // total_ms
+	P95    float64            // total_ms
+}
+
+// PhaseStat is one phase's distribution over the whole window.
+type PhaseStat struct {
+	Phase         string
+	N             int64
+	P50, P95, Avg float64
+}
+
+// CircuitHistory is one circuit's timing charts' data.
+type CircuitHistory struct {
+	Circuit     string
+	Constraints int64
+	Points      []Point // by period, empty periods included
+	Phases      []PhaseStat
+	Succeeded   int64
+	Failed      int64
+}
+
+// Failure is a recent attempt that did not succeed.
+type Failure struct {
+	RequestID, Circuit, Outcome, Error, Worker string
+	Attempt                                    int
+	FinishedAt                                 time.Time
+}
+
+// LiveWorker is a row of cuzk.workers seen recently.
+type LiveWorker struct {
+	Worker, Backend       string
+	Devices               []string
+	Config                map[string]any
+	StartedAt, LastSeenAt time.Time
+	Running               int64 // attempts in progress
+}
+
+// GPU is a device's latest telemetry, from attempt rows or this process's poller.
+type GPU struct {
+	Device, Worker string
+	Sample         gpu.Sample
+	Live           bool // from this process's poller, not an attempt row
+}
+
+// Data is everything one page shows.
+type Data struct {
+	Now        time.Time
+	Window     time.Duration
+	Bucket     time.Duration
+	States     map[string]int64
+	Circuits   []CircuitHistory
+	Failures   []Failure
+	Workers    []LiveWorker
+	GPUs       []GPU
+	Comparison *Comparison
+}
+
+// buckets are the period lengths a chart may use, smallest first.
+var buckets = []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour,
+	6 * time.Hour, 24 * time.Hour, 7 * 24 * time.Hour}
+
+// maxBars keeps a chart readable at the page's width.
+const maxBars = 48
+
+// pickBucket is the smallest period that shows span in at most maxBars bars.
+func pickBucket(span time.Duration) time.Duration {
+	for _, b := range buckets {
+		if span/b < maxBars {
+			return b
+		}
+	}
+	return buckets[len(buckets)-1]
+}
+
+func secs(d time.Duration) float64 { return d.Seconds() }
+
+// load reads the page's data; window is how far back the charts go.
+func load(ctx context.Context, db DB, window time.Duration, failuresLimit int) (*Data, error) {
+	d := &Data{Window: window, States: map[string]int64{}}
+	if err := db.QueryRow(ctx, "SELECT now()").Scan(&d.Now); err != nil {
+		return nil, fmt.Errorf("dashboard: read the database clock: %w", err)
+	}
+	steps := []struct {
+		what string
+		fn   func(context.Context, DB, *Data) error
+	}{
+		{"request states", loadStates},
+		{"timing history", loadHistory},
+		{"recent failures", func(ctx context.Context, db DB, d *Data) error { return loadFailures(ctx, db, d, failuresLimit) }},
+		{"live workers", loadWorkers},
+		{"GPU telemetry", loadGPUs},
+	}
+	for _, s := range steps {
+		if err := s.fn(ctx, db, d); err != nil {
+			return nil, fmt.Errorf("dashboard: %s: %w", s.what, err)
+		}
+	}
+	return d, nil
+}
+
+func loadStates(ctx context.Context, db DB, d *Data) error {
+	rows, err := db.Query(ctx, "SELECT state, count(*) FROM cuzk.proof_status GROUP BY state")
+	if err != nil {
+		return err
+	}
+	var state string
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&state, &n}, func() error { d.States[state] = n; return nil })
+	return err
+}
+
+func loadHistory(ctx context.Context, db DB, d *Data) error {
+	// The bars cover the span that has data, not the whole window: a fresh
+	// deployment's first proofs get readable bars rather than one sliver.
+	var first *time.Time
+	if err := db.QueryRow(ctx, `SELECT min(finished_at) FROM cuzk.proof_attempts
+	     WHERE outcome = 'succeeded' AND finished_at >= now() - make_interval(secs => $1)`, secs(d.Window)).Scan(&first); err != nil {
+		return err
+	}
+	span := d.Window
+	if first != nil {
+		span = d.Now.Sub(*first)
+	}
+	d.Bucket = pickBucket(span)
+
+	byCircuit := map[string]*CircuitHistory{}
+	get := func(name string) *CircuitHistory {
+		c := byCircuit[name]
+		if c == nil {
+			c = &CircuitHistory{Circuit: name}
+			byCircuit[name] = c
+		}
+		return c
+	}
+	rows, err := db.Query(ctx, `
+		SELECT c.name, c.constraints,
+		       count(a.*) FILTER (WHERE a.outcome = 'succeeded'),
+		       count(a.*) FILTER (WHERE a.outcome = 'failed')
+		  FROM cuzk.circuits c
+		  LEFT JOIN cuzk.proof_attempts a ON a.circuit = c.name AND a.finished_at >= now() - make_interval(secs => $1)
+		 GROUP BY c.name, c.constraints`, secs(d.Window))
+	if err != nil {
+		return err
+	}
+	var name string
+	var constraints, ok, failed int64
+	if _, err := pgx.ForEachRow(rows, []any{&name, &constraints, &ok, &failed}, func() error {
+		c := get(name)
+		c.Constraints, c.Succeeded, c.Failed = constraints, ok, failed
+		return nil
+	}); err != nil {
+		return err
+	}
+
+	points := map[string]map[time.Time]*Point{}
+	rows, err = db.Query(ctx, `
+		SELECT circuit, period, phase, n, p50_ms, p95_ms, mean_ms
+		  FROM cuzk.timing_history(make_interval(secs => $1), now() - make_interval(secs => $2))`,
+		secs(d.Bucket), secs(d.Window))
+	if err != nil {
+		return err
+	}
+	var period time.Time
+	var phase string
+	var n int64
+	var p50, p95, mean float64
+	if _, err := pgx.ForEachRow(rows, []any{&name, &period, &phase, &n, &p50, &p95, &mean}, func() error {
+		if points[name] == nil {
+			points[name] = map[time.Time]*Point{}
+		}
+		p := points[name][period]
+		if p == nil {
+			p = &Point{Period: period, Mean: map[string]float64{}}
+			points[name][period] = p
+		}
+		p.Mean[phase] = mean
+		if phase == "total" {
+			p.N, p.P50, p.P95 = n, p50, p95
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+
+	// One bucket covering the whole window gives each phase's distribution over it.
+	rows, err = db.Query(ctx, `
+		SELECT circuit, phase, sum(n)::bigint, max(p50_ms), max(p95_ms), max(mean_ms)
+		  FROM cuzk.timing_history(make_interval(days => 100000), now() - make_interval(secs => $1))
+		 GROUP BY circuit, phase`, secs(d.Window))
+	if err != nil {
+		return err
+	}
+	if _, err := pgx.ForEachRow(rows, []any{&name, &phase, &n, &p50, &p95, &mean}, func() error {
+		c := get(name)
+		c.Phases = append(c.Phases, PhaseStat{Phase: phase, N: n, P50: p50, P95: p95, Avg: mean})
+		return nil
+	}); err != nil {
+		return err
+	}
+
+	end := d.Now.Truncate(time.Second)
+	for name, c := range byCircuit {
+		sort.Slice(c.Phases, func(i, j int) bool { return phaseOrder(c.Phases[i].Phase) < phaseOrder(c.Phases[j].Phase) })
+		ps := points[name]
+		if len(ps) == 0 {
+			continue
+		}
+		// Fill empty periods so the x axis is linear in time.
+		var lo time.Time
+		for t := range ps {
+			if lo.IsZero() || t.Before(lo) {
+				lo = t
+			}
+		}
+		for t := lo; !t.After(end); t = t.Add(d.Bucket) {
+			if p := ps[t]; p != nil {
+				c.Points = append(c.Points, *p)
+			} else {
+				c.Points = append(c.Points, Point{Period: t, Mean: map[string]float64{}})
+			}
+		}
+	}
+	for _, c := range byCircuit {
+		d.Circuits = append(d.Circuits, *c)
+	}
+	// Busiest circuits first, then by name.
+	sort.Slice(d.Circuits, func(i, j int) bool {
+		a, b := d.Circuits[i], d.Circuits[j]
+		if a.Succeeded+a.Failed != b.Succeeded+b.Failed {
+			return a.Succeeded+a.Failed > b.Succeeded+b.Failed
+		}
+		return a.Circuit < b.Circuit
+	})
+	return nil
+}
+
+var allPhases = []string{"queue", "batch_wait", "mem_wait", "srs", "synth", "prove_wait", "prove", "ntt", "msm",
+	"verify", "persist", "total"}
+
+func phaseOrder(p string) int {
+	for i, q := range allPhases {
+		if q == p {
+			return i
+		}
+	}
+	return math.MaxInt
+}
+
+func loadFailures(ctx context.Context, db DB, d *Data, limit int) error {
+	rows, err := db.Query(ctx, `
+		SELECT request_id, circuit, attempt, outcome, coalesce(error, ''), worker, coalesce(finished_at, started_at)
+		  FROM cuzk.proof_attempts
+		 WHERE outcome IN ('failed', 'retryable', 'interrupted')
+		 ORDER BY coalesce(finished_at, started_at) DESC
+		 LIMIT $1`, limit)
+	if err != nil {
+		return err
+	}
+	var f Failure
+	_, err = pgx.ForEachRow(rows, []any{&f.RequestID, &f.Circuit, &f.Attempt, &f.Outcome, &f.Error, &f.Worker, &f.FinishedAt},
+		func() error { d.Failures = append(d.Failures, f); return nil })
+	return err
+}
+
+// A worker that has not beaten for this long is not shown (heartbeats are ~10s apart).
+const liveAfter = 2 * time.Minute
+
+func loadWorkers(ctx context.Context, db DB, d *Data) error {
+	rows, err := db.Query(ctx, `
+		SELECT w.worker, w.backend, w.devices, w.config, w.started_at, w.last_seen_at,
+		       (SELECT count(*) FROM cuzk.proof_attempts a WHERE a.worker = w.worker AND a.outcome = 'running')
+		  FROM cuzk.workers w
+		 WHERE w.stopped_at IS NULL AND w.last_seen_at >= now() - make_interval(secs => $1)
+		 ORDER BY w.worker`, secs(liveAfter))
+	if err != nil {
+		return err
+	}
+	var w LiveWorker
+	var devs, cfg []byte
+	_, err = pgx.ForEachRow(rows, []any{&w.Worker, &w.Backend, &devs, &cfg, &w.StartedAt, &w.LastSeenAt, &w.Running}, func() error {
+		lw := w
+		lw.Devices, lw.Config = nil, nil
+		if err := json.Unmarshal(devs, &lw.Devices); err != nil {
+			return fmt.Errorf("worker %s devices: %w", w.Worker, err)
+		}
+		if err := json.Unmarshal(cfg, &lw.Config); err != nil {
+			return fmt.Errorf("worker %s config: %w", w.Worker, err)
+		}
+		d.Workers = append(d.Workers, lw)
+		return nil
+	})
+	return err
+}
+
+func loadGPUs(ctx context.Context, db DB, d *Data) error {
+	rows, err := db.Query(ctx, `
+		SELECT DISTINCT ON (device) device, worker, telemetry
+		  FROM cuzk.proof_attempts
+		 WHERE telemetry IS NOT NULL AND device IS NOT NULL AND finished_at >= now() - make_interval(secs => $1)
+		 ORDER BY device, finished_at DESC`, secs(d.Window))
+	if err != nil {
+		return err
+	}
+	var g GPU
+	var tel []byte
+	_, err = pgx.ForEachRow(rows, []any{&g.Device, &g.Worker, &tel}, func() error {
+		x := GPU{Device: g.Device, Worker: g.Worker}
+		if err := json.Unmarshal(tel, &x.Sample); err != nil {
+			return fmt.Errorf("telemetry of %s: %w", g.Device, err)
+		}
+		d.GPUs = append(d.GPUs, x)
+		return nil
+	})
+	return err
+}

@@ -1,0 +1,110 @@
+// Package metrics exposes a worker's state to Prometheus: per-phase durations of
+// finished attempts, attempts by outcome, the River queue's depth (read from the
+// database at scrape time), the memory budget and the GPUs' latest telemetry.
+package metrics
+
+import (
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	cuzksql "github.com/cuzk/cuzk/sql"
+)
+
+// Metrics owns a registry with cuzk's collectors. It implements worker.Observer.
+type Metrics struct {
+	reg      *prometheus.Registry
+	phases   *prometheus.HistogramVec
+	attempts *prometheus.CounterVec
+}
+
+// PhaseBuckets span a millisecond-long persist to an hour-long proof of a large circuit.
+var phaseBuckets = prometheus.ExponentialBucketsRange(0.001, 3600, 24)
+
+// New returns metrics with the Go runtime and process collectors registered.
+func New() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		phases: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "cuzk_phase_duration_seconds",
+			Help:    "Duration of each phase of finished proof attempts (ntt, msm, h2d, msm_g1, msm_g2 are inside prove).",
+			Buckets: phaseBuckets,
+		}, []string{"circuit", "phase"}),
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cuzk_proof_attempts_total",
+			Help: "Finished proof attempts by outcome (succeeded, failed, retryable, interrupted, cancelled).",
+		}, []string{"circuit", "outcome"}),
+	}
+	m.reg.MustRegister(m.phases, m.attempts,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Registry is where further collectors go (and what tests gather from).
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Handler serves the registry in Prometheus' exposition format. A collector that
+// fails is reported in the response and the others are still served.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
+
+// AttemptFinished records an attempt's outcome and the phases it reached.
+func (m *Metrics) AttemptFinished(a *cuzksql.Attempt) {
+	m.attempts.WithLabelValues(a.Circuit, a.Outcome).Inc()
+	for _, p := range Phases(a) {
+		if p.Ms != nil {
+			m.phases.WithLabelValues(a.Circuit, p.Name).Observe(*p.Ms / 1000)
+		}
+	}
+}
+
+// Phase is one timed phase of an attempt; Ms is nil for a phase it never reached.
+type Phase struct {
+	Name string
+	Ms   *float64
+}
+
+// Phases lists an attempt's phases under the names of cuzk.attempt_phases.
+func Phases(a *cuzksql.Attempt) []Phase {
+	return []Phase{
+		{"batch_wait", a.BatchWaitMs}, {"mem_wait", a.MemWaitMs}, {"srs", a.SrsMs},
+		{"synth", a.SynthMs}, {"prove_wait", a.ProveWaitMs}, {"prove", a.ProveMs},
+		{"ntt", a.NttMs}, {"msm", a.MsmMs}, {"h2d", a.H2DMs}, {"msm_g1", a.MsmG1Ms},
+		{"msm_g2", a.MsmG2Ms}, {"verify", a.VerifyMs}, {"persist", a.PersistMs},
+		{"total", a.TotalMs},
+	}
+}
+
+// BudgetReader is the read side of worker.Budget.
+type BudgetReader interface {
+	Reserved() int64
+	Total() int64
+}
+
+// WatchBudget adds gauges of the memory budget, read at scrape time.
+func (m *Metrics) WatchBudget(b BudgetReader) error {
+	return m.reg.Register(budgetCollector{b})
+}
+
+var (
+	budgetReservedDesc = prometheus.NewDesc("cuzk_mem_budget_reserved_bytes",
+		"Bytes of the memory budget reserved by requests in flight.", nil, nil)
+	budgetTotalDesc = prometheus.NewDesc("cuzk_mem_budget_total_bytes",
+		"Size of the worker's memory budget.", nil, nil)
+)
+
+type budgetCollector struct{ b BudgetReader }
+
+func (c budgetCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- budgetReservedDesc
+	ch <- budgetTotalDesc
+}
+
+func (c budgetCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(budgetReservedDesc, prometheus.GaugeValue, float64(c.b.Reserved()))
+	ch <- prometheus.MustNewConstMetric(budgetTotalDesc, prometheus.GaugeValue, float64(c.b.Total()))
+}
