@@ -189,6 +189,7 @@ func (c statusCmd) Run(ctx context.Context, g *globals) error {
 }
 
 type timingsCmd struct {
+	compareFlags
 	Circuit string        `help:"Only this circuit."`
 	Since   time.Duration `default:"168h" help:"History window."`
 	Bucket  time.Duration `default:"0" help:"Period length; 0 gives one row per circuit and phase over the whole window."`
@@ -196,6 +197,9 @@ type timingsCmd struct {
 }
 
 func (c timingsCmd) Run(ctx context.Context, g *globals) error {
+	if c.Compare != "" {
+		return c.compare(ctx, g, c.Circuit, c.JSON)
+	}
 	pool, err := g.connect(ctx)
 	if err != nil {
 		return err

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cuzk/cuzk/regress"
+)
+
+// exitRegression is the exit status when a comparison flags a phase, so deploy scripts
+// can gate on it; 1 and 2 keep their meaning.
+const exitRegression = 3
+
+// compareFlags are the --compare options of `cuzk timings`.
+type compareFlags struct {
+	Compare    string  `placeholder:"A..B" help:"Compare per-phase timings of two sets of attempts and bench runs; each side is build:V (version, revision prefix or full build), config:HASH (prefix), bench:ID[/A|/B], or a window FROM/TO (timestamps, 'now' or intervals from now like -7d); a bare value is accepted when it matches one kind. Exits 3 when a phase is slower beyond --threshold."`
+	Threshold  float64 `default:"5" help:"With --compare: slowdown in % that counts as a regression."`
+	Confidence float64 `default:"0.95" help:"With --compare: level of the change's interval."`
+	MinN       int     `name:"min-n" default:"10" help:"With --compare: fewest samples on each side to compare a phase."`
+	Method     string  `enum:"bootstrap,orderstat" default:"bootstrap" help:"With --compare: interval method; orderstat is what SQL's cuzk.compare_timings computes."`
+}
+
+func (f compareFlags) options(circuit string) (regress.Options, error) {
+	o := regress.Defaults()
+	o.ThresholdPct, o.Confidence, o.MinN, o.Method, o.Circuit = f.Threshold, f.Confidence, f.MinN, regress.Method(f.Method), circuit
+	if err := o.Validate(); err != nil {
+		return o, usageError{err.Error()}
+	}
+	return o, nil
+}
+
+// compare runs `cuzk timings --compare A..B`.
+func (f compareFlags) compare(ctx context.Context, g *globals, circuit string, asJSON bool) error {
+	parts := strings.Split(f.Compare, "..")
+	if len(parts) != 2 || strings.TrimSpace(parts[0]) == "" || strings.TrimSpace(parts[1]) == "" {
+		return usagef("--compare %q: want A..B, e.g. build:v1.4.0..build:v1.5.0", f.Compare)
+	}
+	opts, err := f.options(circuit)
+	if err != nil {
+		return err
+	}
+	pool, err := g.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	var sides [2]regress.Samples
+	var names [2]string
+	for i, sel := range parts {
+		if sides[i], names[i], err = loadSelection(ctx, pool, strings.TrimSpace(sel)); err != nil {
+			return err
+		}
+	}
+	rep, err := regress.Compare(sides[0], sides[1], opts)
+	if err != nil {
+		return err
+	}
+	rep.A, rep.B = names[0], names[1]
+	return printReport(g, rep, asJSON)
+}
+
+// loadSelection reads the timings a selector stands for, resolved by the same SQL that
+// cuzk.compare_timings uses, and a description naming them.
+func loadSelection(ctx context.Context, pool *pgxpool.Pool, sel string) (regress.Samples, string, error) {
+	var desc string
+	if err := pool.QueryRow(ctx, "SELECT description FROM cuzk.resolve_selector($1)", sel).Scan(&desc); err != nil {
+		return nil, "", selectorErr(sel, err)
+	}
+	rows, err := pool.Query(ctx, "SELECT source, circuit, phase, ms FROM cuzk.timing_samples($1)", sel)
+	if err != nil {
+		return nil, "", selectorErr(sel, err)
+	}
+	defer rows.Close()
+	s := regress.Samples{}
+	var k regress.Key
+	var ms float64
+	n := 0
+	for rows.Next() {
+		if err := rows.Scan(&k.Source, &k.Circuit, &k.Phase, &ms); err != nil {
+			return nil, "", fmt.Errorf("read timings of %s: %w", sel, err)
+		}
+		s.Add(k, ms)
+		if k.Phase == "total" {
+			n++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", selectorErr(sel, err)
+	}
+	return s, fmt.Sprintf("%s = %s (%d timed)", sel, desc, n), nil
+}
+
+// selectorErr makes a selector the database rejected a usage error (exit 2).
+func selectorErr(sel string, err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "22023" { // invalid_parameter_value
+		return usageError{sqlErr(sel, err).Error()}
+	}
+	return sqlErr("timings of "+sel, err)
+}
+
+// printReport writes the report as a table or JSON, and ends the process with
+// exitRegression when a phase is flagged.
+func printReport(g *globals, rep *regress.Report, asJSON bool) error {
+	if err := writeReport(g.stdout, rep, asJSON); err != nil {
+		return err
+	}
+	if len(rep.Flagged()) > 0 {
+		fmt.Fprintln(g.stderr, "cuzk: regression:", rep.Summary())
+		// The same path kong's own exits take through run (main.go).
+		panic(exitCode(exitRegression))
+	}
+	return nil
+}
+
+func writeReport(w io.Writer, rep *regress.Report, asJSON bool) error {
+	if asJSON {
+		return json.NewEncoder(w).Encode(rep)
+	}
+	return rep.WriteTable(w)
+}
