@@ -154,6 +154,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "the dashboard is read-only", http.StatusMethodNotAllowed)
+		return
+	}
 	window := h.opts.Window
 	if s := r.URL.Query().Get("window"); s != "" {
 		var err error

@@ -124,6 +124,11 @@ func TestDashboardFromDatabase(t *testing.T) {
 	if code, _ := get(t, srv.URL+"/?window=banana"); code != http.StatusBadRequest {
 		t.Errorf("?window=banana: %d, want 400", code)
 	}
+	if resp, err := http.Post(srv.URL+"/", "text/plain", nil); err != nil || resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST /: %v %v, want 405", resp, err)
+	} else {
+		resp.Body.Close()
+	}
 	if code, _ := get(t, srv.URL+"/nothing"); code != http.StatusNotFound {
 		t.Errorf("/nothing: %d, want 404", code)
 	}

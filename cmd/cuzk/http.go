@@ -2,40 +2,153 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"riverqueue.com/riverui"
+
+	"github.com/cuzk/cuzk/dashboard"
+	"github.com/cuzk/cuzk/gpu"
+	"github.com/cuzk/cuzk/metrics"
+	"github.com/cuzk/cuzk/worker"
 )
 
-// serveHTTP serves the worker's health endpoints until ctx ends.
-func serveHTTP(ctx context.Context, addr string, pool *pgxpool.Pool, log *slog.Logger) (*http.Server, error) {
+// httpFlags configure the worker's HTTP endpoints.
+type httpFlags struct {
+	HTTP            string        `name:"http" env:"CUZK_HTTP" placeholder:"ADDR" help:"Serve / (dashboard), /metrics, /healthz, /readyz and /riverui/ on this address (e.g. :9090). Default: no HTTP server."`
+	RiverUIWritable bool          `name:"riverui-writable" env:"CUZK_RIVERUI_WRITABLE" help:"Let River UI cancel, retry and delete jobs and pause queues (default: read-only)."`
+	DashboardWindow time.Duration `name:"dashboard-window" env:"CUZK_DASHBOARD_WINDOW" default:"24h" help:"How far back the dashboard's charts go (a page can ask for another with ?window=)."`
+}
+
+// observability is what the HTTP endpoints show about one worker process.
+type observability struct {
+	pool     *pgxpool.Pool
+	metrics  *metrics.Metrics
+	gpus     gpu.LatestSamples // nil on CPU hosts
+	backends []string
+}
+
+// newObservability registers the metrics that do not need the worker (queue depth,
+// GPU telemetry). Set the result's metrics as the worker's Observer, then call
+// watchWorker once the worker exists.
+func newObservability(pool *pgxpool.Pool, devices []worker.Device, gpus gpu.LatestSamples) (*observability, error) {
+	o := &observability{pool: pool, metrics: metrics.New()}
+	for _, d := range devices {
+		o.backends = append(o.backends, d.Backend.Name())
+	}
+	if err := o.metrics.WatchQueue(pool); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	if gpus != nil {
+		o.gpus = gpus
+		if err := o.metrics.WatchGPUs(gpus); err != nil {
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
+	}
+	return o, nil
+}
+
+func (o *observability) watchWorker(w *worker.Worker) error {
+	if err := o.metrics.WatchBudget(w.Budget()); err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	return nil
+}
+
+// readOnly refuses every request that could change something (River UI's API
+// changes jobs and queues only with POST, PUT, PATCH and DELETE).
+func readOnly(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.Method {
+		case http.MethodGet, http.MethodHead, http.MethodOptions:
+			h.ServeHTTP(w, r)
+		default:
+			http.Error(w, "River UI is read-only here: start the worker with --riverui-writable to change jobs or queues", http.StatusForbidden)
+		}
+	})
+}
+
+// comparisonPanel provides the dashboard's build comparison panel; nil leaves it out.
+func comparisonPanel(*pgxpool.Pool) dashboard.ComparisonFunc { return nil }
+
+// handler builds the mux; River UI's background services run until ctx ends.
+func (o *observability) handler(ctx context.Context, f httpFlags, log *slog.Logger) (http.Handler, error) {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.Handle("GET /metrics", o.metrics.Handler())
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if len(o.backends) == 0 {
+			http.Error(w, "no prover backend loaded", http.StatusServiceUnavailable)
+			return
+		}
 		c, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 		defer cancel()
-		if err := pool.Ping(c); err != nil {
+		if err := o.pool.Ping(c); err != nil {
 			http.Error(w, "database unreachable: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
-		fmt.Fprintln(w, "ready")
+		fmt.Fprintf(w, "ready: database reachable, backend %s\n", strings.Join(o.backends, ", "))
 	})
-	ln, err := net.Listen("tcp", addr)
+
+	// An insert-only client (no queues): River UI reads and changes jobs through it.
+	rc, err := river.NewClient(riverpgxv5.New(o.pool), &river.Config{Logger: log})
 	if err != nil {
-		return nil, fmt.Errorf("--http %s: %w", addr, err)
+		return nil, fmt.Errorf("river ui: client: %w", err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	ui, err := riverui.NewHandler(&riverui.HandlerOpts{
+		Endpoints:                riverui.NewEndpoints(rc, nil),
+		JobListHideArgsByDefault: true,
+		Logger:                   log.With("component", "riverui"),
+		Prefix:                   "/riverui",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("river ui: %w", err)
+	}
+	if err := ui.Start(ctx); err != nil {
+		return nil, fmt.Errorf("river ui: start: %w", err)
+	}
+	var uiHandler http.Handler = ui
+	if !f.RiverUIWritable {
+		uiHandler = readOnly(ui)
+	}
+	mux.Handle("/riverui/", uiHandler)
+	mux.Handle("/riverui", http.RedirectHandler("/riverui/", http.StatusMovedPermanently))
+
+	mux.Handle("/", dashboard.New(o.pool, dashboard.Options{
+		Window:     f.DashboardWindow,
+		GPUs:       o.gpus,
+		Comparison: comparisonPanel(o.pool),
+		Log:        log.With("component", "dashboard"),
+	}))
+	return mux, nil
+}
+
+// serve listens on f.HTTP and serves the endpoints until ctx ends or the server is closed.
+func (o *observability) serve(ctx context.Context, f httpFlags, log *slog.Logger) (*http.Server, error) {
+	h, err := o.handler(ctx, f, log)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", f.HTTP)
+	if err != nil {
+		return nil, fmt.Errorf("--http %s: %w", f.HTTP, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
-		if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http server", "err", err)
 		}
 	}()
-	log.Info("serving http", "addr", ln.Addr().String())
+	log.Info("serving http", "addr", ln.Addr().String(), "riverui_writable", f.RiverUIWritable)
 	return srv, nil
 }

@@ -39,7 +39,7 @@ func usagef(format string, a ...any) error { return usageError{fmt.Sprintf(forma
 // globals are the flags every subcommand takes.
 type globals struct {
 	DatabaseURL string `name:"database-url" env:"DATABASE_URL" help:"PostgreSQL connection string (pgx syntax)."`
-	LogFormat   string `name:"log-format" env:"CUZK_LOG_FORMAT" enum:"auto,text,json" default:"auto" help:"Log format: auto (coloured text on a terminal), text or json."`
+	LogFormat   string `name:"log-format" env:"CUZK_LOG_FORMAT" enum:"auto,text,json" default:"auto" help:"Log format: auto or text (text, coloured on a terminal unless NO_COLOR is set) or json (one object per line)."`
 	LogLevel    string `name:"log-level" env:"CUZK_LOG_LEVEL" enum:"debug,info,warn,error" default:"info" help:"Minimum log level."`
 
 	stdout io.Writer
@@ -100,6 +100,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return
 		}
 		c.log = newLogger(stderr, c.LogFormat, c.LogLevel)
+		// Libraries that log through slog's default (or the log package) follow the format too.
+		slog.SetDefault(c.log)
 		gnarklogger.Disable() // gnark's own debug lines would bypass our log format
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		defer stop()
@@ -123,24 +125,27 @@ type exitCode int
 
 func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }
 
+// newLogger logs to w: JSON lines for --log-format json; otherwise tint's text,
+// coloured only when w is a terminal and NO_COLOR is unset (https://no-color.org).
 func newLogger(w io.Writer, format, level string) *slog.Logger {
 	var lvl slog.Level
-	_ = lvl.UnmarshalText([]byte(level))
-	isTTY := false
-	if f, ok := w.(*os.File); ok {
-		isTTY = isatty.IsTerminal(f.Fd())
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		lvl = slog.LevelInfo // kong's enum has already refused anything else
 	}
-	switch {
-	case format == "json":
+	if format == "json" {
 		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lvl}))
-	case format == "text" || format == "auto":
-		return slog.New(tint.NewHandler(w, &tint.Options{
-			Level:      lvl,
-			TimeFormat: time.TimeOnly,
-			NoColor:    !isTTY || os.Getenv("NO_COLOR") != "",
-		}))
 	}
-	return slog.Default()
+	return slog.New(tint.NewHandler(w, &tint.Options{
+		Level:      lvl,
+		TimeFormat: time.TimeOnly,
+		NoColor:    !isTerminal(w) || os.Getenv("NO_COLOR") != "",
+	}))
+}
+
+// isTerminal says whether w is a terminal (progress bars and colours are for people).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && (isatty.IsTerminal(f.Fd()) || isatty.IsCygwinTerminal(f.Fd()))
 }
 
 // connect opens a pool on --database-url / DATABASE_URL.

@@ -23,6 +23,7 @@ import (
 
 type workerCmd struct {
 	dirs
+	httpFlags
 	Backend          string        `env:"CUZK_BACKEND" enum:"cpu,cuda,auto" default:"auto" help:"Prover backend: cpu, cuda, or auto (cuda when a GPU is usable, else cpu)."`
 	Devices          string        `env:"CUZK_DEVICES" default:"all" help:"GPUs to use: all, or indices/UUIDs/ranges like 0,2 or 0-3."`
 	MemBudget        string        `name:"mem-budget" env:"CUZK_MEM_BUDGET" help:"Memory for requests in flight, in bytes or with a unit (20GiB). Default: cgroup limit or MemAvailable, minus a safety margin."`
@@ -34,7 +35,6 @@ type workerCmd struct {
 	ShutdownGrace    time.Duration `name:"shutdown-grace" env:"CUZK_SHUTDOWN_GRACE" default:"2m" help:"On SIGTERM, in-flight work gets this long to finish before it is handed back."`
 	PollInterval     time.Duration `name:"poll-interval" env:"CUZK_POLL_INTERVAL" default:"1s" help:"How often to look for work when no notification arrives."`
 	KeepInputs       bool          `name:"keep-inputs" env:"CUZK_KEEP_INPUTS" help:"Keep private inputs after success (default: scrub them)."`
-	HTTP             string        `name:"http" env:"CUZK_HTTP" help:"Serve /healthz and /readyz on this address (e.g. :9090)."`
 	Name             string        `env:"CUZK_NAME" help:"Worker identity in attempt rows (default host/pid)."`
 }
 
@@ -77,6 +77,11 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 	cfg.ShutdownGrace = c.ShutdownGrace
 	cfg.PollInterval = c.PollInterval
 	cfg.ScrubInputs = !c.KeepInputs
+	obs, err := newObservability(pool, devices, nil)
+	if err != nil {
+		return err
+	}
+	cfg.Observer = obs.metrics
 
 	kd := keys.Dir(c.KeysDir)
 	reg := synth.NewRegistry(c.CacheDir)
@@ -92,8 +97,11 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 	if err != nil {
 		return usageError{err.Error()}
 	}
+	if err := obs.watchWorker(w); err != nil {
+		return err
+	}
 	if c.HTTP != "" {
-		srv, err := serveHTTP(ctx, c.HTTP, pool, g.log)
+		srv, err := obs.serve(ctx, c.httpFlags, g.log)
 		if err != nil {
 			return err
 		}

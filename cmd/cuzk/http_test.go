@@ -1,0 +1,140 @@
+package main
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cuzk/cuzk/internal/pgtest"
+)
+
+// freeAddr is a loopback address nothing listens on right now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func httpDo(t *testing.T, method, url string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(`{"job_ids": ["1"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if method != http.MethodGet {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// waitHTTP polls url until it answers (the worker starts its server after loading).
+func waitHTTP(t *testing.T, w *workerProc, url string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			return
+		}
+		select {
+		case <-w.done:
+			t.Fatalf("cuzk worker exited (%v) before serving http; output:\n%s", w.err, w.out.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	t.Fatalf("%s did not answer within a minute", url)
+}
+
+// TestWorkerHTTPEndpoints proves one request with a real CPU worker started with
+// --http and checks what each endpoint serves about it.
+func TestWorkerHTTPEndpoints(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	dir := t.TempDir()
+	dirs := []string{"--keys-dir", filepath.Join(dir, "keys"), "--cache-dir", filepath.Join(dir, "r1cs")}
+	mustOK(t, cuzkDB(t, db.URL, append([]string{"setup", "--circuit", "synthetic-k6"}, dirs...)...))
+	in := mustOK(t, cuzkDB(t, "", "inputs", "--circuit", "synthetic-k6"))
+	psql(t, db.URL, "SELECT cuzk.submit_proof(request_id => 'http-1', circuit => 'synthetic-k6', inputs => '"+strings.TrimSpace(in.stdout)+"'::jsonb);")
+
+	addr := freeAddr(t)
+	base := "http://" + addr
+	w := startWorker(t, db.URL, append([]string{"--backend", "cpu", "--mem-budget", "1GiB", "--http", addr}, dirs...)...)
+	waitHTTP(t, w, base+"/healthz")
+	if st := waitDone(t, db.URL, w, "http-1", 2*time.Minute); st.State != "succeeded" {
+		t.Fatalf("http-1 ended %s: %s", st.State, st.LastError)
+	}
+
+	code, body := httpDo(t, "GET", base+"/healthz")
+	if code != 200 || strings.TrimSpace(body) != "ok" {
+		t.Errorf("/healthz: %d %q", code, body)
+	}
+	code, body = httpDo(t, "GET", base+"/readyz")
+	if code != 200 || !strings.Contains(body, "database reachable, backend cpu") {
+		t.Errorf("/readyz: %d %q", code, body)
+	}
+
+	// The attempt row is written before the observer hears of it: poll briefly.
+	var metrics string
+	for range 50 {
+		_, metrics = httpDo(t, "GET", base+"/metrics")
+		if strings.Contains(metrics, `outcome="succeeded"`) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, want := range []string{
+		`cuzk_proof_attempts_total{circuit="synthetic-k6",outcome="succeeded"} 1`,
+		`cuzk_phase_duration_seconds_count{circuit="synthetic-k6",phase="prove"} 1`,
+		`cuzk_phase_duration_seconds_count{circuit="synthetic-k6",phase="synth"} 1`,
+		`cuzk_mem_budget_total_bytes 1.073741824e+09`,
+		`cuzk_mem_budget_reserved_bytes 0`,
+		`cuzk_queue_up 1`,
+		`cuzk_queue_jobs{state="available"} 0`,
+	} {
+		if !strings.Contains(metrics, "\n"+want+"\n") {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if strings.Contains(metrics, "cuzk_gpu_") {
+		t.Error("a CPU worker reports GPU metrics")
+	}
+
+	code, body = httpDo(t, "GET", base+"/")
+	if code != 200 || !strings.Contains(body, "<h3>synthetic-k6</h3>") || !strings.Contains(body, "<svg") {
+		t.Errorf("dashboard: %d, circuit or chart missing", code)
+	}
+
+	code, body = httpDo(t, "GET", base+"/riverui/")
+	if code != 200 || !strings.Contains(body, "<html") {
+		t.Errorf("/riverui/: %d %.200q", code, body)
+	}
+	code, body = httpDo(t, "GET", base+"/riverui/api/jobs?state=completed")
+	if code != 200 || !regexp.MustCompile(`"kind":\s*"cuzk_prove"`).MatchString(body) {
+		t.Errorf("/riverui/api/jobs: %d %.300q", code, body)
+	}
+	code, body = httpDo(t, "POST", base+"/riverui/api/jobs/cancel")
+	if code != http.StatusForbidden || !strings.Contains(body, "--riverui-writable") {
+		t.Errorf("River UI changes a job without --riverui-writable: %d %q", code, body)
+	}
+	if c := w.stop(t, 30*time.Second); c != 0 {
+		t.Errorf("worker exit %d", c)
+	}
+}
