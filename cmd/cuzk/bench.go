@@ -19,11 +19,14 @@ type benchCmd struct {
 	Backend string `enum:"cpu,cuda,auto" default:"cpu" help:"Our prover's backend."`
 	Devices string `default:"0" help:"GPU for --backend cuda."`
 	Seed    uint64 `default:"1" help:"Inputs seed."`
+	Threads int    `help:"GOMAXPROCS for the timed runs (default: every core)."`
+	Record  bool   `help:"Store every timed run in cuzk.bench_runs (DATABASE_URL), for cuzk timings --compare and cuzk.compare_timings."`
+	AB      abArms `name:"ab" placeholder:"'FLAGS A' 'FLAGS B'" help:"Run two configurations interleaved, each a quoted set of --backend, --devices and --threads, and print their per-phase comparison (exit 3 when B is slower); each arm runs at least 10 times, the fewest a phase is compared on."`
 }
 
 func (c benchCmd) Run(ctx context.Context, g *globals) error {
-	if c.Runs < 1 {
-		return usagef("--runs must be at least 1")
+	if c.Runs < 1 || c.Threads < 0 {
+		return usagef("--runs must be at least 1, --threads at least 0")
 	}
 	if err := c.resolve(); err != nil {
 		return err
@@ -58,6 +61,9 @@ func (c benchCmd) Run(ctx context.Context, g *globals) error {
 	bc, err := bench.SynthCase(compiled, inputs, pk, vk)
 	if err != nil {
 		return err
+	}
+	if c.Record || len(c.AB) > 0 || c.Threads > 0 {
+		return c.runArms(ctx, g, bc)
 	}
 	devs, err := openBackends(c.Backend, c.Devices, g.log)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/alecthomas/kong"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -20,11 +21,11 @@ const exitRegression = 3
 
 // compareFlags are the --compare options of `cuzk timings`.
 type compareFlags struct {
-	Compare    string  `placeholder:"A..B" help:"Compare per-phase timings of two sets of attempts and bench runs; each side is build:V (version, revision prefix or full build), config:HASH (prefix), bench:ID[/A|/B], or a window FROM/TO (timestamps, 'now' or intervals from now like -7d); a bare value is accepted when it matches one kind. Exits 3 when a phase is slower beyond --threshold."`
-	Threshold  float64 `default:"5" help:"With --compare: slowdown in % that counts as a regression."`
-	Confidence float64 `default:"0.95" help:"With --compare: level of the change's interval."`
-	MinN       int     `name:"min-n" default:"10" help:"With --compare: fewest samples on each side to compare a phase."`
-	Method     string  `enum:"bootstrap,orderstat" default:"bootstrap" help:"With --compare: interval method; orderstat is what SQL's cuzk.compare_timings computes."`
+	Compare    rawValue `placeholder:"A..B" help:"Compare per-phase timings of two sets of attempts and bench runs; each side is build:V (version, revision prefix or full build), config:HASH (prefix), bench:ID[/A|/B], or a window FROM/TO (timestamps, 'now' or intervals from now like -7d); a bare value is accepted when it matches one kind. Exits 3 when a phase is slower beyond --threshold."`
+	Threshold  float64  `default:"5" help:"With --compare: slowdown in % that counts as a regression."`
+	Confidence float64  `default:"0.95" help:"With --compare: level of the change's interval."`
+	MinN       int      `name:"min-n" default:"10" help:"With --compare: fewest samples on each side to compare a phase."`
+	Method     string   `enum:"bootstrap,orderstat" default:"bootstrap" help:"With --compare: interval method; orderstat is what SQL's cuzk.compare_timings computes."`
 }
 
 func (f compareFlags) options(circuit string) (regress.Options, error) {
@@ -36,9 +37,23 @@ func (f compareFlags) options(circuit string) (regress.Options, error) {
 	return o, nil
 }
 
+// rawValue is a flag value taken as it is, so that a window from now ("-7d/now..")
+// needs no "=": kong's own string flags refuse values that start with "-".
+type rawValue string
+
+func (v *rawValue) Decode(ctx *kong.DecodeContext) error {
+	t := ctx.Scan.Pop()
+	s, ok := t.Value.(string)
+	if t.IsEOL() || !ok {
+		return errors.New("want a value")
+	}
+	*v = rawValue(s)
+	return nil
+}
+
 // compare runs `cuzk timings --compare A..B`.
 func (f compareFlags) compare(ctx context.Context, g *globals, circuit string, asJSON bool) error {
-	parts := strings.Split(f.Compare, "..")
+	parts := strings.Split(string(f.Compare), "..")
 	if len(parts) != 2 || strings.TrimSpace(parts[0]) == "" || strings.TrimSpace(parts[1]) == "" {
 		return usagef("--compare %q: want A..B, e.g. build:v1.4.0..build:v1.5.0", f.Compare)
 	}

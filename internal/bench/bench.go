@@ -69,6 +69,8 @@ func Run(ctx context.Context, opts Options, out io.Writer) error {
 type Sample struct {
 	Solve, Prove time.Duration // Prove is prover.Prove's wall time
 	Phases       prover.PhaseTimes
+	Verify       time.Duration // outside the timed region; 0 when not verified
+	At           time.Time     // when the timed region ended
 }
 
 // Total is solve plus prove.
@@ -118,61 +120,24 @@ func Measure(ctx context.Context, opts Options, log io.Writer) (*Result, error) 
 	if b == nil {
 		b = prover.NewCPU()
 	}
-	solve := c.Solve
-	if solve == nil {
-		solve = func(context.Context) (*synth.Solution, error) { return solveWitness(c) }
-	}
 	if log == nil {
 		log = io.Discard
 	}
 
-	gpk, random := c.PK, c.PK == nil
-	if random {
-		var err error
-		if gpk, err = prover.RandomKeyFor(c.Name, c.CCS); err != nil {
-			return nil, fmt.Errorf("bench: %w", err)
-		}
-		fmt.Fprintf(log, "note: random proving key (timing only): proofs are not verified\n")
-	}
-	pk, err := prover.NewProvingKey(c.Name, gpk, c.CCS.GetNbConstraints())
+	gpk, random, err := caseKey(c, log)
 	if err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
+		return nil, err
 	}
-	t0 := time.Now()
-	key, err := b.LoadKey(ctx, pk)
+	o, err := newOurs(ctx, c, gpk, random, b)
 	if err != nil {
-		return nil, fmt.Errorf("bench: load key on %s: %w", b.Name(), err)
+		return nil, err
 	}
-	defer key.Close()
-	res := &Result{
-		Case: c.Name, Backend: b.Name(), Constraints: pk.NbConstraints, Wires: pk.NbWires,
-		Domain: pk.DomainSize(), RandomKey: random, KeyLoad: time.Since(t0),
-	}
+	defer o.close()
+	res := o.result()
 	fmt.Fprintf(log, "circuit %s: %d constraints, %d wires, domain %d; backend %s; GOMAXPROCS %d; key load %s\n",
 		c.Name, res.Constraints, res.Wires, res.Domain, res.Backend, runtime.GOMAXPROCS(0), ms(res.KeyLoad))
 
-	ours := func() (Sample, error) {
-		runtime.GC() // start each run without the previous one's garbage
-		var s Sample
-		t0 := time.Now()
-		sol, err := solve(ctx)
-		if err != nil {
-			return s, fmt.Errorf("solve: %w", err)
-		}
-		public := sol.Public
-		t1 := time.Now()
-		proofs, phases, err := prover.Prove(ctx, b, pk, key, []*synth.Solution{sol})
-		if err != nil {
-			return s, err
-		}
-		s = Sample{Solve: t1.Sub(t0), Prove: time.Since(t1), Phases: phases}
-		if c.VK != nil && !random {
-			if err := prover.VerifyProof(c.VK, proofs[0], public); err != nil {
-				return s, fmt.Errorf("our proof does not verify: %w", err)
-			}
-		}
-		return s, nil
-	}
+	ours := func() (Sample, error) { return o.run(ctx) }
 	gnark := func() (time.Duration, error) {
 		runtime.GC()
 		t0 := time.Now()
@@ -220,6 +185,84 @@ func Measure(ctx context.Context, opts Options, log io.Writer) (*Result, error) 
 		fmt.Fprintln(log, line)
 	}
 	return res, nil
+}
+
+// caseKey is the case's proving key, or a random one of its shape (timing only).
+func caseKey(c Case, log io.Writer) (*groth16bls.ProvingKey, bool, error) {
+	if c.PK != nil {
+		return c.PK, false, nil
+	}
+	gpk, err := prover.RandomKeyFor(c.Name, c.CCS)
+	if err != nil {
+		return nil, false, fmt.Errorf("bench: %w", err)
+	}
+	fmt.Fprintf(log, "note: random proving key (timing only): proofs are not verified\n")
+	return gpk, true, nil
+}
+
+// ourSide is our path on one backend, with the key resident: what a worker does per proof.
+type ourSide struct {
+	c       Case
+	b       prover.Backend
+	pk      *prover.ProvingKey
+	key     prover.Key
+	solve   func(ctx context.Context) (*synth.Solution, error)
+	random  bool // the key is timing-only
+	keyLoad time.Duration
+}
+
+func newOurs(ctx context.Context, c Case, gpk *groth16bls.ProvingKey, random bool, b prover.Backend) (*ourSide, error) {
+	pk, err := prover.NewProvingKey(c.Name, gpk, c.CCS.GetNbConstraints())
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	t0 := time.Now()
+	key, err := b.LoadKey(ctx, pk)
+	if err != nil {
+		return nil, fmt.Errorf("bench: load key on %s: %w", b.Name(), err)
+	}
+	o := &ourSide{c: c, b: b, pk: pk, key: key, solve: c.Solve, random: random, keyLoad: time.Since(t0)}
+	if o.solve == nil {
+		o.solve = func(context.Context) (*synth.Solution, error) { return solveWitness(c) }
+	}
+	return o, nil
+}
+
+func (o *ourSide) close() { o.key.Close() }
+
+// result is an empty Result describing this side.
+func (o *ourSide) result() *Result {
+	return &Result{
+		Case: o.c.Name, Backend: o.b.Name(), Constraints: o.pk.NbConstraints, Wires: o.pk.NbWires,
+		Domain: o.pk.DomainSize(), RandomKey: o.random, KeyLoad: o.keyLoad,
+	}
+}
+
+// run proves once, timed; the proof is verified after the timed region.
+func (o *ourSide) run(ctx context.Context) (Sample, error) {
+	runtime.GC() // start each run without the previous one's garbage
+	var s Sample
+	t0 := time.Now()
+	sol, err := o.solve(ctx)
+	if err != nil {
+		return s, fmt.Errorf("solve: %w", err)
+	}
+	public := sol.Public
+	t1 := time.Now()
+	proofs, phases, err := prover.Prove(ctx, o.b, o.pk, o.key, []*synth.Solution{sol})
+	if err != nil {
+		return s, err
+	}
+	s = Sample{Solve: t1.Sub(t0), Prove: time.Since(t1), Phases: phases}
+	s.At = t0.Add(s.Total())
+	if o.c.VK != nil && !o.random {
+		t2 := time.Now()
+		if err := prover.VerifyProof(o.c.VK, proofs[0], public); err != nil {
+			return s, fmt.Errorf("our proof does not verify: %w", err)
+		}
+		s.Verify = time.Since(t2)
+	}
+	return s, nil
 }
 
 // Print writes the medians; with a comparison the last line is

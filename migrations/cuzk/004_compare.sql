@@ -26,7 +26,6 @@ CREATE TABLE cuzk.bench_runs (
     device      text,
     started_at  timestamptz NOT NULL,
     finished_at timestamptz NOT NULL,
-    srs_ms      double precision,
     synth_ms    double precision,
     prove_ms    double precision,
     ntt_ms      double precision,
@@ -61,7 +60,7 @@ UNION ALL
 SELECT 'bench', b.circuit, b.build, b.config_hash, b.finished_at, b.bench_id, b.arm, p.ord, p.phase, p.ms
   FROM cuzk.bench_runs b
  CROSS JOIN LATERAL (VALUES
-        (4, 'srs', b.srs_ms), (5, 'synth', b.synth_ms), (7, 'prove', b.prove_ms), (8, 'ntt', b.ntt_ms),
+        (5, 'synth', b.synth_ms), (7, 'prove', b.prove_ms), (8, 'ntt', b.ntt_ms),
         (9, 'msm', b.msm_ms), (10, 'msm_g1', b.msm_g1_ms), (11, 'msm_g2', b.msm_g2_ms),
         (12, 'h2d', b.h2d_ms), (13, 'verify', b.verify_ms), (15, 'total', b.total_ms)
        ) AS p(ord, phase, ms)
