@@ -17,6 +17,7 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
 	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
 
+	"github.com/cuzk/cuzk/internal/bench"
 	"github.com/cuzk/cuzk/prover"
 	"github.com/cuzk/cuzk/synth"
 )
@@ -90,6 +91,7 @@ func TestGPUBench(t *testing.T) {
 				gpu = append(gpu, time.Since(t0))
 			}
 		}
+		profileOnce(func() { s.msmG1(set1, 0, n, wb, 0, nil) })
 		set1.close()
 		var cpu time.Duration
 		if cpuRef {
@@ -125,6 +127,7 @@ func TestGPUBench(t *testing.T) {
 				gpu = append(gpu, time.Since(t0))
 			}
 		}
+		profileOnce(func() { s.msmG2(set2, 0, n, wb, 0, nil) })
 		set2.close()
 		cpu = 0
 		if cpuRef {
@@ -180,9 +183,18 @@ func TestGPUBench(t *testing.T) {
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 
+// profileOnce runs f (outside the timed runs) with the library's per-stage MSM
+// timing on: it prints a "msm-profile" line to stderr.
+func profileOnce(f func()) {
+	os.Setenv("CUZK_MSM_PROFILE", "1")
+	defer os.Unsetenv("CUZK_MSM_PROFILE")
+	f()
+}
+
 // benchProve times Backend.Prove (no synthesis) for 2^logN constraints and as many
 // wires, on a timing-only key whose bases are tiled random points: proofs made with
-// it do NOT verify. The CPU reference is the project's CPU backend on the same key.
+// it do NOT verify. The CPU reference is the project's CPU backend on the same key
+// (CUZK_GPU_BENCH_PROVE_CPU=0 leaves it out; TestGPUBenchGnark compares with gnark).
 func benchProve(t *testing.T, logN int, q1 []bls12381.G1Affine, q2 []bls12381.G2Affine, cpuRef bool,
 	report func(string, int, []time.Duration, time.Duration)) {
 	ctx := context.Background()
@@ -251,7 +263,7 @@ func benchProve(t *testing.T, logN int, q1 []bls12381.G1Affine, q2 []bls12381.G2
 	}
 	per := time.Since(t0) / 4
 	var cpu time.Duration
-	if cpuRef {
+	if cpuRef && os.Getenv("CUZK_GPU_BENCH_PROVE_CPU") != "0" {
 		cb := prover.NewCPU()
 		ck, err := cb.LoadKey(ctx, pk)
 		if err != nil {
@@ -266,4 +278,68 @@ func benchProve(t *testing.T, logN int, q1 []bls12381.G1Affine, q2 []bls12381.G2
 	}
 	report("prove", logN, gpu, cpu)
 	report("prove/b4", logN, []time.Duration{per}, cpu)
+}
+
+// TestGPUBenchGnark times proving on the device beside gnark's own groth16.Prove on
+// this host's cores, in the same run (internal/bench: interleaved, ratio of medians),
+// on synthetic-k<K> for K in CUZK_GPU_BENCH_GNARK_LOGS (default 20,22; "none" skips).
+// The key is random (prover.RandomKeyFor, shaped like the circuit): timing only, the
+// proofs are not verified, because gnark's Setup takes minutes at these sizes; both
+// provers use the same key. Our side is synth.Solve + prover.Prove, gnark's is
+// groth16.Prove (which solves too); the BENCH line also gives the ratio to our prove
+// alone (no synthesis).
+func TestGPUBenchGnark(t *testing.T) {
+	if os.Getenv("CUZK_GPU_BENCH") != "1" {
+		t.Skip("set CUZK_GPU_BENCH=1 to run the GPU benchmarks")
+	}
+	spec := os.Getenv("CUZK_GPU_BENCH_GNARK_LOGS")
+	if spec == "" {
+		spec = "20,22"
+	}
+	if spec == "none" {
+		t.Skip("CUZK_GPU_BENCH_GNARK_LOGS=none")
+	}
+	b := testBackend(t)
+	ctx := context.Background()
+	reg := synth.NewRegistry(t.TempDir())
+	runs := envInt("CUZK_GPU_BENCH_GNARK_RUNS", 3)
+	for _, f := range strings.Split(spec, ",") {
+		var logN int
+		fmt.Sscan(f, &logN)
+		name := fmt.Sprintf("synthetic-k%d", logN)
+		t0 := time.Now()
+		comp, err := reg.Get(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, err := synth.Inputs(name, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bc, err := bench.SynthCase(comp, in, nil, nil) // nil key: random, timing only
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("%s: compiled in %v\n", name, time.Since(t0).Round(time.Millisecond))
+		res, err := bench.Measure(ctx, bench.Options{Case: bc, Backend: b, Runs: runs, Compare: "gnark"}, os.Stdout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Print(os.Stdout)
+		var prove, total []time.Duration
+		for _, s := range res.Ours {
+			prove = append(prove, s.Prove)
+			total = append(total, s.Total())
+		}
+		g := slices.Clone(res.Gnark)
+		slices.Sort(g)
+		slices.Sort(prove)
+		slices.Sort(total)
+		gm, pm, tm := g[len(g)/2], prove[len(prove)/2], total[len(total)/2]
+		line := fmt.Sprintf("BENCH gnark    2^%d %s (random key, timing only) gnark_prove_ms=%.0f (%d cores) "+
+			"cuzk_solve+prove_ms=%.1f cuzk_prove_ms=%.1f speedup_vs_gnark=%.1fx prove_only_ratio=%.1fx (%d runs)",
+			logN, name, ms(gm), runtime.NumCPU(), ms(tm), ms(pm), float64(gm)/float64(tm), float64(gm)/float64(pm), len(g))
+		t.Log(line)
+		fmt.Println(line)
+	}
 }

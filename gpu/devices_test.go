@@ -274,3 +274,42 @@ func TestPollerSamplesAtOnce(t *testing.T) {
 	cancel()
 	<-done
 }
+
+func TestTelemetryJSON(t *testing.T) {
+	src := &fakeSampler{}
+	tel := StartTelemetry(src, []int{1, 3}, time.Millisecond, nil)
+	closed := 0
+	tel.OnClose(func() { closed++ })
+	defer tel.Close()
+	// The first sample is taken before StartTelemetry returns.
+	for _, i := range []int{1, 3} {
+		b := tel.JSON(i)()
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("device %d: %q: %v", i, b, err)
+		}
+		if m["index"] != float64(i) || m["mem_total_bytes"] != float64(1<<40) || m["mem_used_bytes"] == nil {
+			t.Errorf("device %d: %s", i, b)
+		}
+	}
+	if b := tel.JSON(2)(); b != nil {
+		t.Errorf("unpolled device: %s, want nil", b)
+	}
+	// Later samples replace the first (the fake counts calls in mem_used_bytes).
+	waitFor(t, "a second sample", func() bool {
+		s, _ := tel.Latest(1)
+		return s.MemUsedBytes >= 2
+	})
+	tel.Close() // and once more when the test returns: Close may be repeated
+	n := src.calls[1].Load()
+	time.Sleep(20 * time.Millisecond)
+	if m := src.calls[1].Load(); m != n {
+		t.Errorf("sampled %d more times after Close", m-n)
+	}
+	tel.Close()
+	if closed != 1 {
+		t.Errorf("OnClose ran %d times, want 1", closed)
+	}
+	var none *Telemetry
+	none.Close() // no GPU: nothing to stop
+}

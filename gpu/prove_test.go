@@ -2,7 +2,11 @@ package gpu
 
 import (
 	"context"
+	"math/rand/v2"
 	"testing"
+	"time"
+
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 
 	"github.com/consensys/gnark-crypto/ecc"
 	"github.com/consensys/gnark/backend/groth16"
@@ -124,5 +128,52 @@ func TestProveBuiltins(t *testing.T) {
 			name, pk.NbConstraints, batch, times.H2D, times.NTT, times.MSM, times.Total)
 		key.Close()
 		ckey.Close()
+	}
+}
+
+// TestProvePhaseTimes checks that the backend fills every phase the worker writes to
+// the attempt row (h2d_ms, ntt_ms, msm_g1_ms, msm_g2_ms, msm_ms), on a small
+// timing-only random key (the parts are not checked here: TestProveBuiltins does).
+func TestProvePhaseTimes(t *testing.T) {
+	b := testBackend(t)
+	ctx := context.Background()
+	const n, nbPublic = 1 << 12, 2
+	gpk, err := prover.RandomKey(n, n, nbPublic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk, err := prover.NewProvingKey("timing-2^12", gpk, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := b.LoadKey(ctx, pk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer key.Close()
+	rng := rand.New(rand.NewPCG(5, 6))
+	var sols []*synth.Solution
+	for range 2 {
+		s := &synth.Solution{W: make([]fr.Element, n), A: make([]fr.Element, n), B: make([]fr.Element, n),
+			C: make([]fr.Element, n), NbPublic: nbPublic}
+		for _, v := range [][]fr.Element{s.W, s.A, s.B, s.C} {
+			randFr(rng, v)
+		}
+		sols = append(sols, s)
+	}
+	_, times, err := b.Prove(ctx, key, sols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("phases: h2d %v ntt %v msm_g1 %v msm_g2 %v msm %v total %v",
+		times.H2D, times.NTT, times.MSMG1, times.MSMG2, times.MSM, times.Total)
+	for name, d := range map[string]time.Duration{"H2D": times.H2D, "NTT": times.NTT, "MSMG1": times.MSMG1,
+		"MSMG2": times.MSMG2, "MSM": times.MSM, "Total": times.Total} {
+		if d <= 0 {
+			t.Errorf("%s = %v, want > 0", name, d)
+		}
+	}
+	if times.MSM > times.Total || times.H2D+times.NTT+times.MSM != times.Total {
+		t.Errorf("h2d %v + ntt %v + msm %v != total %v", times.H2D, times.NTT, times.MSM, times.Total)
 	}
 }

@@ -46,10 +46,11 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 	if err != nil {
 		return err
 	}
-	devices, err := openBackends(c.Backend, c.Devices, g.log)
+	devices, tel, err := openDevices(c.Backend, c.Devices, g.log, true)
 	if err != nil {
 		return err
 	}
+	defer tel.Close()
 	defer func() {
 		for _, d := range devices {
 			d.Backend.Close()
@@ -125,35 +126,48 @@ func digestLookup(pool *pgxpool.Pool) func(context.Context, string) (string, err
 
 // openBackends builds one prover per selected device.
 func openBackends(kind, devices string, log *slog.Logger) ([]worker.Device, error) {
-	if kind == "cpu" {
-		return []worker.Device{{Backend: prover.NewCPU(), Label: fmt.Sprintf("cpu (%d cores)", runtime.NumCPU())}}, nil
-	}
-	devs, err := cudaBackends(devices)
-	if err == nil {
-		return devs, nil
-	}
-	if kind == "cuda" {
-		return nil, fmt.Errorf("--backend cuda: %w", err)
-	}
-	log.Warn("no usable GPU, proving on the CPU", "reason", err)
-	return []worker.Device{{Backend: prover.NewCPU(), Label: fmt.Sprintf("cpu (%d cores)", runtime.NumCPU())}}, nil
+	devs, _, err := openDevices(kind, devices, log, false)
+	return devs, err
 }
 
-func cudaBackends(spec string) ([]worker.Device, error) {
+// openDevices is openBackends for the worker: with telemetry, each GPU's latest NVML
+// reading (utilization, memory used/total, temperature), polled in the background,
+// is stored in its attempt rows. tel is nil on the CPU; Close it after the worker.
+func openDevices(kind, devices string, log *slog.Logger, telemetry bool) (devs []worker.Device, tel *gpu.Telemetry, err error) {
+	if kind == "cpu" {
+		return []worker.Device{{Backend: prover.NewCPU(), Label: fmt.Sprintf("cpu (%d cores)", runtime.NumCPU())}}, nil, nil
+	}
+	devs, tel, err = cudaBackends(devices, log, telemetry)
+	if err == nil {
+		return devs, tel, nil
+	}
+	if kind == "cuda" {
+		return nil, nil, fmt.Errorf("--backend cuda: %w", err)
+	}
+	log.Warn("no usable GPU, proving on the CPU", "reason", err)
+	return []worker.Device{{Backend: prover.NewCPU(), Label: fmt.Sprintf("cpu (%d cores)", runtime.NumCPU())}}, nil, nil
+}
+
+func cudaBackends(spec string, log *slog.Logger, telemetry bool) ([]worker.Device, *gpu.Telemetry, error) {
 	// NVML numbers devices by PCI bus; make CUDA agree before the library loads.
 	os.Setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
 	nv, err := gpu.OpenNVML()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer nv.Close()
+	keepNVML := false
+	defer func() {
+		if !keepNVML {
+			nv.Close()
+		}
+	}()
 	all, err := nv.Devices(context.Background())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sel, err := gpu.SelectDevices(spec, all)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out []worker.Device
 	for _, d := range sel {
@@ -162,11 +176,26 @@ func cudaBackends(spec string) ([]worker.Device, error) {
 			for _, o := range out {
 				o.Backend.Close()
 			}
-			return nil, fmt.Errorf("device %s: %w", d, err)
+			return nil, nil, fmt.Errorf("device %s: %w", d, err)
 		}
 		out = append(out, worker.Device{Backend: b, Label: d.Name + " " + d.UUID})
 	}
-	return out, nil
+	if !telemetry {
+		return out, nil, nil
+	}
+	indices := make([]int, len(sel))
+	for i, d := range sel {
+		indices[i] = d.Index
+	}
+	tel := gpu.StartTelemetry(nv, indices, 0, func(index int, err error) {
+		log.Warn("GPU telemetry", "device", index, "err", err)
+	})
+	tel.OnClose(func() { nv.Close() })
+	keepNVML = true
+	for i, d := range sel {
+		out[i].Telemetry = tel.JSON(d.Index)
+	}
+	return out, tel, nil
 }
 
 // memBudget parses --mem-budget or derives it from the cgroup limit / MemAvailable.
