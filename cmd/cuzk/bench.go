@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
 
@@ -33,7 +32,11 @@ func (c benchCmd) Run(ctx context.Context, g *globals) error {
 	}
 	out := g.stdout
 	reg := synth.NewRegistry(c.CacheDir)
-	compiled, err := reg.Get(ctx, c.Circuit)
+	var compiled *synth.Compiled
+	err := step(g.stderr, "compiling "+c.Circuit, func() (err error) {
+		compiled, err = reg.Get(ctx, c.Circuit)
+		return err
+	})
 	if err != nil {
 		if synth.IsBadInput(err) {
 			return usageError{err.Error()}
@@ -49,8 +52,11 @@ func (c benchCmd) Run(ctx context.Context, g *globals) error {
 		}
 	}
 	if pk == nil || err != nil {
-		fmt.Fprintf(g.stderr, "running a development key setup for %s (not a production ceremony)...\n", c.Circuit)
-		if pk, vk, _, err = kd.Setup(ctx, c.Circuit, compiled.CS); err != nil {
+		err = step(g.stderr, "development key setup for "+c.Circuit+" (not a production ceremony)", func() (err error) {
+			pk, vk, _, err = kd.Setup(ctx, c.Circuit, compiled.CS)
+			return err
+		})
+		if err != nil {
 			return err
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/cuzk/cuzk/internal/pgcluster"
 	"github.com/cuzk/cuzk/keys"
 	"github.com/cuzk/cuzk/migrations"
@@ -92,31 +94,8 @@ func (c demoCmd) Run(ctx context.Context, g *globals) error {
 	done := make(chan error, 1)
 	go func() { done <- wc.Run(wctx, &wg) }()
 
-	deadline := time.After(10 * time.Minute)
-	for {
-		var finished, failed int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE state IN ('succeeded','failed','cancelled')),
-		                                     count(*) FILTER (WHERE state = 'failed') FROM cuzk.proof_status`).Scan(&finished, &failed); err != nil {
-			stop()
-			return err
-		}
-		if failed > 0 {
-			stop()
-			<-done
-			return fmt.Errorf("%d demo requests failed (see cuzk status)", failed)
-		}
-		if finished == c.Requests {
-			break
-		}
-		select {
-		case err := <-done:
-			stop()
-			return fmt.Errorf("worker exited early: %v", err)
-		case <-deadline:
-			stop()
-			return fmt.Errorf("demo requests not finished after 10 minutes")
-		case <-time.After(250 * time.Millisecond):
-		}
+	if err := c.waitProven(ctx, g, pool, done, stop); err != nil {
+		return err
 	}
 	stop()
 	if err := <-done; err != nil {
@@ -137,4 +116,38 @@ func (c demoCmd) Run(ctx context.Context, g *globals) error {
 	}
 	step("done; removing the private cluster")
 	return nil
+}
+
+// waitProven follows the demo's requests until all are finished, with a progress bar
+// (plain lines when stderr is not a terminal). It stops the worker on failure.
+func (c demoCmd) waitProven(ctx context.Context, g *globals, pool *pgxpool.Pool, done <-chan error, stop context.CancelFunc) (err error) {
+	p := newProgress(g.stderr, "proving", c.Requests)
+	defer func() { p.Done(err) }()
+	deadline := time.After(10 * time.Minute)
+	for {
+		var finished, failed int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE state IN ('succeeded','failed','cancelled')),
+		                                     count(*) FILTER (WHERE state = 'failed') FROM cuzk.proof_status`).Scan(&finished, &failed); err != nil {
+			stop()
+			return err
+		}
+		p.Set(finished)
+		if failed > 0 {
+			stop()
+			<-done
+			return fmt.Errorf("%d demo requests failed (see cuzk status)", failed)
+		}
+		if finished == c.Requests {
+			return nil
+		}
+		select {
+		case err := <-done:
+			stop()
+			return fmt.Errorf("worker exited early: %v", err)
+		case <-deadline:
+			stop()
+			return fmt.Errorf("demo requests not finished after 10 minutes")
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }

@@ -105,8 +105,11 @@ func (c setupCmd) Run(ctx context.Context, g *globals) error {
 // already exist, and registers the circuit.
 func setupBuiltin(ctx context.Context, g *globals, pool *pgxpool.Pool, reg *synth.Registry, kd keys.Dir, name string, force bool) error {
 	t := time.Now()
-	fmt.Fprintf(g.stderr, "compiling %s...\n", name)
-	compiled, err := reg.Get(ctx, name)
+	var compiled *synth.Compiled
+	err := step(g.stderr, "compiling "+name, func() (err error) {
+		compiled, err = reg.Get(ctx, name)
+		return err
+	})
 	if err != nil {
 		if synth.IsBadInput(err) {
 			return usageError{err.Error()}
@@ -136,11 +139,14 @@ func setupBuiltin(ctx context.Context, g *globals, pool *pgxpool.Pool, reg *synt
 		fmt.Fprintln(g.stderr, "WARNING: running a DEVELOPMENT key ceremony (gnark groth16.Setup). It is NOT a production "+
 			"ceremony: the toxic waste exists in this process's memory, so whoever ran it could forge proofs.")
 		t = time.Now()
-		_, vk, d, err := kd.Setup(ctx, name, compiled.CS)
+		var vk *groth16bls.VerifyingKey
+		err := step(g.stderr, "key setup for "+name, func() (err error) {
+			_, vk, digest, err = kd.Setup(ctx, name, compiled.CS)
+			return err
+		})
 		if err != nil {
 			return err
 		}
-		digest = d
 		if vkBytes, err = encodeVK(vk); err != nil {
 			return err
 		}

@@ -78,7 +78,11 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 	cfg.ShutdownGrace = c.ShutdownGrace
 	cfg.PollInterval = c.PollInterval
 	cfg.ScrubInputs = !c.KeepInputs
-	obs, err := newObservability(pool, devices, nil)
+	var gpus gpu.LatestSamples // nil on CPU hosts (a nil *gpu.Telemetry in it would not be)
+	if tel != nil {
+		gpus = tel
+	}
+	obs, err := newObservability(pool, devices, gpus)
 	if err != nil {
 		return err
 	}
