@@ -54,6 +54,11 @@ const (
 	loadDeadline = 150 * time.Second
 )
 
+// loadFlags batch (max-batch > 1) and rescue quickly. Live jobs are held well under a
+// second; a 10 s --rescue-after leaves room for a loaded CI host.
+var loadFlags = []string{"--max-batch", "4", "--batch-wait", "20ms", "--synth-concurrency", "1", "--queue-depth", "1",
+	"--rescue-after", "10s", "--poll-interval", "100ms", "--shutdown-grace", "20s"}
+
 // env is the environment of every cuzk process: none of the developer's cuzk settings,
 // a private HOME, the test's database.
 type env struct {
@@ -62,7 +67,7 @@ type env struct {
 	logDir            string
 }
 
-func newEnv(t *testing.T, dbURL string) *env {
+func newEnv(t testing.TB, dbURL string) *env {
 	var vars []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
@@ -77,7 +82,7 @@ func newEnv(t *testing.T, dbURL string) *env {
 }
 
 // run runs a cuzk command to completion and fails the test unless it exits 0.
-func (e *env) run(t *testing.T, args ...string) {
+func (e *env) run(t testing.TB, args ...string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -97,18 +102,15 @@ type workerProc struct {
 	done    chan error
 }
 
-func (e *env) startWorker(t *testing.T, name string) *workerProc {
+func (e *env) startWorker(t testing.TB, name string, flags ...string) *workerProc {
 	t.Helper()
 	logPath := filepath.Join(e.logDir, strings.ReplaceAll(name, "/", "_")+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(cuzkBin, "worker", "--backend", "cpu", "--name", name,
-		"--keys-dir", e.keysDir, "--cache-dir", e.cacheDir,
-		"--max-batch", "4", "--batch-wait", "20ms", "--synth-concurrency", "1", "--queue-depth", "1",
-		// Live jobs are held well under a second; 10 s leaves room for a loaded CI host.
-		"--rescue-after", "10s", "--poll-interval", "100ms", "--shutdown-grace", "20s")
+	args := append([]string{"worker", "--backend", "cpu", "--name", name, "--keys-dir", e.keysDir, "--cache-dir", e.cacheDir}, flags...)
+	cmd := exec.Command(cuzkBin, args...)
 	cmd.Env = e.vars
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
@@ -133,7 +135,7 @@ func (e *env) startWorker(t *testing.T, name string) *workerProc {
 }
 
 // kill ends the process with SIGKILL: no shutdown code runs.
-func (p *workerProc) kill(t *testing.T) {
+func (p *workerProc) kill(t testing.TB) {
 	t.Helper()
 	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatalf("kill %s: %v", p.name, err)
@@ -142,7 +144,7 @@ func (p *workerProc) kill(t *testing.T) {
 }
 
 // stop sends SIGTERM and expects a clean exit 0 (the operators' contract).
-func (p *workerProc) stop(t *testing.T) {
+func (p *workerProc) stop(t testing.TB) {
 	t.Helper()
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatalf("SIGTERM %s: %v", p.name, err)
@@ -169,7 +171,7 @@ func tail(path string, n int) string {
 }
 
 // waitFor polls the query (one integer) until cond holds or the deadline passes.
-func waitFor(t *testing.T, pool *pgxpool.Pool, deadline time.Time, what, query string, cond func(int) bool, args ...any) int {
+func waitFor(t testing.TB, pool *pgxpool.Pool, deadline time.Time, what, query string, cond func(int) bool, args ...any) int {
 	t.Helper()
 	var n int
 	for {
@@ -186,7 +188,7 @@ func waitFor(t *testing.T, pool *pgxpool.Pool, deadline time.Time, what, query s
 	}
 }
 
-func count(t *testing.T, pool *pgxpool.Pool, query string, args ...any) int {
+func count(t testing.TB, pool *pgxpool.Pool, query string, args ...any) int {
 	t.Helper()
 	var n int
 	if err := pool.QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
@@ -228,8 +230,8 @@ func TestThousandRequestsTwoWorkersKilledThrice(t *testing.T) {
 	}
 
 	deadline := time.Now().Add(loadDeadline)
-	steady := e.startWorker(t, "load-a")
-	victim := e.startWorker(t, "load-b-0")
+	steady := e.startWorker(t, "load-a", loadFlags...)
+	victim := e.startWorker(t, "load-b-0", loadFlags...)
 
 	const succeeded = `SELECT count(*) FROM cuzk.proof_requests WHERE state = 'succeeded'`
 	// killedAttempts are the attempt rows that were running in a process when it was
@@ -265,7 +267,7 @@ func TestThousandRequestsTwoWorkersKilledThrice(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("kill %d of %s at %s: %d attempts in flight", k, victim.name, time.Since(start).Round(time.Millisecond), n)
-		victim = e.startWorker(t, fmt.Sprintf("load-b-%d", k))
+		victim = e.startWorker(t, fmt.Sprintf("load-b-%d", k), loadFlags...)
 	}
 	if len(killedAttempts) == 0 {
 		t.Fatal("no attempt was in flight at any kill: the kills tested nothing")
