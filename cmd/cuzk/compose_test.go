@@ -23,6 +23,7 @@ type composeService struct {
 	Command     []string          `yaml:"command"`
 	Profiles    []string          `yaml:"profiles"`
 	Environment map[string]string `yaml:"environment"`
+	Ports       []string          `yaml:"ports"`
 	Healthcheck *struct {
 		Test []string `yaml:"test"`
 	} `yaml:"healthcheck"`
@@ -126,8 +127,10 @@ func TestComposeServices(t *testing.T) {
 		}
 	}
 	dependsOn("migrate", "postgres", "service_healthy")
-	dependsOn("worker", "migrate", "service_completed_successfully")
-	dependsOn("worker-cpu", "migrate", "service_completed_successfully")
+	for _, w := range []string{"worker", "worker-cpu"} {
+		dependsOn(w, "postgres", "service_healthy")
+		dependsOn(w, "migrate", "service_completed_successfully")
+	}
 
 	if c := doc.Services["migrate"].Command; !slices.Equal(c, []string{"migrate"}) {
 		t.Errorf("migrate command %q, want [migrate] (the image's entrypoint is cuzk)", c)
@@ -139,6 +142,17 @@ func TestComposeServices(t *testing.T) {
 		}
 		if s.Build == nil {
 			t.Errorf("%s must build from the Dockerfile", svc)
+		}
+		// The healthcheck asks /readyz on the port the worker serves (CUZK_HTTP), and
+		// that port is published for the dashboard and Prometheus.
+		_, port, _ := strings.Cut(s.Environment["CUZK_HTTP"], ":")
+		if s.Healthcheck == nil || port == "" {
+			t.Errorf("%s: needs CUZK_HTTP (%q) and a healthcheck", svc, s.Environment["CUZK_HTTP"])
+		} else if hc := strings.Join(s.Healthcheck.Test, " "); !strings.Contains(hc, "/dev/tcp/127.0.0.1/"+port+" ") || !strings.Contains(hc, "GET /readyz") {
+			t.Errorf("%s healthcheck %q does not ask /readyz on port %s", svc, hc, port)
+		}
+		if len(s.Ports) != 1 || !strings.HasSuffix(s.Ports[0], ":"+port) || !strings.HasPrefix(s.Ports[0], "127.0.0.1:") {
+			t.Errorf("%s ports %q: want the HTTP port %s published on the host's loopback", svc, s.Ports, port)
 		}
 		// The worker waits up to CUZK_SHUTDOWN_GRACE for in-flight work on SIGTERM;
 		// compose must not SIGKILL it before that.
@@ -284,4 +298,48 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// TestDockerfile checks the image's shape: a multi-stage build whose runtime stage is an
+// NVIDIA CUDA runtime image carrying the CUDA prover library where the binary looks.
+func TestDockerfile(t *testing.T) {
+	b, err := os.ReadFile("../../Dockerfile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var froms []string
+	var lib, entry string
+	copied := map[string]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		switch f[0] {
+		case "FROM":
+			froms = append(froms, f[1])
+		case "COPY":
+			if strings.HasPrefix(f[1], "--from=") {
+				copied[f[len(f)-1]] = true
+			}
+		case "ENV":
+			if m := regexp.MustCompile(`CUZK_GPU_LIB=(\S+)`).FindStringSubmatch(line); m != nil {
+				lib = m[1]
+			}
+		case "ENTRYPOINT":
+			entry = strings.Join(f[1:], " ")
+		}
+	}
+	if len(froms) < 3 || !strings.HasPrefix(froms[0], "golang:") {
+		t.Errorf("stages %q: want a Go build stage, a CUDA build stage and the runtime", froms)
+	}
+	if rt := froms[len(froms)-1]; !strings.HasPrefix(rt, "nvidia/cuda:") || !strings.Contains(rt, "-runtime-") {
+		t.Errorf("runtime stage %q: want an nvidia/cuda runtime image", rt)
+	}
+	if lib == "" || !copied[lib] || !strings.HasSuffix(lib, "libcuzkgpu.so") {
+		t.Errorf("CUZK_GPU_LIB=%q must name the libcuzkgpu.so copied from the CUDA stage (copied: %v)", lib, copied)
+	}
+	if !copied["/usr/local/bin/cuzk"] || !strings.Contains(entry, "/usr/local/bin/cuzk") {
+		t.Errorf("the image must run the cuzk binary it copies (ENTRYPOINT %s)", entry)
+	}
 }
