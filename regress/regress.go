@@ -31,7 +31,7 @@ import (
 // proof_attempts columns without their "_ms" suffix.
 func Phases() []string {
 	return []string{"queue", "batch_wait", "mem_wait", "srs", "synth", "prove_wait", "prove",
-		"ntt", "msm", "msm_g1", "msm_g2", "h2d", "verify", "persist", "total"}
+		"h2d", "ntt", "msm", "msm_g1", "msm_g2", "verify", "persist", "total"}
 }
 
 func phaseOrder(phase string) int {

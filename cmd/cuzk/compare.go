@@ -9,9 +9,11 @@ import (
 	"strings"
 
 	"github.com/alecthomas/kong"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/cuzk/cuzk/dashboard"
 	"github.com/cuzk/cuzk/regress"
 )
 
@@ -140,4 +142,62 @@ func writeReport(w io.Writer, rep *regress.Report, asJSON bool) error {
 		return json.NewEncoder(w).Encode(rep)
 	}
 	return rep.WriteTable(w)
+}
+
+// comparisonPanel fills the dashboard's panel: the two builds whose workers most
+// recently succeeded, compared by cuzk.compare_timings (order statistics: a sort per
+// series, cheap enough for every page view, where a bootstrap would not be).
+func comparisonPanel(pool *pgxpool.Pool) dashboard.ComparisonFunc {
+	return func(ctx context.Context) (*dashboard.Comparison, error) {
+		rows, err := pool.Query(ctx, `
+			SELECT build FROM cuzk.proof_attempts
+			 WHERE outcome = 'succeeded' AND build IS NOT NULL
+			 GROUP BY build ORDER BY max(finished_at) DESC LIMIT 2`)
+		if err != nil {
+			return nil, fmt.Errorf("recent builds: %w", err)
+		}
+		builds, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			return nil, fmt.Errorf("recent builds: %w", err)
+		}
+		if len(builds) < 2 {
+			return nil, nil
+		}
+		older, newer := builds[1], builds[0]
+		rows, err = pool.Query(ctx, `
+			SELECT source, circuit, phase, n_a, n_b, median_a_ms, median_b_ms, change_pct, ci_low_pct, ci_high_pct, flagged, faster
+			  FROM cuzk.compare_timings('build', $1, 'build', $2)
+			 WHERE note IS NULL`, older, newer)
+		if err != nil {
+			return nil, fmt.Errorf("compare %s with %s: %w", older, newer, err)
+		}
+		cmp := &dashboard.Comparison{
+			Title:   fmt.Sprintf("%s (B) vs %s (A)", newer, older),
+			Columns: []string{"source", "circuit", "phase", "n A", "n B", "median A ms", "median B ms", "change", "95% interval", ""},
+		}
+		var source, circuit, phase string
+		var na, nb int
+		var ma, mb, ch, lo, hi float64
+		var flagged, faster bool
+		var slower int
+		_, err = pgx.ForEachRow(rows, []any{&source, &circuit, &phase, &na, &nb, &ma, &mb, &ch, &lo, &hi, &flagged, &faster}, func() error {
+			verdict := ""
+			switch {
+			case flagged:
+				verdict, slower = "SLOWER", slower+1
+			case faster:
+				verdict = "faster"
+			}
+			cmp.Rows = append(cmp.Rows, []string{source, circuit, phase, fmt.Sprint(na), fmt.Sprint(nb),
+				fmt.Sprintf("%.1f", ma), fmt.Sprintf("%.1f", mb), fmt.Sprintf("%+.1f%%", ch),
+				fmt.Sprintf("[%+.1f%%, %+.1f%%]", lo, hi), verdict})
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("compare %s with %s: %w", older, newer, err)
+		}
+		cmp.Note = fmt.Sprintf("%d of %d phases slower beyond 5%% with 95%% confidence; phases with fewer than 10 attempts a side are left out. "+
+			"cuzk timings --compare 'build:%s..build:%s' gives the full table.", slower, len(cmp.Rows), older, newer)
+		return cmp, nil
+	}
 }

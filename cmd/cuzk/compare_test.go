@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/cuzk/cuzk/dashboard"
 	"github.com/cuzk/cuzk/internal/pgtest"
 	"github.com/cuzk/cuzk/regress"
 )
@@ -108,16 +113,7 @@ func TestBenchABComparesInterleavedArms(t *testing.T) {
 
 func TestCompareFlagsARegressionWithExit3(t *testing.T) {
 	db := pgtest.New(t)
-	// Two builds' attempts as a worker stores them; the new build's synthesis is 20% slower.
-	psql(t, db.URL, `
-		INSERT INTO cuzk.circuits (name, constraints, public_inputs, wires, vk, pk_digest) VALUES ('c', 1, 0, 1, '\x00', 'x');
-		INSERT INTO cuzk.proof_requests (request_id, circuit, inputs) SELECT 'r' || g, 'c', '{}' FROM generate_series(1, 80) g;
-		INSERT INTO cuzk.proof_attempts (request_id, attempt, circuit, outcome, worker, build, config_hash, finished_at,
-		                                 synth_ms, prove_ms, total_ms)
-		SELECT 'r' || g, 1, 'c', 'succeeded', 'h/1', CASE WHEN g <= 40 THEN 'v1.0.0 aaaabbbbcccc' ELSE 'v1.1.0 ddddeeeeffff' END,
-		       'abcdef012345', now() - interval '1 hour' * (80 - g),
-		       100 * (1 + 0.02 * sin(g)) * CASE WHEN g > 40 THEN 1.2 ELSE 1 END, 300 + cos(g), 400 + sin(g)
-		  FROM generate_series(1, 80) g;`)
+	insertTwoBuilds(t, db.URL)
 	r := cuzkDB(t, db.URL, "timings", "--compare", "v1.0.0..ddddeeee")
 	wantExit(t, r, exitRegression, "cuzk: regression: 1 phase slower beyond 5%: c synth +")
 	wantCompared(t, r, "A: v1.0.0 = build v1.0.0 aaaabbbbcccc (40 timed)", "B: ddddeeee = build v1.1.0 ddddeeeeffff")
@@ -142,4 +138,62 @@ func TestCompareFlagsARegressionWithExit3(t *testing.T) {
 	wantExit(t, cuzkDB(t, db.URL, "timings", "--compare", "config:zz..config:abcd"), exitUsage, "hex digits")
 	wantExit(t, cuzkDB(t, db.URL, "timings", "--compare", "now/-1h..v1.0.0"), exitUsage, "is not before")
 	wantExit(t, cuzkDB(t, db.URL, "timings", "--compare", "v1.0.0..v1.1.0", "--confidence", "1.5"), exitUsage, "confidence")
+}
+
+// insertTwoBuilds stores 40 succeeded attempts of each of two builds, as a worker does;
+// the newer build's synthesis is 20% slower, its other phases unchanged.
+func insertTwoBuilds(t *testing.T, url string) {
+	t.Helper()
+	psql(t, url, `
+		INSERT INTO cuzk.circuits (name, constraints, public_inputs, wires, vk, pk_digest) VALUES ('c', 1, 0, 1, '\x00', 'x');
+		INSERT INTO cuzk.proof_requests (request_id, circuit, inputs) SELECT 'r' || g, 'c', '{}' FROM generate_series(1, 80) g;
+		INSERT INTO cuzk.proof_attempts (request_id, attempt, circuit, outcome, worker, build, config_hash, finished_at,
+		                                 synth_ms, prove_ms, total_ms)
+		SELECT 'r' || g, 1, 'c', 'succeeded', 'h/1', CASE WHEN g <= 40 THEN 'v1.0.0 aaaabbbbcccc' ELSE 'v1.1.0 ddddeeeeffff' END,
+		       'abcdef012345', now() - interval '1 hour' * (80 - g),
+		       100 * (1 + 0.02 * sin(g)) * CASE WHEN g > 40 THEN 1.2 ELSE 1 END, 300 + cos(g), 400 + sin(g)
+		  FROM generate_series(1, 80) g;`)
+}
+
+func TestDashboardPanelComparesTheTwoLatestBuilds(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	panel := comparisonPanel(db.Pool)
+	if c, err := panel(ctx); c != nil || err != nil {
+		t.Fatalf("no builds yet: %+v, %v", c, err)
+	}
+	insertTwoBuilds(t, db.URL)
+	c, err := panel(ctx)
+	if err != nil || c == nil {
+		t.Fatalf("panel: %+v, %v", c, err)
+	}
+	if c.Title != "v1.1.0 ddddeeeeffff (B) vs v1.0.0 aaaabbbbcccc (A)" {
+		t.Errorf("title %q", c.Title)
+	}
+	var slower []string
+	for _, row := range c.Rows {
+		if len(row) != len(c.Columns) {
+			t.Fatalf("row %v has %d cells for %d columns", row, len(row), len(c.Columns))
+		}
+		if row[len(row)-1] == "SLOWER" {
+			slower = append(slower, row[2])
+		}
+	}
+	if len(c.Rows) != 3 || strings.Join(slower, ",") != "synth" {
+		t.Errorf("rows %v: want synth, prove, total with synth slower", c.Rows)
+	}
+	if !strings.Contains(c.Note, "1 of 3 phases slower") {
+		t.Errorf("note %q", c.Note)
+	}
+	srv := httptest.NewServer(dashboard.New(db.Pool, dashboard.Options{Comparison: panel}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	page, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(page), "SLOWER") || !strings.Contains(string(page), "v1.1.0 ddddeeeeffff (B)") {
+		t.Errorf("dashboard: %s\n%s", resp.Status, page)
+	}
 }

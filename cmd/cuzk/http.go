@@ -76,9 +76,6 @@ func readOnly(h http.Handler) http.Handler {
 	})
 }
 
-// comparisonPanel provides the dashboard's build comparison panel; nil leaves it out.
-func comparisonPanel(*pgxpool.Pool) dashboard.ComparisonFunc { return nil }
-
 // handler builds the mux; River UI's background services run until ctx ends.
 func (o *observability) handler(ctx context.Context, f httpFlags, log *slog.Logger) (http.Handler, error) {
 	mux := http.NewServeMux()

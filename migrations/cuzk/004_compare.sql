@@ -51,18 +51,18 @@ SELECT 'worker'::text AS source, a.circuit, a.build, a.config_hash, a.finished_a
  CROSS JOIN LATERAL (VALUES
         (1, 'queue', a.queue_ms), (2, 'batch_wait', a.batch_wait_ms), (3, 'mem_wait', a.mem_wait_ms),
         (4, 'srs', a.srs_ms), (5, 'synth', a.synth_ms), (6, 'prove_wait', a.prove_wait_ms),
-        (7, 'prove', a.prove_ms), (8, 'ntt', a.ntt_ms), (9, 'msm', a.msm_ms),
-        (10, 'msm_g1', a.msm_g1_ms), (11, 'msm_g2', a.msm_g2_ms), (12, 'h2d', a.h2d_ms),
-        (13, 'verify', a.verify_ms), (14, 'persist', a.persist_ms), (15, 'total', a.total_ms)
+        (7, 'prove', a.prove_ms), (8, 'h2d', a.h2d_ms), (9, 'ntt', a.ntt_ms), (10, 'msm', a.msm_ms),
+        (11, 'msm_g1', a.msm_g1_ms), (12, 'msm_g2', a.msm_g2_ms), (13, 'verify', a.verify_ms),
+        (14, 'persist', a.persist_ms), (15, 'total', a.total_ms)
        ) AS p(ord, phase, ms)
  WHERE a.outcome = 'succeeded' AND p.ms IS NOT NULL
 UNION ALL
 SELECT 'bench', b.circuit, b.build, b.config_hash, b.finished_at, b.bench_id, b.arm, p.ord, p.phase, p.ms
   FROM cuzk.bench_runs b
  CROSS JOIN LATERAL (VALUES
-        (5, 'synth', b.synth_ms), (7, 'prove', b.prove_ms), (8, 'ntt', b.ntt_ms),
-        (9, 'msm', b.msm_ms), (10, 'msm_g1', b.msm_g1_ms), (11, 'msm_g2', b.msm_g2_ms),
-        (12, 'h2d', b.h2d_ms), (13, 'verify', b.verify_ms), (15, 'total', b.total_ms)
+        (5, 'synth', b.synth_ms), (7, 'prove', b.prove_ms), (8, 'h2d', b.h2d_ms), (9, 'ntt', b.ntt_ms),
+        (10, 'msm', b.msm_ms), (11, 'msm_g1', b.msm_g1_ms), (12, 'msm_g2', b.msm_g2_ms),
+        (13, 'verify', b.verify_ms), (15, 'total', b.total_ms)
        ) AS p(ord, phase, ms)
  WHERE p.ms IS NOT NULL;
 
