@@ -177,6 +177,11 @@ func TestPipelineBatchFlushesInAttemptRows(t *testing.T) {
 	full := loadAttempts(t, db.Pool, "full")
 	requireTimed(t, full, 3)
 	for _, a := range full {
+		// One Backend.Prove call for the whole batch: the same proving interval.
+		if !a.proveAt.Equal(*full[0].proveAt) || *a.proveMs != *full[0].proveMs {
+			t.Errorf("full: %s proven at %s for %.1f ms, %s at %s for %.1f ms: want one proving call", a.requestID,
+				a.proveAt, *a.proveMs, full[0].requestID, full[0].proveAt, *full[0].proveMs)
+		}
 		if *a.batchID != *full[0].batchID || *a.batchSize != 3 {
 			t.Errorf("full: %s in batch %s of %d, want all three in one batch of 3", a.requestID, a.batchID, *a.batchSize)
 		}
@@ -313,4 +318,48 @@ func TestMemoryBudgetOneSynthesisAtATime(t *testing.T) {
 		t.Errorf("longest mem_wait_ms %.1f, want at least half a proof (%.1f ms): nobody waited for the budget", maxWait, minProve/2)
 	}
 	t.Logf("budget %d bytes for an estimate of %d; longest mem_wait %.1f ms, shortest prove %.1f ms", need+need/2, need, maxWait, minProve)
+}
+
+// Backpressure: a worker holds no more claimed jobs than its pipeline can start soon
+// (a batch per queue slot and per device, plus one per synthesis slot); the rest stay
+// available in the queue for other hosts.
+func TestPipelineClaimsNoMoreThanItCanStart(t *testing.T) {
+	const circuit, n = "synthetic-k12", 8
+	const maxBatch, queueDepth, synthConc = 1, 1, 1
+	const limit = maxBatch*(queueDepth+1) + synthConc // one CPU device
+	db := pgtest.New(t)
+	register(t, db.Pool, circuit)
+	insertRequests(t, db.Pool, "bp", circuit, n, 2)
+	startWorker(t, db.Pool, func(c *worker.Config) {
+		c.MaxBatch, c.QueueDepth, c.SynthConcurrency = maxBatch, queueDepth, synthConc
+	})
+	peak, sawWaiting := 0, false
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		var running, available, done int
+		if err := db.Pool.QueryRow(context.Background(), `
+			SELECT count(*) FILTER (WHERE state = 'running'), count(*) FILTER (WHERE state = 'available'),
+			       count(*) FILTER (WHERE state = 'completed') FROM river_job`).Scan(&running, &available, &done); err != nil {
+			t.Fatal(err)
+		}
+		peak = max(peak, running)
+		sawWaiting = sawWaiting || running > 0 && available > 0
+		if running > limit {
+			t.Fatalf("%d jobs claimed at once, more than the pipeline's %d", running, limit)
+		}
+		if done == n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d jobs completed before the deadline", done, n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !sawWaiting {
+		t.Error("never saw jobs left available while the worker was busy")
+	}
+	if peak < 2 {
+		t.Errorf("at most %d job claimed at once: the pipeline was never filled", peak)
+	}
+	t.Logf("peak %d jobs claimed (limit %d) of %d", peak, limit, n)
 }
