@@ -174,6 +174,7 @@ func TestFalseFlagRate(t *testing.T) {
 					t.Errorf("%s: interval excluded the true change in %d of %d draws, more than %d", p, miss[p], draws, twoSided)
 				}
 			}
+			t.Logf("%d flags at the default 5%% threshold", gated)
 			if gated > oneSided {
 				t.Errorf("%d false flags at the 5%% threshold over %d draws × %d phases", gated, draws, len(phases))
 			}
