@@ -237,7 +237,7 @@ func TestPipelineBatchFlushesInAttemptRows(t *testing.T) {
 
 // A request whose memory estimate exceeds the whole budget fails at once, says so, and
 // is not retried.
-func TestMemoryBudgetTooLargeFailsAtOnce(t *testing.T) {
+func TestPipelineRequestLargerThanMemoryFailsAtOnce(t *testing.T) {
 	const circuit = "synthetic-k8"
 	db := pgtest.New(t)
 	register(t, db.Pool, circuit)
@@ -286,18 +286,24 @@ func TestMemoryBudgetTooLargeFailsAtOnce(t *testing.T) {
 
 // With a budget that holds one synthesis, syntheses run one at a time even with two
 // synthesis slots, and each attempt records what it reserved and how long it waited.
-func TestMemoryBudgetOneSynthesisAtATime(t *testing.T) {
+func TestPipelineMemoryForOneSynthesisSerializes(t *testing.T) {
 	const circuit, n = "synthetic-k12", 4
 	db := pgtest.New(t)
 	register(t, db.Pool, circuit)
 	compiled, _, _ := keys.setup(t, circuit)
 	need := synth.EstimateBytes(compiled)
 	insertRequests(t, db.Pool, "mem", circuit, n, 2)
-	startWorker(t, db.Pool, func(c *worker.Config) {
+	rw := startWorker(t, db.Pool, func(c *worker.Config) {
 		c.MemBudget = need + need/2
 		c.MaxBatch, c.SynthConcurrency, c.QueueDepth = 1, 2, 2
 	})
 	waitSucceeded(t, db.Pool, "mem", n)
+	// Every reservation is given back once its proof is stored (just after the commit).
+	for deadline := time.Now().Add(10 * time.Second); rw.w.Budget().Reserved() != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes still reserved after every proof was stored", rw.w.Budget().Reserved())
+		}
+	}
 
 	atts := loadAttempts(t, db.Pool, "mem")
 	requireTimed(t, atts, n)
