@@ -40,14 +40,23 @@ func Timeout(constraints int64) time.Duration {
 	return 10*time.Minute + time.Duration(constraints)*100*time.Microsecond
 }
 
+// DefaultRetryBase is the first retry's delay.
+const DefaultRetryBase = 5 * time.Second
+
 // RetryBackoff is the delay before attempt n+1 after n failed attempts: exponential
 // from 5 s, capped at 10 minutes, so a flapping GPU or database is retried promptly
 // but not hammered.
-func RetryBackoff(attempt int) time.Duration {
+func RetryBackoff(attempt int) time.Duration { return Backoff(DefaultRetryBase, attempt) }
+
+// Backoff is RetryBackoff from another first delay (tests use a short one).
+func Backoff(base time.Duration, attempt int) time.Duration {
 	if attempt < 1 {
 		attempt = 1
 	}
-	d := 5 * time.Second
+	if base <= 0 {
+		base = DefaultRetryBase
+	}
+	d := base
 	for i := 1; i < attempt && d < 10*time.Minute; i++ {
 		d *= 2
 	}

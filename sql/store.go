@@ -66,15 +66,21 @@ type Origin struct {
 // BeginAttempt claims a request for a new attempt: it marks attempts left 'running' by
 // a dead worker as 'interrupted', moves the request to 'running', and inserts the
 // attempt row. All in one transaction, so two workers never share an attempt number.
+//
+// Attempt rows are numbered 1, 2, 3, ... per request, every row that was ever begun.
+// proof_requests.attempts counts the attempts that used up one of max_attempts, as
+// River's job attempt does: an attempt handed back on worker shutdown (HandBack) keeps
+// its row, numbered, but gives its count back. So attempts <= the highest row number.
 func (s *Store) BeginAttempt(ctx context.Context, requestID string, jobID int64, origin Origin, queuedAt time.Time) (*Request, error) {
 	var r Request
 	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
 		var state string
 		var inputs *string
+		var counted int
 		err := tx.QueryRow(ctx, `
 			SELECT id, request_id, circuit, inputs::text, witness, priority, max_attempts, attempts, state, created_at
 			  FROM cuzk.proof_requests WHERE request_id = $1 FOR UPDATE`, requestID).
-			Scan(&r.ID, &r.RequestID, &r.Circuit, &inputs, &r.Witness, &r.Priority, &r.MaxAttempts, &r.Attempt, &state, &r.CreatedAt)
+			Scan(&r.ID, &r.RequestID, &r.Circuit, &inputs, &r.Witness, &r.Priority, &r.MaxAttempts, &counted, &state, &r.CreatedAt)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("%w %q", ErrUnknownRequest, requestID)
 		}
@@ -87,7 +93,12 @@ func (s *Store) BeginAttempt(ctx context.Context, requestID string, jobID int64,
 		if state != "queued" && state != "running" {
 			return &NotRunnableError{RequestID: requestID, State: state}
 		}
-		r.Attempt++
+		// A statement of its own, so that it sees the rows of an attempt begun by the
+		// transaction that held the lock just before.
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(attempt), 0) + 1 FROM cuzk.proof_attempts WHERE request_id = $1`,
+			requestID).Scan(&r.Attempt); err != nil {
+			return fmt.Errorf("number the attempt of %q: %w", requestID, err)
+		}
 		if _, err := tx.Exec(ctx, `
 			UPDATE cuzk.proof_attempts
 			   SET outcome = 'interrupted', finished_at = now(),
@@ -97,7 +108,7 @@ func (s *Store) BeginAttempt(ctx context.Context, requestID string, jobID int64,
 		}
 		if _, err := tx.Exec(ctx, `
 			UPDATE cuzk.proof_requests SET state = 'running', attempts = $2, updated_at = now()
-			 WHERE id = $1`, r.ID, r.Attempt); err != nil {
+			 WHERE id = $1`, r.ID, counted+1); err != nil {
 			return fmt.Errorf("mark %q running: %w", requestID, err)
 		}
 		if _, err := tx.Exec(ctx, `
@@ -228,7 +239,16 @@ func StoreProof(ctx context.Context, tx pgx.Tx, p *Proof, scrub bool) error {
 		return fmt.Errorf("insert proof of %q: %w", p.RequestID, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return ErrDuplicateProof
+		// The row may be this very attempt's, from a commit whose answer the connection
+		// lost before a retry: then storing is done, not a duplicate.
+		var attempt int
+		var worker string
+		if err := tx.QueryRow(ctx, `SELECT attempt, worker FROM cuzk.proofs WHERE request_id = $1`, p.RequestID).Scan(&attempt, &worker); err != nil {
+			return fmt.Errorf("read stored proof of %q: %w", p.RequestID, err)
+		}
+		if attempt != p.Attempt || worker != p.Worker {
+			return ErrDuplicateProof
+		}
 	}
 	scrubSQL := ""
 	if scrub {
@@ -244,19 +264,39 @@ func StoreProof(ctx context.Context, tx pgx.Tx, p *Proof, scrub bool) error {
 
 // SetRequestOutcome records a failed attempt on the request: 'failed' when no attempt
 // is left (final), else back to 'queued' for River's retry. A cancelled request stays
-// cancelled.
-func SetRequestOutcome(ctx context.Context, tx pgx.Tx, requestID, errMsg string, final bool) error {
+// cancelled, and an attempt that a later one has superseded (its job was rescued while
+// it ran) changes nothing.
+func SetRequestOutcome(ctx context.Context, tx pgx.Tx, requestID string, attempt int, errMsg string, final bool) error {
 	state := "queued"
 	if final {
 		state = "failed"
 	}
 	_, err := tx.Exec(ctx, `
-		UPDATE cuzk.proof_requests
+		UPDATE cuzk.proof_requests r
 		   SET state = $2, last_error = $3, updated_at = now(),
 		       finished_at = CASE WHEN $2 = 'failed' THEN now() ELSE NULL END
-		 WHERE request_id = $1 AND state = 'running'`, requestID, state, errMsg)
+		 WHERE r.request_id = $1 AND r.state = 'running'
+		   AND NOT EXISTS (SELECT 1 FROM cuzk.proof_attempts a WHERE a.request_id = r.request_id AND a.attempt > $4)`,
+		requestID, state, errMsg, attempt)
 	if err != nil {
 		return fmt.Errorf("mark %q %s: %w", requestID, state, err)
+	}
+	return nil
+}
+
+// HandBack returns a request whose attempt was stopped by a worker shutdown to the
+// queue and gives back the attempt it counted: the attempt row stays (outcome
+// 'interrupted'), but it does not use up one of max_attempts, matching River, which
+// makes the job available again without counting the attempt.
+func HandBack(ctx context.Context, tx pgx.Tx, requestID string, attempt int, reason string) error {
+	_, err := tx.Exec(ctx, `
+		UPDATE cuzk.proof_requests r
+		   SET state = 'queued', attempts = greatest(r.attempts - 1, 0), last_error = $3, updated_at = now()
+		 WHERE r.request_id = $1 AND r.state = 'running'
+		   AND NOT EXISTS (SELECT 1 FROM cuzk.proof_attempts a WHERE a.request_id = r.request_id AND a.attempt > $2)`,
+		requestID, attempt, reason)
+	if err != nil {
+		return fmt.Errorf("hand %q back to the queue: %w", requestID, err)
 	}
 	return nil
 }

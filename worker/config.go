@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/cuzk/cuzk/jobs"
 )
 
 // Config are the worker's settings. The CLI fills them from flags and CUZK_* variables.
@@ -14,8 +16,9 @@ type Config struct {
 	BatchWait        time.Duration // longest a request waits for its batch to fill
 	SynthConcurrency int           // concurrent syntheses
 	QueueDepth       int           // solved batches waiting for a prover, per device
-	RescueAfter      time.Duration // a job 'running' this long without finishing is retried
+	RescueAfter      time.Duration // a job 'running' this long without finishing is retried; also each attempt's time limit
 	ShutdownGrace    time.Duration // in-flight work gets this long to finish on stop
+	RetryBackoff     time.Duration // delay before the first retry, doubling each attempt (jobs.Backoff)
 	PollInterval     time.Duration // how often River looks for jobs without a notification
 	HeartbeatEvery   time.Duration // cuzk.workers refresh
 	ScrubInputs      bool          // delete private inputs once the proof is stored
@@ -33,6 +36,7 @@ func DefaultConfig() Config {
 		QueueDepth:       2,
 		RescueAfter:      time.Hour,
 		ShutdownGrace:    2 * time.Minute,
+		RetryBackoff:     jobs.DefaultRetryBase,
 		PollInterval:     time.Second,
 		HeartbeatEvery:   10 * time.Second,
 		ScrubInputs:      true,
@@ -68,6 +72,12 @@ func (c *Config) validate() error {
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = time.Second
+	}
+	if c.RetryBackoff <= 0 {
+		c.RetryBackoff = jobs.DefaultRetryBase
+	}
+	if c.ShutdownGrace < 0 {
+		c.ShutdownGrace = 0
 	}
 	if c.HeartbeatEvery <= 0 {
 		c.HeartbeatEvery = 10 * time.Second

@@ -10,8 +10,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/consensys/gnark-crypto/ecc"
@@ -19,6 +23,7 @@ import (
 	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
 	"github.com/consensys/gnark/backend/witness"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -57,7 +62,16 @@ type Worker struct {
 
 	timeouts sync.Map // circuit -> time.Duration
 	origin   cuzksql.Origin
+
+	// drainCtx is cancelled when shutdown begins: requests that have not started
+	// synthesis go back to the queue at once instead of holding the worker up.
+	drainCtx context.Context
+	drain    context.CancelFunc
 }
+
+// errHandBack ends an attempt that a worker shutdown stopped: the job goes back to the
+// queue for another worker, without using an attempt.
+var errHandBack = errors.New("handed back: worker shutting down")
 
 // New builds a worker; Run starts it.
 func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Device, log *slog.Logger) (*Worker, error) {
@@ -87,6 +101,7 @@ func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Device, log 
 		proveCh:  make(chan *batch, cfg.QueueDepth),
 	}
 	w.origin = w.makeOrigin()
+	w.drainCtx, w.drain = context.WithCancel(context.Background())
 	w.collector = newCollector(cfg.MaxBatch, cfg.BatchWait, w.startBatch)
 
 	workers := river.NewWorkers()
@@ -103,7 +118,7 @@ func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Device, log 
 		RescueStuckJobsAfter: cfg.RescueAfter,
 		// Per-job timeouts come from the circuit's size (proveWorker.Timeout).
 		JobTimeout:  -1,
-		RetryPolicy: retryPolicy{},
+		RetryPolicy: retryPolicy{base: cfg.RetryBackoff},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("worker: river client: %w", err)
@@ -140,7 +155,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	}()
 
 	w.loadTimeouts(ctx)
-	if err := w.client.Start(ctx); err != nil {
+	// River gets a context of its own: a cancelled Start context would cancel every
+	// running job at once, and in-flight work is meant to finish within the grace period.
+	if err := w.client.Start(context.WithoutCancel(ctx)); err != nil {
+		w.drain()
 		return fmt.Errorf("worker: start river: %w", err)
 	}
 	w.log.Info("worker started", "worker", w.cfg.Name, "devices", len(w.devices),
@@ -154,12 +172,13 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	<-ctx.Done()
 	w.log.Info("worker stopping", "grace", w.cfg.ShutdownGrace)
+	w.drain()
 	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.ShutdownGrace)
 	defer cancel()
-	err := w.client.Stop(stopCtx)
+	err := w.client.Stop(stopCtx) // stops claiming, waits for the jobs it holds
 	if errors.Is(err, context.DeadlineExceeded) {
-		// Grace is over: cancel what is left; River makes those jobs available again
-		// without counting the attempt.
+		// Grace is over: cancel what is left; fail hands each of those jobs back.
+		w.log.Warn("shutdown grace over, handing in-flight work back", "grace", w.cfg.ShutdownGrace)
 		hardCtx, hardCancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer hardCancel()
 		err = w.client.StopAndCancel(hardCtx)
@@ -291,11 +310,23 @@ func (w *Worker) synthesize(it *item) error {
 	}
 	it.compiled = compiled
 
+	// Until synthesis starts the request holds only its claim: a shutdown hands it
+	// back at once (errHandBack) rather than keep the worker past its grace period.
+	waitCtx, stopWait := context.WithCancelCause(it.ctx)
+	defer stopWait(nil)
+	defer context.AfterFunc(w.drainCtx, func() { stopWait(errHandBack) })()
+	if w.drainCtx.Err() != nil {
+		return errHandBack
+	}
+
 	need := synth.EstimateBytes(compiled)
 	t := time.Now()
-	res, err := w.budget.Reserve(it.ctx, need)
+	res, err := w.budget.Reserve(waitCtx, need)
 	it.att.MemWaitMs = msPtr(time.Since(t))
 	if err != nil {
+		if errors.Is(context.Cause(waitCtx), errHandBack) {
+			return errHandBack
+		}
 		return fmt.Errorf("reserve %d bytes: %w", need, err)
 	}
 	it.res = res
@@ -303,10 +334,13 @@ func (w *Worker) synthesize(it *item) error {
 
 	select {
 	case w.synthSem <- struct{}{}:
-	case <-it.ctx.Done():
-		return context.Cause(it.ctx)
+	case <-waitCtx.Done():
+		return context.Cause(waitCtx)
 	}
 	defer func() { <-w.synthSem }()
+	if w.drainCtx.Err() != nil {
+		return errHandBack
+	}
 	it.att.SynthStartedAt = time.Now()
 	sol, err := synth.Solve(it.ctx, compiled, it.req.Payload())
 	it.synthDone = time.Now()
@@ -429,29 +463,10 @@ func (w *Worker) persist(ctx context.Context, it *item, log *slog.Logger) error 
 	it.att.VerifyMs = msPtr(time.Since(t))
 
 	t = time.Now()
-	err := pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-		err := cuzksql.StoreProof(ctx, tx, &cuzksql.Proof{
-			RequestID: it.req.RequestID, Circuit: it.req.Circuit,
-			Proof: proofBuf.Bytes(), PublicWitness: it.public,
-			Attempt: it.req.Attempt, Worker: w.cfg.Name, Backend: it.att.Backend,
-		}, w.cfg.ScrubInputs)
-		switch {
-		case errors.Is(err, cuzksql.ErrDuplicateProof):
-			it.att.Outcome, it.att.Error = "interrupted", err.Error()
-		case errors.Is(err, cuzksql.ErrCancelled):
-			it.att.Outcome, it.att.Error = "cancelled", err.Error()
-		case err != nil:
-			return err
-		default:
-			it.att.Outcome = "succeeded"
-		}
-		if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, it.job); err != nil {
-			return fmt.Errorf("complete job %d: %w", it.job.ID, err)
-		}
-		it.att.PersistMs = msPtr(time.Since(t))
-		it.att.FinishedAt = time.Now()
-		it.att.TotalMs = w.totalMs(it)
-		return cuzksql.FinishAttempt(ctx, tx, &it.att)
+	err := w.retryDB(ctx, log, "store proof", func(ctx context.Context) error {
+		return pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+			return w.storeTx(ctx, tx, it, proofBuf.Bytes(), t)
+		})
 	})
 	if err != nil {
 		it.err = fmt.Errorf("store proof: %w", err)
@@ -461,6 +476,68 @@ func (w *Worker) persist(ctx context.Context, it *item, log *slog.Logger) error 
 	log.Info("proof stored", "outcome", it.att.Outcome, "total_ms", *it.att.TotalMs,
 		"synth_ms", deref(it.att.SynthMs), "prove_ms", deref(it.att.ProveMs), "backend", it.att.Backend)
 	return nil
+}
+
+// storeTx writes the proof, completes the River job and records the attempt.
+func (w *Worker) storeTx(ctx context.Context, tx pgx.Tx, it *item, proof []byte, t time.Time) error {
+	err := cuzksql.StoreProof(ctx, tx, &cuzksql.Proof{
+		RequestID: it.req.RequestID, Circuit: it.req.Circuit,
+		Proof: proof, PublicWitness: it.public,
+		Attempt: it.req.Attempt, Worker: w.cfg.Name, Backend: it.att.Backend,
+	}, w.cfg.ScrubInputs)
+	switch {
+	case errors.Is(err, cuzksql.ErrDuplicateProof):
+		it.att.Outcome, it.att.Error = "interrupted", err.Error()
+	case errors.Is(err, cuzksql.ErrCancelled):
+		it.att.Outcome, it.att.Error = "cancelled", err.Error()
+	case err != nil:
+		return err
+	default:
+		it.att.Outcome = "succeeded"
+	}
+	if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, it.job); err != nil {
+		return fmt.Errorf("complete job %d: %w", it.job.ID, err)
+	}
+	it.att.PersistMs = msPtr(time.Since(t))
+	it.att.FinishedAt = time.Now()
+	it.att.TotalMs = w.totalMs(it)
+	return cuzksql.FinishAttempt(ctx, tx, &it.att)
+}
+
+// retryDB runs op until it succeeds, fails for a reason other than a lost or refused
+// connection, ctx ends, or a minute has passed: a PostgreSQL restart must not cost a
+// finished proof or leave an attempt unrecorded.
+func (w *Worker) retryDB(ctx context.Context, log *slog.Logger, what string, op func(context.Context) error) error {
+	deadline := time.Now().Add(time.Minute)
+	delay := 100 * time.Millisecond
+	for {
+		err := op(ctx)
+		if err == nil || !transientDB(err) || ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		log.Warn("database unavailable, retrying", "op", what, "err", err, "in", delay)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 2*time.Second)
+	}
+}
+
+// transientDB says whether err is a lost, refused or shut-down connection rather than
+// an answer from the server.
+func transientDB(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		// Class 08: connection exception; 57P01-57P03: server shutting down or starting.
+		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
+	}
+	var ce *pgconn.ConnectError
+	var ne net.Error
+	return pgconn.SafeToRetry(err) || errors.As(err, &ce) || errors.As(err, &ne) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) || strings.Contains(err.Error(), "conn closed")
 }
 
 // totalMs is the attempt's time from being queued to being stored: queue time plus
@@ -475,8 +552,9 @@ func (w *Worker) totalMs(it *item) *float64 {
 
 // fail records a failed attempt and tells River what to do with the job: bad input and
 // requests that can never fit end at once (cancelled job, request failed, no retry); a
-// cancelled request is recorded as such; a worker shutdown hands the job back; anything
-// else is retried with backoff until max_attempts.
+// cancelled request is recorded as such; a worker shutdown hands the job back without
+// using an attempt (River's snooze); anything else is retried with backoff until
+// max_attempts.
 func (w *Worker) fail(ctx context.Context, it *item, log *slog.Logger) error {
 	err := it.err
 	var tooLarge *TooLargeError
@@ -484,37 +562,59 @@ func (w *Worker) fail(ctx context.Context, it *item, log *slog.Logger) error {
 	permanent := synth.IsBadInput(err) || errors.As(err, &tooLarge) || errors.As(err, &commit)
 	cause := context.Cause(ctx)
 	final := permanent || it.job.Attempt >= it.job.MaxAttempts
+	handBack := false
 
 	switch {
 	case errors.Is(cause, rivertype.ErrJobCancelledRemotely):
 		it.att.Outcome, final = "cancelled", true
-	case ctx.Err() != nil && !permanent:
-		it.att.Outcome, final = "interrupted", false
+	case !permanent && (errors.Is(err, errHandBack) || ctx.Err() != nil && w.drainCtx.Err() != nil):
+		// Shutdown: before synthesis began, or in flight when the grace period ran out.
+		it.att.Outcome, final, handBack = "interrupted", false, true
+		if !errors.Is(err, errHandBack) {
+			err = fmt.Errorf("%w: %w", errHandBack, err)
+		}
 	case permanent || final:
 		it.att.Outcome = "failed"
+	case ctx.Err() != nil:
+		// Past its time limit: River's rescuer may already have given the job to
+		// another worker.
+		it.att.Outcome = "interrupted"
 	default:
 		it.att.Outcome = "retryable"
+	}
+	if !handBack && errors.Is(cause, context.DeadlineExceeded) {
+		err = fmt.Errorf("attempt ran past its time limit (the circuit's timeout, at most --rescue-after): %w", err)
 	}
 	it.att.Error = err.Error()
 	it.att.FinishedAt = time.Now()
 	it.att.TotalMs = w.totalMs(it)
 
-	dbCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	dbCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
-	dbErr := pgx.BeginFunc(dbCtx, w.pool, func(tx pgx.Tx) error {
-		if err := cuzksql.FinishAttempt(dbCtx, tx, &it.att); err != nil {
-			return err
-		}
-		return cuzksql.SetRequestOutcome(dbCtx, tx, it.req.RequestID, err.Error(), final)
+	dbErr := w.retryDB(dbCtx, log, "record failed attempt", func(ctx context.Context) error {
+		return pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
+			if err := cuzksql.FinishAttempt(ctx, tx, &it.att); err != nil {
+				return err
+			}
+			if handBack {
+				return cuzksql.HandBack(ctx, tx, it.req.RequestID, it.req.Attempt, err.Error())
+			}
+			return cuzksql.SetRequestOutcome(ctx, tx, it.req.RequestID, it.req.Attempt, err.Error(), final)
+		})
 	})
 	if dbErr != nil {
 		log.Error("recording failed attempt", "err", dbErr, "attempt_err", err)
 	}
 	w.observe(&it.att)
-	log.Warn("attempt failed", "outcome", it.att.Outcome, "err", err)
-	if permanent {
+	switch {
+	case handBack:
+		log.Info("attempt handed back", "err", err)
+		return river.JobSnooze(0) // available again at once, attempt not counted
+	case permanent:
+		log.Warn("attempt failed", "outcome", it.att.Outcome, "err", err)
 		return river.JobCancel(err)
 	}
+	log.Warn("attempt failed", "outcome", it.att.Outcome, "err", err)
 	return err
 }
 
@@ -547,10 +647,10 @@ func (w *Worker) loadTimeouts(ctx context.Context) {
 	}
 }
 
-type retryPolicy struct{}
+type retryPolicy struct{ base time.Duration }
 
-func (retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
-	return time.Now().Add(jobs.RetryBackoff(job.Attempt))
+func (p retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
+	return time.Now().Add(jobs.Backoff(p.base, job.Attempt))
 }
 
 func msPtr(d time.Duration) *float64 { return cuzksql.Ms(d) }

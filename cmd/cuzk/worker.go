@@ -31,7 +31,8 @@ type workerCmd struct {
 	BatchWait        time.Duration `name:"batch-wait" env:"CUZK_BATCH_WAIT" default:"50ms" help:"Longest a request waits for its batch to fill."`
 	SynthConcurrency int           `name:"synth-concurrency" env:"CUZK_SYNTH_CONCURRENCY" default:"0" help:"Concurrent syntheses (0: half the CPUs, at least 1)."`
 	QueueDepth       int           `name:"queue-depth" env:"CUZK_QUEUE_DEPTH" default:"2" help:"Solved batches waiting for a prover."`
-	RescueAfter      time.Duration `name:"rescue-after" env:"CUZK_RESCUE_AFTER" default:"1h" help:"A job running this long without finishing (its worker died) is retried."`
+	RescueAfter      time.Duration `name:"rescue-after" env:"CUZK_RESCUE_AFTER" default:"1h" help:"A job running this long without finishing (its worker died) is retried; also the longest one attempt may run, so keep it above the slowest proof."`
+	RetryBackoff     time.Duration `name:"retry-backoff" env:"CUZK_RETRY_BACKOFF" default:"5s" help:"Delay before retrying a failed attempt, doubled for each further attempt (at most 10m)."`
 	ShutdownGrace    time.Duration `name:"shutdown-grace" env:"CUZK_SHUTDOWN_GRACE" default:"2m" help:"On SIGTERM, in-flight work gets this long to finish before it is handed back."`
 	PollInterval     time.Duration `name:"poll-interval" env:"CUZK_POLL_INTERVAL" default:"1s" help:"How often to look for work when no notification arrives."`
 	KeepInputs       bool          `name:"keep-inputs" env:"CUZK_KEEP_INPUTS" help:"Keep private inputs after success (default: scrub them)."`
@@ -76,6 +77,7 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 	cfg.QueueDepth = c.QueueDepth
 	cfg.RescueAfter = c.RescueAfter
 	cfg.ShutdownGrace = c.ShutdownGrace
+	cfg.RetryBackoff = c.RetryBackoff
 	cfg.PollInterval = c.PollInterval
 	cfg.ScrubInputs = !c.KeepInputs
 	var gpus gpu.LatestSamples // nil on CPU hosts (a nil *gpu.Telemetry in it would not be)

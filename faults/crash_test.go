@@ -1,0 +1,157 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// runningAttempt waits until worker name is inside an attempt and returns its request.
+func (e *env) runningAttempt(name string, within time.Duration) string {
+	e.t.Helper()
+	var id string
+	e.waitFor(within, "worker "+name+" inside an attempt", func(ctx context.Context) (bool, string, error) {
+		err := e.pool.QueryRow(ctx, `SELECT request_id FROM cuzk.proof_attempts WHERE worker = $1 AND outcome = 'running' ORDER BY id LIMIT 1`, name).Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, "no running attempt", nil
+		}
+		return err == nil, id, err
+	})
+	return id
+}
+
+// A worker killed with SIGKILL in the middle of an attempt: River's rescuer (on the
+// worker that takes over as leader) retries the job after --rescue-after, and the
+// request ends with one proof and one succeeded attempt; the dead attempt says
+// 'interrupted'.
+func TestKill9MidProofIsRescued(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ids := e.submit("kill", big, 2, 5)
+	// --rescue-after is also each attempt's time limit, so it must exceed one attempt
+	// of big on a loaded machine. The rescue comes when the dead leader's lease has
+	// lapsed (River: about 15 s) and kill-b runs the rescuer, if the job is older than
+	// kill-b's --rescue-after by then; so the kill comes 2 s into the attempt.
+	a := e.start("kill-a", "--rescue-after", "60s")
+	victim := e.runningAttempt("kill-a", time.Minute)
+	time.Sleep(2 * time.Second)
+	if n := scalar[int](t, e.pool, `SELECT count(*) FROM cuzk.proof_attempts WHERE worker = 'kill-a' AND outcome = 'running'`); n == 0 {
+		t.Fatalf("kill-a finished its attempts within 2 s: nothing left to kill mid-proof")
+	}
+	a.kill9(t)
+	killed := time.Now()
+
+	b := e.start("kill-b", "--rescue-after", "12s")
+	e.waitStates(100*time.Second, "succeeded", ids)
+	t.Logf("rescued and proven %s after the kill", time.Since(killed).Round(time.Second))
+	b.alive(t)
+	e.exactlyOnce(ids)
+
+	var outcome, worker string
+	if err := e.pool.QueryRow(context.Background(), `SELECT outcome, worker FROM cuzk.proof_attempts WHERE request_id = $1 AND attempt = 1`, victim).Scan(&outcome, &worker); err != nil {
+		t.Fatal(err)
+	}
+	if outcome != "interrupted" || worker != "kill-a" {
+		t.Errorf("%s attempt 1: outcome %s by %s, want interrupted by kill-a", victim, outcome, worker)
+	}
+	if w := scalar[string](t, e.pool, `SELECT worker FROM cuzk.proof_attempts WHERE request_id = $1 AND outcome = 'succeeded'`, victim); w != "kill-b" {
+		t.Errorf("%s proven by %s, want the surviving worker kill-b", victim, w)
+	}
+	// The killed attempt counted: River cannot tell a crash from a crash loop.
+	if n := scalar[int](t, e.pool, `SELECT attempts FROM cuzk.proof_requests WHERE request_id = $1`, victim); n != 2 {
+		t.Errorf("%s attempts = %d, want 2 (the killed one and the rescue)", victim, n)
+	}
+}
+
+// A worker paused mid-attempt (SIGSTOP) long enough for its job to be rescued and
+// proven elsewhere, then resumed: it finishes its proof late and must not write a
+// second proof row nor a second succeeded attempt; it records its attempt as
+// 'interrupted' and keeps running. The schema backs this with the proofs primary key
+// and a partial unique index on succeeded attempts.
+func TestLateDuplicateCompletionWritesNoSecondRow(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ids := e.submit("late", big, 1, 5)
+	// The paused worker's own time limit must not end its attempt: it is to come back
+	// and complete it. The rescuer runs on the next leader, late-b, with its short limit.
+	a := e.start("late-a", "--rescue-after", "5m")
+	id := e.runningAttempt("late-a", time.Minute)
+	a.signal(t, syscall.SIGSTOP)
+	b := e.start("late-b", "--rescue-after", "8s")
+	e.waitStates(100*time.Second, "succeeded", ids)
+
+	a.signal(t, syscall.SIGCONT)
+	e.waitFor(time.Minute, "paused worker's attempt finished", func(ctx context.Context) (bool, string, error) {
+		var outcome string
+		err := e.pool.QueryRow(ctx, `SELECT outcome FROM cuzk.proof_attempts WHERE request_id = $1 AND worker = 'late-a' AND finished_at IS NOT NULL AND error IS DISTINCT FROM 'worker stopped during the attempt (rescued)'`, id).Scan(&outcome)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, "attempt of late-a not finished by late-a", nil
+		}
+		return err == nil, outcome, err
+	})
+	a.alive(t)
+	b.alive(t)
+	e.exactlyOnce(ids)
+	var outcome, msg string
+	if err := e.pool.QueryRow(context.Background(), `SELECT outcome, coalesce(error, '') FROM cuzk.proof_attempts WHERE request_id = $1 AND worker = 'late-a'`, id).Scan(&outcome, &msg); err != nil {
+		t.Fatal(err)
+	}
+	if outcome != "interrupted" {
+		t.Errorf("late attempt: outcome %s (%s), want interrupted", outcome, msg)
+	}
+	t.Logf("late attempt: %s: %s", outcome, msg)
+
+	// Underneath, the database refuses a second row however it is written.
+	ctx := context.Background()
+	_, err := e.pool.Exec(ctx, `INSERT INTO cuzk.proofs (request_id, circuit, proof, public_witness, attempt, worker, backend)
+	                            SELECT request_id, circuit, proof, public_witness, attempt + 1, 'other', backend FROM cuzk.proofs WHERE request_id = $1`, id)
+	wantUniqueViolation(t, "second proofs row", err)
+	_, err = e.pool.Exec(ctx, `UPDATE cuzk.proof_attempts SET outcome = 'succeeded' WHERE request_id = $1 AND outcome <> 'succeeded'`, id)
+	wantUniqueViolation(t, "second succeeded attempt", err)
+}
+
+func wantUniqueViolation(t *testing.T, what string, err error) {
+	t.Helper()
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "23505" {
+		t.Errorf("%s: want a unique violation, got %v", what, err)
+	}
+}
+
+// Two workers on one database share a queue of requests: both prove some, none is
+// proven twice.
+func TestTwoWorkersShareTheLoad(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ids := e.submit("share", small, 16, 5)
+	a := e.start("share-a")
+	b := e.start("share-b")
+	e.waitStates(90*time.Second, "succeeded", ids)
+	a.alive(t)
+	b.alive(t)
+	e.exactlyOnce(ids)
+	rows, err := e.pool.Query(context.Background(), `SELECT worker, count(*) FROM cuzk.proof_attempts WHERE outcome = 'succeeded' GROUP BY worker ORDER BY worker`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type wc struct {
+		Worker string
+		N      int
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[wc])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Errorf("succeeded attempts by worker: %v, want both share-a and share-b", got)
+	}
+	if n := scalar[int](t, e.pool, `SELECT count(*) FROM cuzk.proof_attempts WHERE request_id = ANY($1)`, ids); n != len(ids) {
+		t.Errorf("%d attempts for %d requests, want one each", n, len(ids))
+	}
+	t.Logf("succeeded attempts by worker: %v", got)
+}

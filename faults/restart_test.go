@@ -1,0 +1,67 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cuzk/cuzk/internal/pgcluster"
+)
+
+// PostgreSQL restarted while two workers are busy: connections are cut (fast
+// shutdown), the server is down for two seconds, and comes back. Both workers
+// reconnect and finish every request exactly once; neither dies.
+func TestPostgresRestartMidRun(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cluster, err := pgcluster.Start(ctx, pgcluster.FreePort())
+	if err != nil {
+		t.Fatalf("start a private PostgreSQL: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := cluster.Stop(); err != nil {
+			t.Logf("stop cluster: %v", err)
+		}
+	})
+	url := cluster.URL("postgres")
+	if _, err := runCmd(ctx, []string{"DATABASE_URL=" + url}, "migrate"); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	e := setupEnv(t, url, pool)
+
+	ids := e.submit("restart", small, 24, 5)
+	a := e.start("restart-a")
+	b := e.start("restart-b")
+	e.waitFor(time.Minute, "some proofs stored before the restart", func(ctx context.Context) (bool, string, error) {
+		var n int
+		err := e.pool.QueryRow(ctx, `SELECT count(*) FROM cuzk.proofs`).Scan(&n)
+		return n >= 4, fmt.Sprintf("%d proofs", n), err
+	})
+	done := scalar[int](t, e.pool, `SELECT count(*) FROM cuzk.proofs`)
+	if err := cluster.Restart(ctx, 2*time.Second); err != nil {
+		t.Fatalf("restart PostgreSQL: %v", err)
+	}
+	if done == len(ids) {
+		t.Fatalf("every request was proven before the restart took effect; the test proves nothing")
+	}
+	e.waitStates(90*time.Second, "succeeded", ids)
+	a.alive(t)
+	b.alive(t)
+	e.exactlyOnce(ids)
+	// Both workers proved something after the restart: each reconnected, not just one.
+	for _, w := range []string{"restart-a", "restart-b"} {
+		if n := scalar[int](t, e.pool, `SELECT count(*) FROM cuzk.proof_attempts WHERE worker = $1 AND outcome = 'succeeded' AND finished_at > (SELECT pg_postmaster_start_time())`, w); n == 0 {
+			t.Errorf("worker %s proved nothing after the restart", w)
+		}
+	}
+	t.Logf("%d of %d proven before the restart", done, len(ids))
+}

@@ -1,0 +1,145 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// A proving key file missing on the worker's host is a transient fault: each request is
+// retried with a growing backoff up to max_attempts and then fails; once the file is
+// back, `cuzk retry ID` and `cuzk retry --failed --since 1h` queue the requests again
+// and they succeed.
+func TestMissingKeyRetriedThenFailedThenRetried(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	pk := filepath.Join(e.keys, small, "pk.bin")
+	saved, err := os.ReadFile(pk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(pk); err != nil {
+		t.Fatal(err)
+	}
+	const maxAttempts = 3
+	const backoff = 300 * time.Millisecond
+	ids := e.submit("nokey", small, 2, maxAttempts)
+	w := e.start("nokey-a", "--retry-backoff", backoff.String())
+	e.waitStates(60*time.Second, "failed", ids)
+
+	for _, id := range ids {
+		rows, err := e.pool.Query(context.Background(), `
+			SELECT attempt, outcome, coalesce(error, ''), started_at, finished_at
+			  FROM cuzk.proof_attempts WHERE request_id = $1 ORDER BY attempt`, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type att struct {
+			N                 int
+			Outcome, Error    string
+			Started, Finished time.Time
+		}
+		list, err := pgx.CollectRows(rows, pgx.RowToStructByPos[att])
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"retryable", "retryable", "failed"}
+		if len(list) != len(want) {
+			t.Fatalf("%s: %d attempts, want %d: %+v", id, len(list), len(want), list)
+		}
+		for i, a := range list {
+			if a.Outcome != want[i] || !strings.Contains(a.Error, "pk.bin") {
+				t.Errorf("%s attempt %d: %s %q, want %s naming the missing pk.bin", id, a.N, a.Outcome, a.Error, want[i])
+			}
+			if i > 0 {
+				// Backoff doubles from --retry-backoff: at least 300ms, then 600ms.
+				gap := a.Started.Sub(list[i-1].Finished)
+				if min := backoff << (i - 1); gap < min*9/10 {
+					t.Errorf("%s attempt %d started %s after the previous one failed, want at least %s", id, a.N, gap, min)
+				}
+			}
+		}
+		var state, lastErr string
+		var attempts int
+		if err := e.pool.QueryRow(context.Background(), `SELECT state, attempts, last_error FROM cuzk.proof_status WHERE request_id = $1`, id).Scan(&state, &attempts, &lastErr); err != nil {
+			t.Fatal(err)
+		}
+		if state != "failed" || attempts != maxAttempts || !strings.Contains(lastErr, "pk.bin") {
+			t.Errorf("%s: %s after %d attempts (%q), want failed after %d naming pk.bin", id, state, attempts, lastErr, maxAttempts)
+		}
+	}
+
+	if err := os.WriteFile(pk, saved, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := e.cuzk("retry", ids[0]); !strings.Contains(out, "queued "+ids[0]+" again") {
+		t.Errorf("cuzk retry %s: %q", ids[0], out)
+	}
+	e.waitStates(60*time.Second, "succeeded", ids[:1])
+	if out := e.cuzk("retry", "--failed", "--since", "1h"); !strings.Contains(out, "queued "+ids[1]+" again") || strings.Contains(out, ids[0]) {
+		t.Errorf("cuzk retry --failed --since 1h: want only %s queued again, got %q", ids[1], out)
+	}
+	e.waitStates(60*time.Second, "succeeded", ids)
+	w.alive(t)
+	e.exactlyOnce(ids)
+	for _, id := range ids {
+		if n := scalar[int](t, e.pool, `SELECT attempts FROM cuzk.proof_requests WHERE request_id = $1`, id); n != maxAttempts+1 {
+			t.Errorf("%s: %d attempts in all, want %d", id, n, maxAttempts+1)
+		}
+	}
+}
+
+// cuzk.cancel_proof() of a request in the middle of its attempt: River's control
+// channel cancels the attempt's context, the attempt is recorded 'cancelled', the
+// request ends 'cancelled' with no proof, and the worker goes on with other work.
+func TestCancelRunningRequest(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	victim := e.submit("cancel", big, 1, 5)[0]
+	w := e.start("cancel-a")
+	e.waitFor(time.Minute, victim+" running", func(ctx context.Context) (bool, string, error) {
+		var outcome string
+		err := e.pool.QueryRow(ctx, `SELECT outcome FROM cuzk.proof_attempts WHERE request_id = $1`, victim).Scan(&outcome)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, "no attempt yet", nil
+		}
+		return outcome == "running", outcome, err
+	})
+	if !scalar[bool](t, e.pool, `SELECT cuzk.cancel_proof($1)`, victim) {
+		t.Fatalf("cancel_proof(%s) = false, want true for a running request", victim)
+	}
+	others := e.submit("after-cancel", small, 2, 5)
+
+	e.waitFor(time.Minute, victim+" attempt and job finished", func(ctx context.Context) (bool, string, error) {
+		var outcome, job string
+		err := e.pool.QueryRow(ctx, `
+			SELECT a.outcome, j.state::text FROM cuzk.proof_attempts a
+			  JOIN cuzk.proof_requests r USING (request_id) JOIN river_job j ON j.id = r.job_id
+			 WHERE a.request_id = $1`, victim).Scan(&outcome, &job)
+		return outcome != "running" && job != "running", outcome + ", job " + job, err
+	})
+	var outcome, state, jobState string
+	var proofs int
+	if err := e.pool.QueryRow(context.Background(), `
+		SELECT a.outcome, r.state, j.state::text, (SELECT count(*) FROM cuzk.proofs p WHERE p.request_id = r.request_id)
+		  FROM cuzk.proof_requests r JOIN cuzk.proof_attempts a USING (request_id) JOIN river_job j ON j.id = r.job_id
+		 WHERE r.request_id = $1`, victim).Scan(&outcome, &state, &jobState, &proofs); err != nil {
+		t.Fatal(err)
+	}
+	if outcome != "cancelled" || state != "cancelled" || jobState != "cancelled" || proofs != 0 {
+		t.Errorf("cancelled while running: attempt %s, request %s, job %s, %d proofs; want cancelled, cancelled, cancelled, 0",
+			outcome, state, jobState, proofs)
+	}
+	e.waitStates(60*time.Second, "succeeded", others)
+	w.alive(t)
+	e.exactlyOnce(others)
+	if out := w.output(); !strings.Contains(out, "cancel") {
+		t.Errorf("worker log does not mention the cancellation:\n%s", out)
+	}
+}
