@@ -283,6 +283,25 @@ BEGIN
     END CASE;
 END $$;
 
+-- One row of a comparison (see compare_timings).
+CREATE TYPE cuzk.timing_comparison AS (
+    source      text,   -- worker | bench
+    circuit     text,
+    phase       text,
+    n_a         int,
+    n_b         int,
+    median_a_ms double precision,
+    median_b_ms double precision,
+    p95_a_ms    double precision,
+    p95_b_ms    double precision,
+    change_pct  double precision,  -- median B / median A - 1, in %
+    ci_low_pct  double precision,
+    ci_high_pct double precision,
+    flagged     boolean,           -- slower beyond the threshold with confidence
+    faster      boolean,           -- faster beyond the threshold with confidence
+    note        text               -- why a series was not compared
+);
+
 -- compare_timings: per source, circuit and phase present on either side, n, median and
 -- p95 of each side, the change of the median in % (B over A) with a `confidence`
 -- interval, and flagged when the interval's lower bound is above threshold_pct (B is
@@ -293,13 +312,8 @@ CREATE FUNCTION cuzk.compare_timings(a_selector text, b_selector text,
                                      threshold_pct double precision DEFAULT 5,
                                      confidence double precision DEFAULT 0.95,
                                      min_n int DEFAULT 10, for_circuit text DEFAULT NULL)
-RETURNS TABLE (source text, circuit text, phase text, n_a int, n_b int,
-               median_a_ms double precision, median_b_ms double precision,
-               p95_a_ms double precision, p95_b_ms double precision,
-               change_pct double precision, ci_low_pct double precision, ci_high_pct double precision,
-               flagged boolean, faster boolean, note text)
+RETURNS SETOF cuzk.timing_comparison
 LANGUAGE plpgsql STABLE AS $$
-#variable_conflict use_column
 DECLARE
     z double precision;
 BEGIN
@@ -357,11 +371,7 @@ CREATE FUNCTION cuzk.compare_timings(a_kind text, a_value text, b_kind text, b_v
                                      threshold_pct double precision DEFAULT 5,
                                      confidence double precision DEFAULT 0.95,
                                      min_n int DEFAULT 10, for_circuit text DEFAULT NULL)
-RETURNS TABLE (source text, circuit text, phase text, n_a int, n_b int,
-               median_a_ms double precision, median_b_ms double precision,
-               p95_a_ms double precision, p95_b_ms double precision,
-               change_pct double precision, ci_low_pct double precision, ci_high_pct double precision,
-               flagged boolean, faster boolean, note text)
+RETURNS SETOF cuzk.timing_comparison
 LANGUAGE sql STABLE AS $$
     SELECT * FROM cuzk.compare_timings(coalesce(nullif(a_kind, ''), 'auto') || ':' || a_value,
                                        coalesce(nullif(b_kind, ''), 'auto') || ':' || b_value,
@@ -373,11 +383,7 @@ CREATE FUNCTION cuzk.compare_timings(spec text,
                                      threshold_pct double precision DEFAULT 5,
                                      confidence double precision DEFAULT 0.95,
                                      min_n int DEFAULT 10, for_circuit text DEFAULT NULL)
-RETURNS TABLE (source text, circuit text, phase text, n_a int, n_b int,
-               median_a_ms double precision, median_b_ms double precision,
-               p95_a_ms double precision, p95_b_ms double precision,
-               change_pct double precision, ci_low_pct double precision, ci_high_pct double precision,
-               flagged boolean, faster boolean, note text)
+RETURNS SETOF cuzk.timing_comparison
 LANGUAGE plpgsql STABLE AS $$
 DECLARE
     parts text[] := string_to_array(spec, '..');
