@@ -99,15 +99,25 @@ func prepare(dir string) error {
 	if _, err := runCmd(ctx, env, "migrate"); err != nil {
 		return err
 	}
+	// The ceremonies run side by side: they are most of TestMain's time.
+	setups := make(chan error, 2)
 	for _, c := range []string{small, big} {
-		if _, err := runCmd(ctx, env, "setup", "--circuit", c, "--keys-dir", sh.keys, "--cache-dir", sh.cache); err != nil {
-			return err
-		}
+		go func() {
+			_, err := runCmd(ctx, env, "setup", "--circuit", c, "--keys-dir", sh.keys, "--cache-dir", sh.cache)
+			setups <- err
+		}()
+	}
+	for _, c := range []string{small, big} {
 		out, err := runCmd(ctx, nil, "inputs", "--circuit", c)
 		if err != nil {
 			return err
 		}
 		sh.inputs[c] = out
+	}
+	for range 2 {
+		if err := <-setups; err != nil {
+			return err
+		}
 	}
 	pool, err := pgxpool.New(ctx, url)
 	if err != nil {

@@ -97,10 +97,16 @@ func TestMissingKeyRetriedThenFailedThenRetried(t *testing.T) {
 
 // cuzk.cancel_proof() of a request in the middle of its attempt: River's control
 // channel cancels the attempt's context, the attempt is recorded 'cancelled', the
-// request ends 'cancelled' with no proof, and the worker goes on with other work.
+// request ends 'cancelled' with no proof, and the worker goes on with other work. A
+// request cancelled while queued is never attempted.
 func TestCancelRunningRequest(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	// A queued request is cancelled at once, before any worker sees it.
+	queued := e.submit("cancel-queued", small, 1, 5)[0]
+	if !scalar[bool](t, e.pool, `SELECT cuzk.cancel_proof($1)`, queued) {
+		t.Fatalf("cancel_proof(%s) = false, want true for a queued request", queued)
+	}
 	victim := e.submit("cancel", big, 1, 5)[0]
 	w := e.start("cancel-a")
 	e.waitFor(time.Minute, victim+" running", func(ctx context.Context) (bool, string, error) {
@@ -139,6 +145,16 @@ func TestCancelRunningRequest(t *testing.T) {
 	e.waitStates(60*time.Second, "succeeded", others)
 	w.alive(t)
 	e.exactlyOnce(others)
+	var qState, qJob string
+	var qAttempts int
+	if err := e.pool.QueryRow(context.Background(), `
+		SELECT r.state, j.state::text, (SELECT count(*) FROM cuzk.proof_attempts a WHERE a.request_id = r.request_id)
+		  FROM cuzk.proof_requests r JOIN river_job j ON j.id = r.job_id WHERE r.request_id = $1`, queued).Scan(&qState, &qJob, &qAttempts); err != nil {
+		t.Fatal(err)
+	}
+	if qState != "cancelled" || qJob != "cancelled" || qAttempts != 0 {
+		t.Errorf("cancelled while queued: request %s, job %s, %d attempts; want cancelled, cancelled, 0", qState, qJob, qAttempts)
+	}
 	if out := w.output(); !strings.Contains(out, "cancel") {
 		t.Errorf("worker log does not mention the cancellation:\n%s", out)
 	}
