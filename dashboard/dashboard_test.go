@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cuzk/cuzk/dashboard"
+	"github.com/cuzk/cuzk/gpu"
 	"github.com/cuzk/cuzk/internal/pgtest"
 )
 
@@ -160,5 +161,37 @@ func TestDashboardDatabaseDown(t *testing.T) {
 	code, body := get(t, srv.URL+"/")
 	if code != http.StatusServiceUnavailable || !regexp.MustCompile(`dashboard: .*closed`).MatchString(body) {
 		t.Errorf("with the pool closed: %d %q, want 503 naming the failed read", code, body)
+	}
+}
+
+// samples is a fixed gpu.LatestSamples, standing in for this process's poller: the
+// hosts running tests have no GPU.
+type samples []gpu.Sample
+
+func (s samples) Latest(i int) (gpu.Sample, bool) {
+	for _, x := range s {
+		if x.Index == i {
+			return x, true
+		}
+	}
+	return gpu.Sample{}, false
+}
+func (s samples) LatestAll() []gpu.Sample { return s }
+
+func TestDashboardLiveGPUs(t *testing.T) {
+	db := pgtest.New(t)
+	util, temp, power := uint32(77), uint32(58), uint32(412000)
+	live := samples{{Index: 1, UUID: "GPU-live", At: time.Now(), GPUUtilPct: &util, TemperatureC: &temp,
+		PowerMW: &power, MemUsedBytes: 3 << 30, MemTotalBytes: 80 << 30}}
+	srv := httptest.NewServer(dashboard.New(db.Pool, dashboard.Options{GPUs: live}))
+	defer srv.Close()
+	code, body := get(t, srv.URL+"/")
+	if code != http.StatusOK {
+		t.Fatalf("GET /: %d\n%s", code, body)
+	}
+	for _, want := range []string{"1 GPU-live", "this worker (live)", "77%", "58 °C", "412 W", "3.0 GiB / 80 GiB"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("dashboard lacks the live reading %q", want)
+		}
 	}
 }

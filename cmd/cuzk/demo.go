@@ -29,9 +29,9 @@ func (c demoCmd) Run(ctx context.Context, g *globals) error {
 		return usagef("--requests must be at least 1")
 	}
 	out := g.stdout
-	step := func(format string, a ...any) { fmt.Fprintf(out, "==> "+format+"\n", a...) }
+	say := func(format string, a ...any) { fmt.Fprintf(out, "==> "+format+"\n", a...) }
 
-	step("starting a private PostgreSQL cluster")
+	say("starting a private PostgreSQL cluster")
 	cl, err := pgcluster.Start(ctx, pgcluster.FreePort())
 	if err != nil {
 		return err
@@ -58,12 +58,12 @@ func (c demoCmd) Run(ctx context.Context, g *globals) error {
 	}
 	defer pool.Close()
 
-	step("migrating")
+	say("migrating")
 	if _, err := migrations.Migrate(ctx, pool); err != nil {
 		return err
 	}
 
-	step("setting up %s", c.Circuit)
+	say("setting up %s", c.Circuit)
 	d := dirs{KeysDir: filepath.Join(work, "keys"), CacheDir: filepath.Join(work, "r1cs")}
 	if err := d.resolve(); err != nil {
 		return err
@@ -73,7 +73,7 @@ func (c demoCmd) Run(ctx context.Context, g *globals) error {
 		return err
 	}
 
-	step("submitting %d requests with SQL: SELECT cuzk.submit_proof(...)", c.Requests)
+	say("submitting %d requests with SQL: SELECT cuzk.submit_proof(...)", c.Requests)
 	for i := range c.Requests {
 		inputs, err := synth.Inputs(c.Circuit, uint64(i+1))
 		if err != nil {
@@ -85,7 +85,7 @@ func (c demoCmd) Run(ctx context.Context, g *globals) error {
 		}
 	}
 
-	step("proving with an in-process worker (cpu backend)")
+	say("proving with an in-process worker (cpu backend)")
 	wctx, stop := context.WithCancel(ctx)
 	wc := workerCmd{dirs: d, Backend: "cpu", Devices: "all", MemBudget: "4GiB", MaxBatch: 2, BatchWait: 20 * time.Millisecond,
 		SynthConcurrency: 1, QueueDepth: 2, RescueAfter: time.Hour, ShutdownGrace: 10 * time.Second, PollInterval: 200 * time.Millisecond}
@@ -102,19 +102,19 @@ func (c demoCmd) Run(ctx context.Context, g *globals) error {
 		return err
 	}
 
-	step("verifying the stored proofs with gnark's verifier")
+	say("verifying the stored proofs with gnark's verifier")
 	if err := (verifyCmd{All: true}).Run(ctx, g); err != nil {
 		return err
 	}
-	step("status")
+	say("status")
 	if err := (statusCmd{Limit: c.Requests}).Run(ctx, g); err != nil {
 		return err
 	}
-	step("timings (p50/p95 of every phase, from cuzk.timing_history)")
+	say("timings (p50/p95 of every phase, from cuzk.timing_history)")
 	if err := (timingsCmd{Since: time.Hour}).Run(ctx, g); err != nil {
 		return err
 	}
-	step("done; removing the private cluster")
+	say("done; removing the private cluster")
 	return nil
 }
 
