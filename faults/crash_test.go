@@ -36,17 +36,17 @@ func TestKill9MidProofIsRescued(t *testing.T) {
 	// --rescue-after is also each attempt's time limit, so it must exceed one attempt
 	// of big on a loaded machine. The rescue comes when the dead leader's lease has
 	// lapsed (River: about 15 s) and kill-b runs the rescuer, if the job is older than
-	// kill-b's --rescue-after by then; so the kill comes 2 s into the attempt.
+	// kill-b's --rescue-after by then; so the kill comes 2.5 s into the attempt.
 	a := e.start("kill-a", "--rescue-after", "60s")
 	victim := e.runningAttempt("kill-a", time.Minute)
-	time.Sleep(2 * time.Second)
+	time.Sleep(2500 * time.Millisecond)
 	if n := scalar[int](t, e.pool, `SELECT count(*) FROM cuzk.proof_attempts WHERE worker = 'kill-a' AND outcome = 'running'`); n == 0 {
-		t.Fatalf("kill-a finished its attempts within 2 s: nothing left to kill mid-proof")
+		t.Fatalf("kill-a finished its attempts within 2.5 s: nothing left to kill mid-proof")
 	}
 	a.kill9(t)
 	killed := time.Now()
 
-	b := e.start("kill-b", "--rescue-after", "12s")
+	b := e.start("kill-b", "--rescue-after", "15s")
 	e.waitStates(100*time.Second, "succeeded", ids)
 	t.Logf("rescued and proven %s after the kill", time.Since(killed).Round(time.Second))
 	b.alive(t)
@@ -82,7 +82,7 @@ func TestLateDuplicateCompletionWritesNoSecondRow(t *testing.T) {
 	a := e.start("late-a", "--rescue-after", "5m")
 	id := e.runningAttempt("late-a", time.Minute)
 	a.signal(t, syscall.SIGSTOP)
-	b := e.start("late-b", "--rescue-after", "8s")
+	b := e.start("late-b", "--rescue-after", "12s")
 	e.waitStates(100*time.Second, "succeeded", ids)
 
 	a.signal(t, syscall.SIGCONT)
