@@ -264,8 +264,9 @@ func loadHistory(ctx context.Context, db DB, d *Data) error {
 	return nil
 }
 
-var allPhases = []string{"queue", "batch_wait", "mem_wait", "srs", "synth", "prove_wait", "prove", "ntt", "msm",
-	"verify", "persist", "total"}
+// allPhases is cuzk.attempt_phases' order (its ord column).
+var allPhases = []string{"queue", "batch_wait", "mem_wait", "srs", "synth", "prove_wait", "prove", "h2d", "ntt", "msm",
+	"msm_g1", "msm_g2", "verify", "persist", "total"}
 
 func phaseOrder(p string) int {
 	for i, q := range allPhases {

@@ -108,3 +108,15 @@ func (c budgetCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(budgetReservedDesc, prometheus.GaugeValue, float64(c.b.Reserved()))
 	ch <- prometheus.MustNewConstMetric(budgetTotalDesc, prometheus.GaugeValue, float64(c.b.Total()))
 }
+
+// WatchBuild adds cuzk_build_info{build} = 1, so dashboards can split timings by the
+// binary that produced them (the build recorded in attempt rows).
+func (m *Metrics) WatchBuild(build string) error {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "cuzk_build_info",
+		Help:        "The running binary's build (module version and VCS revision); always 1.",
+		ConstLabels: prometheus.Labels{"build": build},
+	})
+	g.Set(1)
+	return m.reg.Register(g)
+}

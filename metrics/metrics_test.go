@@ -70,6 +70,10 @@ func TestAttemptPhasesAndOutcomes(t *testing.T) {
 	if strings.Contains(body, `phase="verify"`) {
 		t.Error("a phase no attempt reached has a series")
 	}
+	if err := m.WatchBuild("v1.2.3 abcdef"); err != nil {
+		t.Fatal(err)
+	}
+	wantLines(t, scrape(t, m.Handler()), `cuzk_build_info{build="v1.2.3 abcdef"} 1`)
 	if !strings.Contains(body, "go_goroutines") || !strings.Contains(body, "process_cpu_seconds_total") {
 		t.Error("runtime and process collectors missing")
 	}

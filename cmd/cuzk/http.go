@@ -47,6 +47,9 @@ func newObservability(pool *pgxpool.Pool, devices []worker.Device, gpus gpu.Late
 	if err := o.metrics.WatchQueue(pool); err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}
+	if err := o.metrics.WatchBuild(worker.BuildString()); err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
 	if gpus != nil {
 		o.gpus = gpus
 		if err := o.metrics.WatchGPUs(gpus); err != nil {

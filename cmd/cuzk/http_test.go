@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cuzk/cuzk/internal/pgtest"
+	"github.com/cuzk/cuzk/worker"
 )
 
 // freeAddr is a loopback address nothing listens on right now.
@@ -107,6 +108,7 @@ func TestWorkerHTTPEndpoints(t *testing.T) {
 		`cuzk_mem_budget_total_bytes 1.073741824e+09`,
 		`cuzk_mem_budget_reserved_bytes 0`,
 		`cuzk_queue_up 1`,
+		`cuzk_build_info{build="` + worker.BuildString() + `"} 1`,
 		`cuzk_queue_jobs{state="available"} 0`,
 	} {
 		if !strings.Contains(metrics, "\n"+want+"\n") {
