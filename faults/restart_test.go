@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"fmt"
+	"syscall"
 	"testing"
 	"time"
 
@@ -64,4 +65,10 @@ func TestPostgresRestartMidRun(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d proven before the restart", done, len(ids))
+	for _, w := range []*proc{a, b} {
+		w.signal(t, syscall.SIGTERM)
+		if code := w.wait(t, 30*time.Second); code != 0 {
+			t.Errorf("worker %s exited %d after SIGTERM, want 0", w.name, code)
+		}
+	}
 }
