@@ -38,6 +38,9 @@ func (f frame) x(i int) float64 {
 }
 func (f frame) y(v float64) float64 { return f.top + f.plotH()*(1-v/f.ymax) }
 
+// barWidth leaves gaps between bars and keeps a few bars from becoming slabs.
+func (f frame) barWidth() float64 { return min(f.slot()*0.72, 28) }
+
 // niceStep is 1, 2 or 5 times a power of ten, giving about n ticks up to max.
 func niceStep(maxV float64, n int) float64 {
 	if maxV <= 0 {
@@ -136,7 +139,7 @@ func TimingChart(c CircuitHistory, bucket time.Duration) template.HTML {
 	var b strings.Builder
 	svgOpen(&b, f, "timing of "+c.Circuit)
 	axes(&b, f, step, axisMs, c.Points, bucket)
-	bw := f.slot() * 0.72
+	bw := f.barWidth()
 	for i, p := range c.Points {
 		if p.N == 0 {
 			continue
@@ -181,11 +184,11 @@ func TimingChart(c CircuitHistory, bucket time.Duration) template.HTML {
 	return template.HTML(b.String())
 }
 
-// ThroughputChart draws succeeded proofs per period.
+// ThroughputChart draws succeeded proofs per period with the failed attempts on top.
 func ThroughputChart(c CircuitHistory, bucket time.Duration) template.HTML {
 	f := frame{w: 760, h: 130, left: 64, right: 12, top: 10, bottom: 28, n: len(c.Points)}
 	for _, p := range c.Points {
-		f.ymax = max(f.ymax, float64(p.N))
+		f.ymax = max(f.ymax, float64(p.N+p.Failed))
 	}
 	step := niceStep(f.ymax, 3)
 	step = math.Max(1, math.Round(step))
@@ -194,15 +197,20 @@ func ThroughputChart(c CircuitHistory, bucket time.Duration) template.HTML {
 	var b strings.Builder
 	svgOpen(&b, f, "throughput of "+c.Circuit)
 	axes(&b, f, step, func(v float64) string { return fmt.Sprintf("%g", v) }, c.Points, bucket)
-	bw := f.slot() * 0.72
+	bw := f.barWidth()
 	perHour := float64(time.Hour) / float64(bucket)
 	for i, p := range c.Points {
-		if p.N == 0 {
-			continue
+		x := f.x(i) + (f.slot()-bw)/2
+		if p.N > 0 {
+			y := f.y(float64(p.N))
+			fmt.Fprintf(&b, `<rect class="throughput" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#546e7a"><title>%s: %d proofs (%.1f/h)</title></rect>`,
+				x, y, bw, f.y(0)-y, periodLabel(p.Period, bucket, true), p.N, float64(p.N)*perHour)
 		}
-		y := f.y(float64(p.N))
-		fmt.Fprintf(&b, `<rect class="throughput" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#546e7a"><title>%s: %d proofs (%.1f/h)</title></rect>`,
-			f.x(i)+(f.slot()-bw)/2, y, bw, f.y(0)-y, periodLabel(p.Period, bucket, true), p.N, float64(p.N)*perHour)
+		if p.Failed > 0 {
+			y0, y1 := f.y(float64(p.N)), f.y(float64(p.N+p.Failed))
+			fmt.Fprintf(&b, `<rect class="failed" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s: %d failed attempts</title></rect>`,
+				x, y1, bw, y0-y1, p95Color, periodLabel(p.Period, bucket, true), p.Failed)
+		}
 	}
 	b.WriteString("</svg>")
 	return template.HTML(b.String())

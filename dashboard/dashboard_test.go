@@ -93,7 +93,7 @@ func TestDashboardFromDatabase(t *testing.T) {
 	}
 	for _, want := range []string{
 		`<h3>` + circuit + `</h3>`, "synthetic-k10", "bars of 5m",
-		"60 succeeded", "1 failed", "<b>60</b> succeeded", // the window's counts of the busy circuit
+		"attempts in the window: 60 succeeded", "1 failed", "<b>60</b> succeeded", // the window's counts of the busy circuit
 		"not below the modulus", "cuda: out of memory", // recent failures, both kinds
 		"gpu-host/7", "20 GiB", // live worker and its budget
 		"NVIDIA H200 GPU-1234", "93%", "61 °C", // GPU telemetry from the attempt rows
@@ -116,6 +116,10 @@ func TestDashboardFromDatabase(t *testing.T) {
 	}
 	if n := strings.Count(body, `class="throughput"`); n != 30 {
 		t.Errorf("%d throughput bars, want 30", n)
+	}
+	// One failed attempt of each circuit, drawn on its throughput chart.
+	if n := strings.Count(body, `class="failed"`); n != 2 {
+		t.Errorf("%d failure bars, want 2", n)
 	}
 
 	// The window is the operator's to choose; nonsense is refused.

@@ -27,6 +27,7 @@ var StackPhases = []string{"queue", "batch_wait", "mem_wait", "srs", "synth", "p
 type Point struct {
 	Period time.Time
 	N      int64              // succeeded attempts (of the total phase)
+	Failed int64              // attempts that failed, for good or to be retried
 	Mean   map[string]float64 // ms, by phase
 	P50    float64            // total_ms
 	P95    float64            // total_ms
@@ -45,8 +46,8 @@ type CircuitHistory struct {
 	Constraints int64
 	Points      []Point // by period, empty periods included
 	Phases      []PhaseStat
-	Succeeded   int64
-	Failed      int64
+	Succeeded   int64 // attempts in the window
+	Failed      int64 // attempts in the window that failed, for good or to be retried
 }
 
 // Failure is a recent attempt that did not succeed.
@@ -144,7 +145,8 @@ func loadHistory(ctx context.Context, db DB, d *Data) error {
 	// deployment's first proofs get readable bars rather than one sliver.
 	var first *time.Time
 	if err := db.QueryRow(ctx, `SELECT min(finished_at) FROM cuzk.proof_attempts
-	     WHERE outcome = 'succeeded' AND finished_at >= now() - make_interval(secs => $1)`, secs(d.Window)).Scan(&first); err != nil {
+	     WHERE outcome IN ('succeeded', 'failed', 'retryable', 'interrupted')
+	       AND finished_at >= now() - make_interval(secs => $1)`, secs(d.Window)).Scan(&first); err != nil {
 		return err
 	}
 	span := d.Window
@@ -165,7 +167,7 @@ func loadHistory(ctx context.Context, db DB, d *Data) error {
 	rows, err := db.Query(ctx, `
 		SELECT c.name, c.constraints,
 		       count(a.*) FILTER (WHERE a.outcome = 'succeeded'),
-		       count(a.*) FILTER (WHERE a.outcome = 'failed')
+		       count(a.*) FILTER (WHERE a.outcome IN ('failed', 'retryable', 'interrupted'))
 		  FROM cuzk.circuits c
 		  LEFT JOIN cuzk.proof_attempts a ON a.circuit = c.name AND a.finished_at >= now() - make_interval(secs => $1)
 		 GROUP BY c.name, c.constraints`, secs(d.Window))
@@ -194,7 +196,7 @@ func loadHistory(ctx context.Context, db DB, d *Data) error {
 	var phase string
 	var n int64
 	var p50, p95, mean float64
-	if _, err := pgx.ForEachRow(rows, []any{&name, &period, &phase, &n, &p50, &p95, &mean}, func() error {
+	point := func(name string, period time.Time) *Point {
 		if points[name] == nil {
 			points[name] = map[time.Time]*Point{}
 		}
@@ -203,10 +205,29 @@ func loadHistory(ctx context.Context, db DB, d *Data) error {
 			p = &Point{Period: period, Mean: map[string]float64{}}
 			points[name][period] = p
 		}
+		return p
+	}
+	if _, err := pgx.ForEachRow(rows, []any{&name, &period, &phase, &n, &p50, &p95, &mean}, func() error {
+		p := point(name, period)
 		p.Mean[phase] = mean
 		if phase == "total" {
 			p.N, p.P50, p.P95 = n, p50, p95
 		}
+		return nil
+	}); err != nil {
+		return err
+	}
+
+	rows, err = db.Query(ctx, `
+		SELECT circuit, date_bin(make_interval(secs => $1), finished_at, timestamptz '2000-01-01'), count(*)
+		  FROM cuzk.proof_attempts
+		 WHERE outcome IN ('failed', 'retryable', 'interrupted') AND finished_at >= now() - make_interval(secs => $2)
+		 GROUP BY 1, 2`, secs(d.Bucket), secs(d.Window))
+	if err != nil {
+		return err
+	}
+	if _, err := pgx.ForEachRow(rows, []any{&name, &period, &n}, func() error {
+		point(name, period).Failed = n
 		return nil
 	}); err != nil {
 		return err
