@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -11,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cuzk/cuzk/internal/pgtest"
+	"github.com/cuzk/cuzk/metrics"
 	"github.com/cuzk/cuzk/worker"
 )
 
@@ -27,7 +31,7 @@ func freeAddr(t *testing.T) string {
 
 func httpDo(t *testing.T, method, url string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(`{"job_ids": ["1"]}`))
+	req, err := http.NewRequest(method, url, strings.NewReader(`{"ids": ["1"]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,5 +142,41 @@ func TestWorkerHTTPEndpoints(t *testing.T) {
 	}
 	if c := w.stop(t, 30*time.Second); c != 0 {
 		t.Errorf("worker exit %d", c)
+	}
+}
+
+// TestRiverUIWritable checks both settings of --riverui-writable against River UI's
+// real API: read-only refuses to cancel a job and leaves it queued; writable cancels it.
+func TestRiverUIWritable(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	psql(t, db.URL, `INSERT INTO cuzk.circuits (name, constraints, public_inputs, wires, vk, pk_digest) VALUES ('c1', 1, 0, 1, '', 'x');
+		SELECT cuzk.submit_proof(request_id => 'r1', circuit => 'c1', inputs => '{}'::jsonb);`)
+	jobID := psql(t, db.URL, "SELECT id FROM river_job WHERE queue = 'cuzk';")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o := &observability{pool: db.Pool, metrics: metrics.New(), backends: []string{"cpu"}}
+	for _, writable := range []bool{false, true} {
+		h, err := o.handler(ctx, httpFlags{RiverUIWritable: writable}, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(h)
+		req, _ := http.NewRequest("POST", srv.URL+"/riverui/api/jobs/cancel", strings.NewReader(`{"ids": ["`+jobID+`"]}`))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		srv.Close()
+		state := psql(t, db.URL, "SELECT state FROM river_job WHERE id = "+jobID+";")
+		switch {
+		case !writable && (resp.StatusCode != http.StatusForbidden || state != "available"):
+			t.Errorf("read-only: cancel answered %d %q, job %s", resp.StatusCode, body, state)
+		case writable && (resp.StatusCode != http.StatusOK || state != "cancelled"):
+			t.Errorf("writable: cancel answered %d %q, job %s", resp.StatusCode, body, state)
+		}
 	}
 }
