@@ -149,9 +149,12 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.runProver(&w.devices[i])
 		}()
 	}
+	drained := true
 	defer func() {
-		close(w.proveCh)
-		provers.Wait()
+		if drained {
+			close(w.proveCh)
+			provers.Wait()
+		}
 	}()
 
 	w.loadTimeouts(ctx)
@@ -186,6 +189,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	<-hbDone
 	w.markStopped()
 	if err != nil && !errors.Is(err, context.Canceled) {
+		// Some job did not return even when cancelled: the pipeline may still send to
+		// the provers, so it stays open; the process is ending and the rescuer will
+		// retry those jobs.
+		drained = false
 		return fmt.Errorf("worker: stop: %w", err)
 	}
 	w.log.Info("worker stopped", "worker", w.cfg.Name)
