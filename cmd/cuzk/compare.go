@@ -123,16 +123,14 @@ func selectorErr(sel string, err error) error {
 	return sqlErr("timings of "+sel, err)
 }
 
-// printReport writes the report as a table or JSON, and ends the process with
-// exitRegression when a phase is flagged.
+// printReport writes the report as a table or JSON; when a phase is flagged it returns
+// an exitError with exitRegression.
 func printReport(g *globals, rep *regress.Report, asJSON bool) error {
 	if err := writeReport(g.stdout, rep, asJSON); err != nil {
 		return err
 	}
 	if len(rep.Flagged()) > 0 {
-		fmt.Fprintln(g.stderr, "cuzk: regression:", rep.Summary())
-		// The same path kong's own exits take through run (main.go).
-		panic(exitCode(exitRegression))
+		return exitError{code: exitRegression, msg: "regression: " + rep.Summary()}
 	}
 	return nil
 }

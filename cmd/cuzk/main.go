@@ -108,8 +108,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		kctx.BindTo(ctx, (*context.Context)(nil))
 		err = kctx.Run(&c.globals)
 		var ue usageError
+		var ee exitError
 		switch {
 		case err == nil:
+		case errors.As(err, &ee):
+			fmt.Fprintln(stderr, "cuzk:", oneLine(err))
+			code = ee.code
 		case errors.As(err, &ue):
 			fmt.Fprintln(stderr, "cuzk:", oneLine(err))
 			code = exitUsage
@@ -122,6 +126,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 type exitCode int
+
+// exitError ends a command that did its job with a status other than 0, 1 or 2 (for
+// example 3: a comparison found a regression) and a one-line message.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e exitError) Error() string { return e.msg }
 
 func oneLine(err error) string { return strings.ReplaceAll(err.Error(), "\n", "; ") }
 
