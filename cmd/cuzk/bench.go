@@ -78,5 +78,11 @@ func (c benchCmd) Run(ctx context.Context, g *globals) error {
 	defer devs[0].Backend.Close()
 	// The runs interleave ours and gnark's so drift on a shared machine hits both alike;
 	// the last line is speedup_vs_gnark when --compare is given.
-	return bench.Run(ctx, bench.Options{Case: bc, Backend: devs[0].Backend, Runs: c.Runs, Compare: c.Compare}, out)
+	opts := bench.Options{Case: bc, Backend: devs[0].Backend, Runs: c.Runs, Compare: c.Compare}
+	if isTerminal(g.stderr) { // elsewhere the per-run lines are the progress
+		p := newProgress(g.stderr, "timed runs", c.Runs)
+		opts.OnRun = func(done, _ int) { p.Set(done) }
+		defer p.Done(nil)
+	}
+	return bench.Run(ctx, opts, out)
 }

@@ -51,6 +51,9 @@ type Options struct {
 	Runs int
 	// Compare names the reference: "" (ours only) or "gnark".
 	Compare string
+	// OnRun, when set, is called after each timed run with the runs done and the total
+	// (a progress bar).
+	OnRun func(done, total int)
 }
 
 // Run measures and prints per-run and median numbers to out. With Compare "gnark"
@@ -183,6 +186,9 @@ func Measure(ctx context.Context, opts Options, log io.Writer) (*Result, error) 
 			line += fmt.Sprintf(" | gnark %s", ms(g))
 		}
 		fmt.Fprintln(log, line)
+		if opts.OnRun != nil {
+			opts.OnRun(i+1, opts.Runs)
+		}
 	}
 	return res, nil
 }

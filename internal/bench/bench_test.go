@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/big"
 	"regexp"
 	"strings"
@@ -87,9 +88,14 @@ func TestRunComparesAndEndsWithSpeedup(t *testing.T) {
 
 func TestMeasureWithRandomKeyAndNoComparison(t *testing.T) {
 	var log bytes.Buffer
-	res, err := Measure(context.Background(), Options{Case: testCase(t, 200, false), Runs: 2}, &log)
+	var progress []string
+	onRun := func(done, total int) { progress = append(progress, fmt.Sprintf("%d/%d", done, total)) }
+	res, err := Measure(context.Background(), Options{Case: testCase(t, 200, false), Runs: 2, OnRun: onRun}, &log)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := strings.Join(progress, " "); got != "1/2 2/2" {
+		t.Errorf("progress calls %q, want \"1/2 2/2\"", got)
 	}
 	if !res.RandomKey || len(res.Ours) != 2 || res.Gnark != nil || res.Speedup() != 0 {
 		t.Fatalf("result: %+v", res)
