@@ -168,24 +168,10 @@ func TestDashboardDatabaseDown(t *testing.T) {
 	}
 }
 
-// samples is a fixed gpu.LatestSamples, standing in for this process's poller: the
-// hosts running tests have no GPU.
-type samples []gpu.Sample
-
-func (s samples) Latest(i int) (gpu.Sample, bool) {
-	for _, x := range s {
-		if x.Index == i {
-			return x, true
-		}
-	}
-	return gpu.Sample{}, false
-}
-func (s samples) LatestAll() []gpu.Sample { return s }
-
 func TestDashboardLiveGPUs(t *testing.T) {
 	db := pgtest.New(t)
 	util, temp, power := uint32(77), uint32(58), uint32(412000)
-	live := samples{{Index: 1, UUID: "GPU-live", At: time.Now(), GPUUtilPct: &util, TemperatureC: &temp,
+	live := gpu.Fixed{{Index: 1, UUID: "GPU-live", At: time.Now(), GPUUtilPct: &util, TemperatureC: &temp,
 		PowerMW: &power, MemUsedBytes: 3 << 30, MemTotalBytes: 80 << 30}}
 	srv := httptest.NewServer(dashboard.New(db.Pool, dashboard.Options{GPUs: live}))
 	defer srv.Close()

@@ -141,24 +141,10 @@ func TestQueueDepthFromDatabase(t *testing.T) {
 	}
 }
 
-// samples is a fixed gpu.LatestSamples: the hosts running tests have no GPU, and the
-// collector only reads this interface.
-type samples []gpu.Sample
-
-func (s samples) Latest(i int) (gpu.Sample, bool) {
-	for _, x := range s {
-		if x.Index == i {
-			return x, true
-		}
-	}
-	return gpu.Sample{}, false
-}
-func (s samples) LatestAll() []gpu.Sample { return s }
-
 func TestGPUGauges(t *testing.T) {
 	u := func(v uint32) *uint32 { return &v }
 	m := metrics.New()
-	err := m.WatchGPUs(samples{
+	err := m.WatchGPUs(gpu.Fixed{
 		{Index: 0, UUID: "GPU-aaa", At: time.Unix(1700000000, 0), GPUUtilPct: u(87), MemUtilPct: u(40),
 			MemUsedBytes: 10 << 30, MemTotalBytes: 80 << 30, TemperatureC: u(64), PowerMW: u(350500)},
 		// A device without utilization or temperature readings.
