@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"errors"
+	"fmt"
 	"syscall"
 	"testing"
 	"time"
@@ -25,46 +26,65 @@ func (e *env) runningAttempt(name string, within time.Duration) string {
 	return id
 }
 
-// A worker killed with SIGKILL in the middle of an attempt: River's rescuer (on the
-// worker that takes over as leader) retries the job after --rescue-after, and the
-// request ends with one proof and one succeeded attempt; the dead attempt says
-// 'interrupted'.
+// runningCount waits until worker name is inside n attempts at once.
+func (e *env) runningCount(name string, n int, within time.Duration) {
+	e.t.Helper()
+	e.waitFor(within, fmt.Sprintf("worker %s inside %d attempts", name, n), func(ctx context.Context) (bool, string, error) {
+		var got int
+		err := e.pool.QueryRow(ctx, `SELECT count(*) FROM cuzk.proof_attempts WHERE worker = $1 AND outcome = 'running'`, name).Scan(&got)
+		return got == n, fmt.Sprintf("%d running", got), err
+	})
+}
+
+// A worker killed with SIGKILL in the middle of its attempts: River's rescuer (on the
+// worker that takes over as leader) retries the jobs after --rescue-after, and each
+// request ends with one proof and one succeeded attempt; the dead attempts say
+// 'interrupted'. A request that had no attempt left ends 'failed', not 'running'
+// forever.
 func TestKill9MidProofIsRescued(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ids := e.submit("kill", big, 2, 5)
-	// --rescue-after is also each attempt's time limit, so it must exceed one attempt
-	// of big on a loaded machine. The rescue comes when the dead leader's lease has
-	// lapsed (River: about 15 s) and kill-b runs the rescuer, if the job is older than
-	// kill-b's --rescue-after by then; so the kill comes 2.5 s into the attempt.
-	a := e.start("kill-a", "--rescue-after", "60s")
-	victim := e.runningAttempt("kill-a", time.Minute)
-	time.Sleep(2500 * time.Millisecond)
-	if n := scalar[int](t, e.pool, `SELECT count(*) FROM cuzk.proof_attempts WHERE worker = 'kill-a' AND outcome = 'running'`); n == 0 {
-		t.Fatalf("kill-a finished its attempts within 2.5 s: nothing left to kill mid-proof")
-	}
+	last := e.submit("kill-last", big, 1, 1)
+	// kill-a claims all three at once (it holds up to 3). It is frozen as soon as it is
+	// inside them, so that the kill lands mid-attempt however fast the machine is.
+	a := e.start("kill-a")
+	e.runningCount("kill-a", 3, time.Minute)
+	a.signal(t, syscall.SIGSTOP)
+	// The rescue comes once the dead leader's lease has lapsed (River: 10-15 s) and
+	// kill-b, leading, runs the rescuer: the jobs must be older than kill-b's
+	// --rescue-after by then, which is also kill-b's limit on one attempt.
+	time.Sleep(5 * time.Second)
 	a.kill9(t)
 	killed := time.Now()
 
-	b := e.start("kill-b", "--rescue-after", "15s")
+	b := e.start("kill-b", "--rescue-after", "12s")
 	e.waitStates(100*time.Second, "succeeded", ids)
 	t.Logf("rescued and proven %s after the kill", time.Since(killed).Round(time.Second))
+	e.waitStates(30*time.Second, "failed", last)
 	b.alive(t)
 	e.exactlyOnce(ids)
 
-	var outcome, worker string
-	if err := e.pool.QueryRow(context.Background(), `SELECT outcome, worker FROM cuzk.proof_attempts WHERE request_id = $1 AND attempt = 1`, victim).Scan(&outcome, &worker); err != nil {
-		t.Fatal(err)
+	for _, id := range append(append([]string{}, ids...), last...) {
+		var outcome, worker string
+		if err := e.pool.QueryRow(context.Background(), `SELECT outcome, worker FROM cuzk.proof_attempts WHERE request_id = $1 AND attempt = 1`, id).Scan(&outcome, &worker); err != nil {
+			t.Fatal(err)
+		}
+		if outcome != "interrupted" || worker != "kill-a" {
+			t.Errorf("%s attempt 1: outcome %s by %s, want interrupted by kill-a", id, outcome, worker)
+		}
 	}
-	if outcome != "interrupted" || worker != "kill-a" {
-		t.Errorf("%s attempt 1: outcome %s by %s, want interrupted by kill-a", victim, outcome, worker)
+	for _, id := range ids {
+		if w := scalar[string](t, e.pool, `SELECT worker FROM cuzk.proof_attempts WHERE request_id = $1 AND outcome = 'succeeded'`, id); w != "kill-b" {
+			t.Errorf("%s proven by %s, want the surviving worker kill-b", id, w)
+		}
+		// The killed attempt counted: River cannot tell a crash from a crash loop.
+		if n := scalar[int](t, e.pool, `SELECT attempts FROM cuzk.proof_requests WHERE request_id = $1`, id); n != 2 {
+			t.Errorf("%s attempts = %d, want 2 (the killed one and the rescue)", id, n)
+		}
 	}
-	if w := scalar[string](t, e.pool, `SELECT worker FROM cuzk.proof_attempts WHERE request_id = $1 AND outcome = 'succeeded'`, victim); w != "kill-b" {
-		t.Errorf("%s proven by %s, want the surviving worker kill-b", victim, w)
-	}
-	// The killed attempt counted: River cannot tell a crash from a crash loop.
-	if n := scalar[int](t, e.pool, `SELECT attempts FROM cuzk.proof_requests WHERE request_id = $1`, victim); n != 2 {
-		t.Errorf("%s attempts = %d, want 2 (the killed one and the rescue)", victim, n)
+	if n := scalar[int](t, e.pool, `SELECT count(*) FROM cuzk.proof_attempts WHERE request_id = $1`, last[0]); n != 1 {
+		t.Errorf("%s: %d attempts, want only the killed one (max_attempts 1)", last[0], n)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -117,7 +118,12 @@ func TestCancelRunningRequest(t *testing.T) {
 		}
 		return outcome == "running", outcome, err
 	})
-	if !scalar[bool](t, e.pool, `SELECT cuzk.cancel_proof($1)`, victim) {
+	// Frozen while the cancel is sent, so that the attempt cannot finish first however
+	// fast the machine is; the notification waits on its connection.
+	w.signal(t, syscall.SIGSTOP)
+	ok := scalar[bool](t, e.pool, `SELECT cuzk.cancel_proof($1)`, victim)
+	w.signal(t, syscall.SIGCONT)
+	if !ok {
 		t.Fatalf("cancel_proof(%s) = false, want true for a running request", victim)
 	}
 	others := e.submit("after-cancel", small, 2, 5)

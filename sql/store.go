@@ -300,3 +300,39 @@ func HandBack(ctx context.Context, tx pgx.Tx, requestID string, attempt int, rea
 	}
 	return nil
 }
+
+// FailOrphaned ends requests whose River job was discarded while the request still
+// looked alive: River's rescuer discards a stuck job that has no attempts left without
+// telling cuzk (its worker died during the last attempt), and a worker that could not
+// reach the database leaves the same state behind. Such requests become 'failed' and
+// their running attempt 'interrupted'. It returns how many requests it ended.
+func FailOrphaned(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
+	var n int64
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `
+			UPDATE cuzk.proof_requests r
+			   SET state = 'failed', finished_at = now(), updated_at = now(),
+			       last_error = 'no attempts left: the worker of the last attempt stopped without finishing it'
+			  FROM public.river_job j
+			 WHERE j.id = r.job_id AND j.state = 'discarded' AND r.state IN ('queued', 'running')
+			RETURNING r.request_id`)
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		n = int64(len(ids))
+		_, err = tx.Exec(ctx, `
+			UPDATE cuzk.proof_attempts
+			   SET outcome = 'interrupted', finished_at = now(),
+			       error = coalesce(error, 'worker stopped during the attempt (no attempts left)')
+			 WHERE request_id = ANY($1) AND outcome = 'running'`, ids)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("fail orphaned requests: %w", err)
+	}
+	return n, nil
+}

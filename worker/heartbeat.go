@@ -46,6 +46,7 @@ func (w *Worker) heartbeat(ctx context.Context) {
 		case <-t.C:
 			beat()
 			w.loadTimeouts(ctx)
+			w.failOrphaned(ctx)
 		}
 	}
 }

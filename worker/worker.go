@@ -636,6 +636,18 @@ func verify(vk *groth16bls.VerifyingKey, proof *groth16bls.Proof, public []byte)
 	return groth16.Verify(proof, vk, pw)
 }
 
+// failOrphaned ends requests whose job River discarded behind cuzk's back (the rescuer,
+// when a dead worker's job has no attempts left), so that none stays 'running' forever.
+func (w *Worker) failOrphaned(ctx context.Context) {
+	n, err := cuzksql.FailOrphaned(ctx, w.pool)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		w.log.Warn("ending orphaned requests", "err", err)
+	case n > 0:
+		w.log.Warn("requests failed: their worker stopped during their last attempt", "requests", n)
+	}
+}
+
 // loadTimeouts caches each registered circuit's job timeout (proveWorker.Timeout has
 // no context to query with).
 func (w *Worker) loadTimeouts(ctx context.Context) {
