@@ -252,7 +252,12 @@ func (w *Worker) work(ctx context.Context, job *river.Job[jobs.ProveArgs]) error
 	if job.CreatedAt.After(queuedAt) {
 		queuedAt = job.CreatedAt
 	}
-	req, err := w.store.BeginAttempt(ctx, job.Args.RequestID, job.ID, w.origin, queuedAt)
+	// A database that is restarting costs a moment, not one of the request's attempts.
+	var req *cuzksql.Request
+	err := w.retryDB(ctx, log, "begin attempt", func(ctx context.Context) (err error) {
+		req, err = w.store.BeginAttempt(ctx, job.Args.RequestID, job.ID, w.origin, queuedAt)
+		return err
+	})
 	var nr *cuzksql.NotRunnableError
 	switch {
 	case errors.As(err, &nr):
