@@ -25,8 +25,8 @@ import (
 	"github.com/cuzk/cuzk/internal/pgtest"
 )
 
-// Circuits the tests use: small enough to prove in about a second on two shared cores;
-// big is big enough that a worker spends seconds inside one attempt (key load, proof).
+// Circuits the tests use: small proves in well under a second; big keeps a worker
+// inside one attempt (key load, proof) for a second or more, long enough to signal it.
 const (
 	small = "synthetic-k10"
 	big   = "synthetic-k12"
@@ -254,16 +254,12 @@ func (e *env) workerArgs(extra ...string) []string {
 		"--rescue-after", "60s", "--retry-backoff", "500ms", "--shutdown-grace", "20s"}, extra...)
 }
 
-// start runs a worker named name against url; flags given later override earlier ones.
+// start runs a worker named name on the test's database; flags given later override
+// earlier ones.
 func (e *env) start(name string, extra ...string) *proc {
 	e.t.Helper()
-	return e.startOn(e.url, name, extra...)
-}
-
-func (e *env) startOn(url, name string, extra ...string) *proc {
-	e.t.Helper()
 	cmd := exec.Command(sh.bin, e.workerArgs(append([]string{"--name", name}, extra...)...)...)
-	cmd.Env = append(cleanEnv(), "DATABASE_URL="+url)
+	cmd.Env = append(cleanEnv(), "DATABASE_URL="+e.url)
 	p := &proc{name: name, cmd: cmd, log: filepath.Join(e.t.TempDir(), name+".log"), done: make(chan struct{})}
 	f, err := os.Create(p.log)
 	if err != nil {

@@ -26,20 +26,19 @@ func memFor(t *testing.T, circuit string) string {
 
 // handedBack is a request's state after a shutdown handed it back.
 type handedBack struct {
-	ID           string
-	State        string
-	Attempts     int    // proof_requests.attempts
-	Outcome      string // of the worker's attempt row
-	Error        string
-	JobState     string
-	JobAttempt   int
-	ByStopWorker bool
+	ID         string
+	State      string
+	Attempts   int    // proof_requests.attempts
+	Outcome    string // of the worker's attempt row
+	Error      string
+	JobState   string
+	JobAttempt int
 }
 
 func (e *env) attemptsOf(worker string, ids []string) map[string]handedBack {
 	e.t.Helper()
 	rows, err := e.pool.Query(context.Background(), `
-		SELECT r.request_id, r.state, r.attempts, a.outcome, coalesce(a.error, ''), j.state::text, j.attempt, true
+		SELECT r.request_id, r.state, r.attempts, a.outcome, coalesce(a.error, ''), j.state::text, j.attempt
 		  FROM cuzk.proof_requests r
 		  JOIN cuzk.proof_attempts a ON a.request_id = r.request_id AND a.worker = $1
 		  JOIN river_job j ON j.id = r.job_id
