@@ -51,14 +51,14 @@ func TestKill9MidProofIsRescued(t *testing.T) {
 	a := e.start("kill-a")
 	e.runningCount("kill-a", 3, time.Minute)
 	a.signal(t, syscall.SIGSTOP)
-	// The rescue comes once the dead leader's lease has lapsed (River: 10-15 s) and
-	// kill-b, leading, runs the rescuer: the jobs must be older than kill-b's
-	// --rescue-after by then, which is also kill-b's limit on one attempt.
-	time.Sleep(5 * time.Second)
+	// kill-b rescues as soon as it leads, if the jobs are older than its --rescue-after
+	// (also its limit on one attempt) by then. Frozen longer than that, kill-a's jobs
+	// are, and its leader's lease (15 s) has lapsed, so kill-b leads on start.
+	time.Sleep(16 * time.Second)
 	a.kill9(t)
 	killed := time.Now()
 
-	b := e.start("kill-b", "--rescue-after", "12s")
+	b := e.start("kill-b", "--rescue-after", "15s")
 	e.waitStates(100*time.Second, "succeeded", ids)
 	t.Logf("rescued and proven %s after the kill", time.Since(killed).Round(time.Second))
 	e.waitStates(30*time.Second, "failed", last)
@@ -102,7 +102,8 @@ func TestLateDuplicateCompletionWritesNoSecondRow(t *testing.T) {
 	a := e.start("late-a", "--rescue-after", "5m")
 	id := e.runningAttempt("late-a", time.Minute)
 	a.signal(t, syscall.SIGSTOP)
-	b := e.start("late-b", "--rescue-after", "12s")
+	time.Sleep(16 * time.Second) // as in TestKill9MidProofIsRescued: late-b leads and rescues on start
+	b := e.start("late-b", "--rescue-after", "15s")
 	e.waitStates(100*time.Second, "succeeded", ids)
 
 	a.signal(t, syscall.SIGCONT)
