@@ -74,6 +74,14 @@ type Origin struct {
 func (s *Store) BeginAttempt(ctx context.Context, requestID string, jobID int64, origin Origin, queuedAt time.Time) (*Request, error) {
 	var r Request
 	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+		// The claim need not wait for its WAL flush (about one disk sync, most of the
+		// claim's cost): River's fetch, which commits synchronously, already made the
+		// job running. If the server crashes before the flush, this attempt row is
+		// lost; the proof's store then finds no attempt row and fails, and the job is
+		// retried with a fresh claim. Nothing is stored without a durable claim.
+		if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+			return fmt.Errorf("claim %q: %w", requestID, err)
+		}
 		var state string
 		var inputs *string
 		var counted int
