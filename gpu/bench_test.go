@@ -42,6 +42,9 @@ func TestGPUBench(t *testing.T) {
 		}
 	}
 	cpuRef := os.Getenv("CUZK_GPU_BENCH_CPU") != "0"
+	// CUZK_GPU_BENCH_OPS limits the operations (g1, g2, ntt, prove), e.g. "g1,ntt"; default all.
+	ops := os.Getenv("CUZK_GPU_BENCH_OPS")
+	want := func(op string) bool { return ops == "" || slices.Contains(strings.Split(ops, ","), op) }
 	rng := rand.New(rand.NewPCG(21, 22))
 	const distinct = 1 << 16
 	q1 := distinctG1(rng, distinct)
@@ -67,117 +70,118 @@ func TestGPUBench(t *testing.T) {
 		t.Log(line)
 		fmt.Println(line)
 	}
-	const runs = 5
 	for _, logN := range logs {
-		n := 1 << logN
-		// G1
-		b1 := make([]bls12381.G1Affine, n)
-		for i := range b1 {
-			b1[i] = q1[i%distinct]
+		if want("g1") {
+			benchMSMG1(t, s, q1, wb, sc, logN, cpuRef, report)
 		}
-		set1, err := s.newBasesG1(b1, 4<<30, 0)
-		if err != nil {
-			t.Fatal(err)
+		if want("g2") {
+			benchMSMG2(t, s, q2, wb, sc, logN, cpuRef, report)
 		}
-		var gpu []time.Duration
-		var got1 bls12381.G1Jac
-		for r := range runs + 1 {
-			t0 := time.Now()
-			got1, err = s.msmG1(set1, 0, n, wb, 0, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r > 0 { // the first run sizes the scratch
-				gpu = append(gpu, time.Since(t0))
-			}
-		}
-		profileOnce(func() { s.msmG1(set1, 0, n, wb, 0, nil) })
-		set1.close()
-		var cpu time.Duration
-		if cpuRef {
-			var want bls12381.G1Jac
-			t0 := time.Now()
-			want.MultiExp(b1, sc[:n], ecc.MultiExpConfig{})
-			cpu = time.Since(t0)
-			if !want.Equal(&got1) {
-				t.Errorf("bench G1 2^%d: result differs from gnark-crypto", logN)
-			}
-		}
-		report("msm_g1", logN, gpu, cpu)
-		b1 = nil
-
-		// G2
-		b2 := make([]bls12381.G2Affine, n)
-		for i := range b2 {
-			b2[i] = q2[i%distinct]
-		}
-		set2, err := s.newBasesG2(b2, 4<<30, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		gpu = nil
-		var got2 bls12381.G2Jac
-		for r := range 3 + 1 {
-			t0 := time.Now()
-			got2, err = s.msmG2(set2, 0, n, wb, 0, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if r > 0 {
-				gpu = append(gpu, time.Since(t0))
-			}
-		}
-		profileOnce(func() { s.msmG2(set2, 0, n, wb, 0, nil) })
-		set2.close()
-		cpu = 0
-		if cpuRef {
-			var want bls12381.G2Jac
-			t0 := time.Now()
-			want.MultiExp(b2, sc[:n], ecc.MultiExpConfig{})
-			cpu = time.Since(t0)
-			if !want.Equal(&got2) {
-				t.Errorf("bench G2 2^%d: result differs from gnark-crypto", logN)
-			}
-		}
-		report("msm_g2", logN, gpu, cpu)
-		b2 = nil
-
-		// NTT, data on the device
-		if logN >= 22 {
-			dom := fft.NewDomain(uint64(n))
-			d, err := s.newDomain(dom)
-			if err != nil {
-				t.Fatal(err)
-			}
-			gpu = nil
-			for r := range runs + 1 {
-				t0 := time.Now()
-				if err := s.ntt(d, wb, 0, 0); err != nil {
-					t.Fatal(err)
-				}
-				if r > 0 {
-					gpu = append(gpu, time.Since(t0))
-				}
-			}
-			d.close()
-			cpu = 0
-			if cpuRef {
-				a := append([]fr.Element(nil), sc[:n]...)
-				t0 := time.Now()
-				dom.FFT(a, fft.DIF)
-				cpu = time.Since(t0)
-			}
-			report("ntt", logN, gpu, cpu)
-			if err := s.uploadFr(wb, 0, sc); err != nil { // restore the scalars
-				t.Fatal(err)
-			}
+		if logN >= 22 && want("ntt") {
+			benchNTT(t, s, wb, sc, logN, cpuRef, report)
 		}
 	}
 	for _, logN := range logs {
-		if logN > 22 {
+		if logN > 22 || !want("prove") {
 			continue
 		}
 		benchProve(t, logN, q1, q2, cpuRef, report)
+	}
+}
+
+type reporter func(op string, logN int, gpu []time.Duration, cpu time.Duration)
+
+// timeRuns times runs calls of f after one untimed call (which sizes the scratch).
+func timeRuns(t *testing.T, runs int, f func() error) []time.Duration {
+	var d []time.Duration
+	for r := range runs + 1 {
+		t0 := time.Now()
+		if err := f(); err != nil {
+			t.Fatal(err)
+		}
+		if r > 0 {
+			d = append(d, time.Since(t0))
+		}
+	}
+	return d
+}
+
+func benchMSMG1(t *testing.T, s *cudaStream, q []bls12381.G1Affine, wb *devBuf, sc []fr.Element, logN int,
+	cpuRef bool, report reporter) {
+	n := 1 << logN
+	b := make([]bls12381.G1Affine, n)
+	for i := range b {
+		b[i] = q[i%len(q)]
+	}
+	set, err := s.newBasesG1(b, 4<<30, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.close()
+	var got bls12381.G1Jac
+	gpu := timeRuns(t, 5, func() (err error) { got, err = s.msmG1(set, 0, n, wb, 0, nil); return err })
+	profileOnce(func() { s.msmG1(set, 0, n, wb, 0, nil) })
+	var cpu time.Duration
+	if cpuRef {
+		var want bls12381.G1Jac
+		t0 := time.Now()
+		want.MultiExp(b, sc[:n], ecc.MultiExpConfig{})
+		cpu = time.Since(t0)
+		if !want.Equal(&got) {
+			t.Errorf("bench G1 2^%d: result differs from gnark-crypto", logN)
+		}
+	}
+	report("msm_g1", logN, gpu, cpu)
+}
+
+func benchMSMG2(t *testing.T, s *cudaStream, q []bls12381.G2Affine, wb *devBuf, sc []fr.Element, logN int,
+	cpuRef bool, report reporter) {
+	n := 1 << logN
+	b := make([]bls12381.G2Affine, n)
+	for i := range b {
+		b[i] = q[i%len(q)]
+	}
+	set, err := s.newBasesG2(b, 4<<30, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.close()
+	var got bls12381.G2Jac
+	gpu := timeRuns(t, 3, func() (err error) { got, err = s.msmG2(set, 0, n, wb, 0, nil); return err })
+	profileOnce(func() { s.msmG2(set, 0, n, wb, 0, nil) })
+	var cpu time.Duration
+	if cpuRef {
+		var want bls12381.G2Jac
+		t0 := time.Now()
+		want.MultiExp(b, sc[:n], ecc.MultiExpConfig{})
+		cpu = time.Since(t0)
+		if !want.Equal(&got) {
+			t.Errorf("bench G2 2^%d: result differs from gnark-crypto", logN)
+		}
+	}
+	report("msm_g2", logN, gpu, cpu)
+}
+
+// benchNTT times a forward NTT with the data on the device.
+func benchNTT(t *testing.T, s *cudaStream, wb *devBuf, sc []fr.Element, logN int, cpuRef bool, report reporter) {
+	n := 1 << logN
+	dom := fft.NewDomain(uint64(n))
+	d, err := s.newDomain(dom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu := timeRuns(t, 5, func() error { return s.ntt(d, wb, 0, 0) })
+	d.close()
+	var cpu time.Duration
+	if cpuRef {
+		a := append([]fr.Element(nil), sc[:n]...)
+		t0 := time.Now()
+		dom.FFT(a, fft.DIF)
+		cpu = time.Since(t0)
+	}
+	report("ntt", logN, gpu, cpu)
+	if err := s.uploadFr(wb, 0, sc); err != nil { // restore the scalars
+		t.Fatal(err)
 	}
 }
 
@@ -196,7 +200,7 @@ func profileOnce(f func()) {
 // it do NOT verify. The CPU reference is the project's CPU backend on the same key
 // (CUZK_GPU_BENCH_PROVE_CPU=0 leaves it out; TestGPUBenchGnark compares with gnark).
 func benchProve(t *testing.T, logN int, q1 []bls12381.G1Affine, q2 []bls12381.G2Affine, cpuRef bool,
-	report func(string, int, []time.Duration, time.Duration)) {
+	report reporter) {
 	ctx := context.Background()
 	n := 1 << logN
 	nbWires, nbPublic := n, 2

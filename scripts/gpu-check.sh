@@ -8,65 +8,136 @@
 #
 # Environment:
 #   CUZK_PREBUILT_LIB=path  use this library instead of building (the build still runs
-#                           in the background and is then checked with the short tests)
+#                           in the background and is then checked with the short tests,
+#                           unless CUZK_NO_BUILD=1)
 #   CUZK_GPU_BENCH_LOGS     benchmark sizes (default 20,22,24); CUZK_SKIP_BENCH=1 skips
+#   CUZK_GPU_TEST_RUN       -test.run pattern for the correctness tests (default: all)
+#   CUZK_GPU_VARIANTS       A/B: "name:EXTRA;name2:EXTRA2" also builds these variants of
+#                           the library (make EXTRA=..., e.g. -DCUZK_PTX_MUL) beside the
+#                           main build, runs the MSM/NTT tests (to CUZK_GPU_VARIANT_TEST_MAXLOG,
+#                           default 16) with each, and times each with the MSM/NTT
+#                           benchmark at CUZK_GPU_VARIANT_LOGS (default 24), no CPU
+#                           reference (operations CUZK_GPU_VARIANT_OPS, see
+#                           CUZK_GPU_BENCH_OPS in gpu/bench_test.go), after the main
+#                           tests (bench-<name>.log);
+#                           CUZK_GPU_VARIANT_LIBS="name=path;..." does the same with
+#                           prebuilt libraries
 #   NVCC_ARCH               passed to make (default: sm_90a machine code + compute_80 PTX)
+# The tests' own variables pass through (CUZK_GPU_TEST_MAXLOG, CUZK_GPU_BENCH_CPU,
+# CUZK_GPU_BENCH_OPS, CUZK_GPU_BENCH_PROVE_CPU, CUZK_GPU_BENCH_GNARK_LOGS and _RUNS:
+# see gpu/cuda_test.go and gpu/bench_test.go).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
+# At most a few files come back from the GPU machine: the logs are packed into
+# logs.tgz on exit; summary.txt and the built libraries stay beside it.
+LOG=$OUT/logs
+mkdir -p "$LOG"
+pack() { tar czf "$OUT/logs.tgz" -C "$OUT" logs; }
+trap 'pack && rm -rf "$LOG"' EXIT
 SUMMARY=$OUT/summary.txt
 : >"$SUMMARY"
 fail=0
 note() { echo "$*" | tee -a "$SUMMARY"; }
 
-{ nvidia-smi; nvcc --version; nproc; } >"$OUT/machine.txt" 2>&1
+{ nvidia-smi; nvcc --version; nproc; } >"$LOG/machine.txt" 2>&1
 note "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)"
 
 build() {
 	local t0=$SECONDS
-	if make -C gpu/cuda -j8 ${NVCC_ARCH:+NVCC_ARCH="$NVCC_ARCH"} >"$OUT/build.log" 2>&1; then
-		echo "build: ok in $((SECONDS - t0)) s" >>"$OUT/build.log"
+	if make -C gpu/cuda -j8 ${NVCC_ARCH:+NVCC_ARCH="$NVCC_ARCH"} >"$LOG/build.log" 2>&1; then
+		echo "build: ok in $((SECONDS - t0)) s" >>"$LOG/build.log"
 		cp gpu/cuda/build/libcuzkgpu.so "$OUT/" 2>/dev/null
 		return 0
 	fi
-	echo "build: FAILED after $((SECONDS - t0)) s" >>"$OUT/build.log"
+	echo "build: FAILED after $((SECONDS - t0)) s" >>"$LOG/build.log"
 	return 1
 }
 
-if [ -n "${CUZK_PREBUILT_LIB:-}" ]; then
+# Variants build in the background, in parallel with the main build.
+declare -A VPID
+IFS=';' read -r -a VARIANTS <<<"${CUZK_GPU_VARIANTS:-}"
+for v in "${VARIANTS[@]}"; do
+	[ -n "$v" ] || continue
+	name=${v%%:*} extra=${v#*:}
+	(
+		t0=$SECONDS
+		timeout "${CUZK_VARIANT_BUILD_TIMEOUT:-420}" make -C gpu/cuda -j4 BUILD="build/$name" EXTRA="$extra" ${NVCC_ARCH:+NVCC_ARCH="$NVCC_ARCH"} >"$LOG/build-$name.log" 2>&1
+		r=$?
+		echo "build $name ($extra): rc=$r in $((SECONDS - t0)) s" >>"$LOG/build-$name.log"
+		exit $r
+	) &
+	VPID[$name]=$!
+done
+
+if [ "${CUZK_NO_BUILD:-0}" = 1 ] && [ -n "${CUZK_PREBUILT_LIB:-}" ]; then
+	LIB=$(realpath "$CUZK_PREBUILT_LIB")
+	BUILD_PID=
+	echo "build: skipped, using $CUZK_PREBUILT_LIB" >"$LOG/build.log"
+elif [ -n "${CUZK_PREBUILT_LIB:-}" ]; then
 	LIB=$(realpath "$CUZK_PREBUILT_LIB")
 	build &
 	BUILD_PID=$!
 else
 	if ! build; then
 		note "FAIL build (see build.log)"
-		tail -30 "$OUT/build.log"
+		tail -30 "$LOG/build.log"
 		exit 1
 	fi
 	LIB=$ROOT/gpu/cuda/build/libcuzkgpu.so
 	BUILD_PID=
 fi
-note "$(tail -1 "$OUT/build.log" 2>/dev/null || echo 'build: running in background')"
+note "$(tail -1 "$LOG/build.log" 2>/dev/null || echo 'build: running in background')"
 export CUZK_GPU_LIB=$LIB
 BIN=$ROOT/.devbuild/gpu.test
 [ -x "$BIN" ] || { note "FAIL missing $BIN (build it with go test -c)"; exit 1; }
 
 # Correctness: every test in ./gpu (MSM G1/G2, NTT, compute_h, proofs, NVML).
-(cd gpu && "$BIN" -test.v -test.timeout 15m) >"$OUT/test.log" 2>&1
+(cd gpu && "$BIN" -test.v -test.timeout 15m ${CUZK_GPU_TEST_RUN:+-test.run "$CUZK_GPU_TEST_RUN"}) >"$LOG/test.log" 2>&1
 rc=$?
-grep -E "^(--- |ok|FAIL|PASS)" "$OUT/test.log" | grep -v "^--- PASS" >>"$SUMMARY"
-note "tests: $(grep -c '^--- PASS' "$OUT/test.log") passed, $(grep -c '^--- FAIL' "$OUT/test.log") failed, $(grep -c '^--- SKIP' "$OUT/test.log") skipped (rc=$rc)"
+grep -E "^(--- |ok|FAIL|PASS)" "$LOG/test.log" | grep -v "^--- PASS" >>"$SUMMARY"
+note "tests: $(grep -c '^--- PASS' "$LOG/test.log") passed, $(grep -c '^--- FAIL' "$LOG/test.log") failed, $(grep -c '^--- SKIP' "$LOG/test.log") skipped (rc=$rc)"
 [ $rc -eq 0 ] || fail=1
+pack
+
+# A/B variants (built above, or prebuilt ones from CUZK_GPU_VARIANT_LIBS="name=path;..."):
+# correctness to a moderate size, then the MSM/NTT timings alone.
+declare -A VLIB
+for name in "${!VPID[@]}"; do
+	if ! wait "${VPID[$name]}"; then
+		note "FAIL build variant $name: $(tail -3 "$LOG/build-$name.log" | tr '\n' ' ')"
+		fail=1
+		continue
+	fi
+	note "$(tail -1 "$LOG/build-$name.log")"
+	VLIB[$name]=$ROOT/gpu/cuda/build/$name/libcuzkgpu.so
+	cp "${VLIB[$name]}" "$OUT/libcuzkgpu-$name.so"
+done
+IFS=';' read -r -a PREBUILT <<<"${CUZK_GPU_VARIANT_LIBS:-}"
+for v in "${PREBUILT[@]}"; do
+	[ -n "$v" ] || continue
+	VLIB[${v%%=*}]=$(realpath "${v#*=}")
+done
+for name in $(printf '%s\n' "${!VLIB[@]}" | sort); do
+	vlib=${VLIB[$name]}
+	(cd gpu && CUZK_GPU_LIB=$vlib CUZK_GPU_TEST_MAXLOG=${CUZK_GPU_VARIANT_TEST_MAXLOG:-16} "$BIN" -test.v -test.run 'TestMSM|TestNTT|TestComputeH' -test.timeout 10m) >"$LOG/test-$name.log" 2>&1
+	r=$?
+	note "variant $name tests: rc=$r, $(grep -c '^--- PASS' "$LOG/test-$name.log") passed, $(grep -c '^--- FAIL' "$LOG/test-$name.log") failed"
+	[ $r -eq 0 ] || { fail=1; continue; }
+	(cd gpu && CUZK_GPU_LIB=$vlib CUZK_GPU_BENCH=1 CUZK_GPU_BENCH_CPU=0 CUZK_GPU_BENCH_LOGS=${CUZK_GPU_VARIANT_LOGS:-24} CUZK_GPU_BENCH_OPS=${CUZK_GPU_VARIANT_OPS:-${CUZK_GPU_BENCH_OPS:-}} "$BIN" -test.v -test.run 'TestGPUBench$' -test.timeout 10m) >"$LOG/bench-$name.log" 2>&1 || fail=1
+	grep -h -E '^(BENCH|msm-profile)' "$LOG/bench-$name.log" | sed "s/^/[$name] /" | tee -a "$SUMMARY"
+	pack
+done
 
 # With a prebuilt library, the build ran beside the tests; wait for it before timing.
 if [ -n "${BUILD_PID:-}" ]; then
 	if wait "$BUILD_PID"; then
-		note "$(tail -1 "$OUT/build.log")"
-		(cd gpu && CUZK_GPU_LIB=$ROOT/gpu/cuda/build/libcuzkgpu.so "$BIN" -test.short -test.v) >"$OUT/test-devbuild.log" 2>&1
+		note "$(tail -1 "$LOG/build.log")"
+		(cd gpu && CUZK_GPU_LIB=$ROOT/gpu/cuda/build/libcuzkgpu.so "$BIN" -test.short -test.v) >"$LOG/test-devbuild.log" 2>&1
 		r=$?
-		note "short tests with the library built here: rc=$r, $(grep -c '^--- PASS' "$OUT/test-devbuild.log") passed, $(grep -c '^--- FAIL' "$OUT/test-devbuild.log") failed"
+		note "short tests with the library built here: rc=$r, $(grep -c '^--- PASS' "$LOG/test-devbuild.log") passed, $(grep -c '^--- FAIL' "$LOG/test-devbuild.log") failed"
 		[ $r -eq 0 ] || fail=1
 		export CUZK_GPU_LIB=$ROOT/gpu/cuda/build/libcuzkgpu.so # benchmarks use the library built here
 	else
@@ -76,15 +147,16 @@ if [ -n "${BUILD_PID:-}" ]; then
 fi
 
 if [ "${CUZK_SKIP_BENCH:-0}" != 1 ]; then
-	(cd gpu && CUZK_GPU_BENCH=1 "$BIN" -test.v -test.run 'TestGPUBench' -test.timeout 15m) >"$OUT/bench.log" 2>&1
-	brc=$?
+	# BENCH lines reach the summary as they are printed.
+	(cd gpu && CUZK_GPU_BENCH=1 "$BIN" -test.v -test.run 'TestGPUBench' -test.timeout 15m 2>&1) | tee "$LOG/bench.log" |
+		grep --line-buffered -E '^(BENCH|msm-profile)' >>"$SUMMARY"
+	brc=${PIPESTATUS[0]}
 	[ $brc -eq 0 ] || { note "FAIL bench rc=$brc"; fail=1; }
 fi
 
 echo
 echo "== summary =="
 cat "$SUMMARY"
-grep -h '^BENCH' "$OUT/bench.log" 2>/dev/null | tee -a "$SUMMARY"
 if [ $fail -ne 0 ]; then
 	echo "GPU CHECK FAILED"
 	exit 1

@@ -99,6 +99,9 @@ __device__ __forceinline__ void fe_dbl(fe<P>& r, const fe<P>& a) { fe_add(r, a, 
 
 // Montgomery product a*b*R^-1 mod p (CIOS). The moduli used here leave spare top
 // bits, so the running value stays below 2p and fits N+1 words.
+#ifndef CUZK_PTX_MUL
+// C++ form: 64-bit products, the compiler's carry handling (IMAD.WIDE). Measured
+// faster than the PTX form below on the H200 (docs/BENCHMARKS.md), so the default.
 template <class P>
 __device__ __forceinline__ void fe_mul(fe<P>& r, const fe<P>& a, const fe<P>& b) {
     constexpr int N = P::N;
@@ -130,6 +133,81 @@ __device__ __forceinline__ void fe_mul(fe<P>& r, const fe<P>& a, const fe<P>& b)
     }
     fe_reduce_once(r, t, t[N]);
 }
+#else
+// PTX carry chains (opt-in, -DCUZK_PTX_MUL): each row is two chains over 32-bit
+// limbs, the low halves of the products into t[j] and the high halves into t[j+1]
+// (mad.lo.cc / madc.hi.cc), so a limb product costs two multiply-adds and no separate
+// carry handling. The carry flag lives between consecutive asm statements; all of
+// them are volatile, so their order is kept (which also keeps ptxas from
+// interleaving independent chains: measured 1.4-1.5x slower than the C++ form).
+// Since t < 2p < 2^(32N) after each row, N+1 words hold every partial sum.
+namespace ptx {
+__device__ __forceinline__ uint32_t mad_lo_cc(uint32_t a, uint32_t b, uint32_t c) {
+    uint32_t r;
+    asm volatile("mad.lo.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
+__device__ __forceinline__ uint32_t madc_lo_cc(uint32_t a, uint32_t b, uint32_t c) {
+    uint32_t r;
+    asm volatile("madc.lo.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
+__device__ __forceinline__ uint32_t mad_hi_cc(uint32_t a, uint32_t b, uint32_t c) {
+    uint32_t r;
+    asm volatile("mad.hi.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
+__device__ __forceinline__ uint32_t madc_hi_cc(uint32_t a, uint32_t b, uint32_t c) {
+    uint32_t r;
+    asm volatile("madc.hi.cc.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
+__device__ __forceinline__ uint32_t madc_hi(uint32_t a, uint32_t b, uint32_t c) {
+    uint32_t r;
+    asm volatile("madc.hi.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
+__device__ __forceinline__ uint32_t addc(uint32_t a, uint32_t b) {
+    uint32_t r;
+    asm volatile("addc.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+}  // namespace ptx
+
+// t[0..N] += x * y[0..N-1] (t[N] absorbs every carry: the caller bounds the sum).
+template <int N>
+__device__ __forceinline__ void mac_row(uint32_t* t, uint32_t x, const uint32_t* y) {
+    t[0] = ptx::mad_lo_cc(x, y[0], t[0]);
+#pragma unroll
+    for (int j = 1; j < N; j++) t[j] = ptx::madc_lo_cc(x, y[j], t[j]);
+    t[N] = ptx::addc(t[N], 0);
+    t[1] = ptx::mad_hi_cc(x, y[0], t[1]);
+#pragma unroll
+    for (int j = 1; j < N - 1; j++) t[j + 1] = ptx::madc_hi_cc(x, y[j], t[j + 1]);
+    t[N] = ptx::madc_hi(x, y[N - 1], t[N]);
+}
+
+template <class P>
+__device__ __forceinline__ void fe_mul(fe<P>& r, const fe<P>& a, const fe<P>& b) {
+    constexpr int N = P::N;
+    uint32_t mod[N];
+#pragma unroll
+    for (int j = 0; j < N; j++) mod[j] = P::mod(j);
+    uint32_t t[N + 1];
+#pragma unroll
+    for (int i = 0; i <= N; i++) t[i] = 0;
+#pragma unroll
+    for (int i = 0; i < N; i++) {
+        mac_row<N>(t, b.v[i], a.v);
+        uint32_t m = t[0] * P::inv;
+        mac_row<N>(t, m, mod);  // t[0] becomes 0
+#pragma unroll
+        for (int j = 0; j < N; j++) t[j] = t[j + 1];
+        t[N] = 0;
+    }
+    fe_reduce_once(r, t, 0);
+}
+#endif
 
 template <class P>
 __device__ __forceinline__ void fe_sqr(fe<P>& r, const fe<P>& a) { fe_mul(r, a, a); }

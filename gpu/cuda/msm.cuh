@@ -13,6 +13,8 @@
 #include <cub/cub.cuh>
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include "bls12_381.cuh"
 #include "runtime.cuh"
 #include "xyzz.cuh"
@@ -177,6 +179,47 @@ inline int choose_c(size_t n, int* nwin) {
     return best;
 }
 
+// With CUZK_MSM_PROFILE=1 in the environment each MSM prints one line to stderr with
+// the device time of each stage (CUDA events, summed over chunks). Diagnostics only.
+struct stage_timer {
+    enum { kDigits, kSort, kUnits, kAccumulate, kMerge, kReduce, kStages };
+    bool on = false;
+    cudaStream_t st;
+    cudaEvent_t ev[kStages + 1];
+    float ms[kStages] = {};
+    explicit stage_timer(cudaStream_t s) : st(s) {
+        const char* e = getenv("CUZK_MSM_PROFILE");
+        on = e && e[0] == '1';
+        if (!on) return;
+        for (auto& x : ev) cudaEventCreate(&x);
+    }
+    ~stage_timer() {
+        if (on)
+            for (auto& x : ev) cudaEventDestroy(x);
+    }
+    void start() {
+        if (on) cudaEventRecord(ev[0], st);
+    }
+    void mark(int stage) {  // the stage that just ended
+        if (!on) return;
+        cudaEventRecord(ev[stage + 1], st);
+        cudaEventSynchronize(ev[stage + 1]);
+        float t = 0;
+        cudaEventElapsedTime(&t, ev[0], ev[stage + 1]);
+        ms[stage] += t;
+        cudaEventRecord(ev[0], st);
+    }
+    void print(const char* group, size_t n, int c, int nwin) {
+        if (!on) return;
+        float tot = 0;
+        for (float x : ms) tot += x;
+        fprintf(stderr,
+                "msm-profile %s n=%zu c=%d windows=%d digits=%.2fms sort=%.2fms units=%.2fms accumulate=%.2fms "
+                "merge=%.2fms reduce=%.2fms sum=%.2fms\n",
+                group, n, c, nwin, ms[kDigits], ms[kSort], ms[kUnits], ms[kAccumulate], ms[kMerge], ms[kReduce], tot);
+    }
+};
+
 template <class F>
 int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t n, const fr_t* scalars,
             const uint32_t* index, void* out, int* nwin_out, int* c_out) {
@@ -222,6 +265,8 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
     RET(s->sort_tmp.ensure(std::max(sort_bytes, scan_bytes)));
     CK(cudaMemsetAsync(s->buckets.p, 0, (size_t)K * sizeof(X), st));
 
+    stage_timer prof(st);
+    prof.start();
     const uint32_t T = 256;
     for (size_t cs = 0; cs < n; cs += chunk) {
         uint32_t cn = (uint32_t)std::min(chunk, n - cs);
@@ -238,11 +283,13 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
         const uint32_t* ix = index ? index + cs : nullptr;
         k_digits<<<blocks(cn, T), T, 0, st>>>(sc, ix, cn, c, nwin, nb, s->keys.as<uint32_t>(), s->vals.as<uint32_t>());
         CK(cudaGetLastError());
+        prof.mark(stage_timer::kDigits);
 
         cub::DoubleBuffer<uint32_t> dk(s->keys.as<uint32_t>(), s->keys_alt.as<uint32_t>());
         cub::DoubleBuffer<uint32_t> dv(s->vals.as<uint32_t>(), s->vals_alt.as<uint32_t>());
         size_t tb = s->sort_tmp.bytes;
         CK(cub::DeviceRadixSort::SortPairs(s->sort_tmp.p, tb, dk, dv, (int)m, 0, end_bit, st));
+        prof.mark(stage_timer::kSort);
 
         CK(cudaMemsetAsync(s->bstart.p, 0, (size_t)K * 4, st));
         CK(cudaMemsetAsync(s->bend.p, 0, (size_t)K * 4, st));
@@ -260,6 +307,7 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
         uint32_t U = 0;
         CK(cudaMemcpyAsync(&U, s->uoff.as<uint32_t>() + K, 4, cudaMemcpyDeviceToHost, st));
         CK(cudaStreamSynchronize(st));
+        prof.mark(stage_timer::kUnits);
         if (U == 0) continue;
         RET(s->desc.ensure((size_t)U * sizeof(unit_desc)));
         RET(s->partials.ensure((size_t)U * sizeof(X)));
@@ -269,8 +317,10 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
         k_accumulate<F><<<blocks(U, 128), 128, 0, st>>>(s->desc.as<unit_desc>(), U, dv.Current(), pts,
                                                         s->partials.as<X>());
         CK(cudaGetLastError());
+        prof.mark(stage_timer::kAccumulate);
         k_merge<F><<<blocks(K, 128), 128, 0, st>>>(s->uoff.as<uint32_t>(), K, s->partials.as<X>(), s->buckets.as<X>());
         CK(cudaGetLastError());
+        prof.mark(stage_timer::kMerge);
     }
 
     const uint32_t half = nb - 1;
@@ -290,6 +340,8 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
     }
     CK(cudaMemcpyAsync(out, a, (size_t)nwin * sizeof(X), cudaMemcpyDeviceToHost, st));
     CK(cudaStreamSynchronize(st));
+    prof.mark(stage_timer::kReduce);
+    prof.print(sizeof(F) == sizeof(fp_t) ? "g1" : "g2", n, c, nwin);
     *nwin_out = nwin;
     *c_out = c;
     return CUZK_OK;

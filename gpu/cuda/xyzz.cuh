@@ -3,8 +3,13 @@
 // from the Explicit-Formulas Database (add-2008-s, madd-2008-s, dbl-2008-s-1).
 #pragma once
 
-// The point operations are __noinline__: inlined into every kernel, the G2 (Fp2)
-// variants made cicc/ptxas take over ten minutes; as calls the whole library builds in about 3 minutes.
+// The point operations are __noinline__ by default: inlined into every kernel, the G2
+// (Fp2) variants made cicc/ptxas take over ten minutes; as calls the whole library
+// builds in about 3 minutes. A translation unit may define CUZK_POINT_FN before the
+// include (msm_g1.cu inlines the G1 ones: that pays for G1, see msm_g1.cu).
+#ifndef CUZK_POINT_FN
+#define CUZK_POINT_FN __noinline__
+#endif
 
 template <class F>
 struct affine_t {
@@ -28,7 +33,7 @@ template <class F>
 __device__ __forceinline__ bool xyzz_is_inf(const xyzz_t<F>& p) { return fe_is_zero(p.zz); }
 
 template <class F>
-__device__ __noinline__ void xyzz_dbl(xyzz_t<F>& r, const xyzz_t<F>& p) {
+__device__ CUZK_POINT_FN void xyzz_dbl(xyzz_t<F>& r, const xyzz_t<F>& p) {
     if (xyzz_is_inf(p)) { r = p; return; }
     F u, v, w, s, m, t;
     fe_dbl(u, p.y);
@@ -51,7 +56,7 @@ __device__ __noinline__ void xyzz_dbl(xyzz_t<F>& r, const xyzz_t<F>& p) {
 
 // Doubling of an affine point given as XYZZ with ZZ = ZZZ = 1 (mdbl-2008-s-1).
 template <class F>
-__device__ __noinline__ void xyzz_dbl_affine(xyzz_t<F>& r, const F& x, const F& y) {
+__device__ CUZK_POINT_FN void xyzz_dbl_affine(xyzz_t<F>& r, const F& x, const F& y) {
     F u, v, w, s, m, t;
     fe_dbl(u, y);
     fe_sqr(v, u);
@@ -73,7 +78,7 @@ __device__ __noinline__ void xyzz_dbl_affine(xyzz_t<F>& r, const F& x, const F& 
 
 // r += (x, y) affine (not infinity).
 template <class F>
-__device__ __noinline__ void xyzz_add_affine(xyzz_t<F>& r, const F& x, const F& y) {
+__device__ CUZK_POINT_FN void xyzz_add_affine(xyzz_t<F>& r, const F& x, const F& y) {
     if (xyzz_is_inf(r)) {
         r.x = x; r.y = y; fe_one(r.zz); fe_one(r.zzz);
         return;
@@ -107,7 +112,7 @@ __device__ __noinline__ void xyzz_add_affine(xyzz_t<F>& r, const F& x, const F& 
 
 // r += p (general XYZZ).
 template <class F>
-__device__ __noinline__ void xyzz_add(xyzz_t<F>& r, const xyzz_t<F>& p) {
+__device__ CUZK_POINT_FN void xyzz_add(xyzz_t<F>& r, const xyzz_t<F>& p) {
     if (xyzz_is_inf(p)) return;
     if (xyzz_is_inf(r)) { r = p; return; }
     F u1, u2, s1, s2, P, R;
