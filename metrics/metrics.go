@@ -71,7 +71,7 @@ type Phase struct {
 // Phases lists an attempt's phases under the names of cuzk.attempt_phases.
 func Phases(a *cuzksql.Attempt) []Phase {
 	return []Phase{
-		{"batch_wait", a.BatchWaitMs}, {"mem_wait", a.MemWaitMs}, {"srs", a.SrsMs},
+		{"queue", a.QueueMs}, {"batch_wait", a.BatchWaitMs}, {"mem_wait", a.MemWaitMs}, {"srs", a.SrsMs},
 		{"synth", a.SynthMs}, {"prove_wait", a.ProveWaitMs}, {"prove", a.ProveMs},
 		{"ntt", a.NttMs}, {"msm", a.MsmMs}, {"h2d", a.H2DMs}, {"msm_g1", a.MsmG1Ms},
 		{"msm_g2", a.MsmG2Ms}, {"verify", a.VerifyMs}, {"persist", a.PersistMs},

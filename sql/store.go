@@ -31,7 +31,8 @@ type Request struct {
 	Witness     []byte // gnark full-witness binary, or nil
 	Priority    int
 	MaxAttempts int
-	Attempt     int // this attempt's number (1-based, across retries)
+	Attempt     int     // this attempt's number (1-based, across retries)
+	QueueMs     float64 // from being queued to this claim, as recorded in the attempt row
 	CreatedAt   time.Time
 }
 
@@ -119,13 +120,14 @@ func (s *Store) BeginAttempt(ctx context.Context, requestID string, jobID int64,
 			 WHERE id = $1`, r.ID, counted+1); err != nil {
 			return fmt.Errorf("mark %q running: %w", requestID, err)
 		}
-		if _, err := tx.Exec(ctx, `
+		if err := tx.QueryRow(ctx, `
 			INSERT INTO cuzk.proof_attempts (request_id, attempt, circuit, job_id, worker, build, config_hash, config,
 			                                 started_at, queue_ms)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
-			        now(), greatest(0, extract(epoch FROM now() - $9::timestamptz) * 1000))`,
+			        now(), greatest(0, extract(epoch FROM now() - $9::timestamptz) * 1000))
+			RETURNING queue_ms`,
 			requestID, r.Attempt, r.Circuit, jobID, origin.Worker, nullString(origin.Build),
-			nullString(origin.ConfigHash), origin.Config, queuedAt); err != nil {
+			nullString(origin.ConfigHash), origin.Config, queuedAt).Scan(&r.QueueMs); err != nil {
 			return fmt.Errorf("insert attempt %d of %q: %w", r.Attempt, requestID, err)
 		}
 		return nil
@@ -150,6 +152,8 @@ type Attempt struct {
 	MemReservedBytes int64
 
 	SynthStartedAt, ProveStartedAt, FinishedAt time.Time
+
+	QueueMs *float64 // written by BeginAttempt; here for observers
 
 	BatchWaitMs, MemWaitMs, SrsMs, SynthMs, ProveWaitMs, ProveMs, NttMs, MsmMs, VerifyMs, PersistMs, TotalMs *float64
 	H2DMs, MsmG1Ms, MsmG2Ms                                                                                  *float64 // device phases inside prove_ms

@@ -271,7 +271,7 @@ func (w *Worker) work(ctx context.Context, job *river.Job[jobs.ProveArgs]) error
 	log = log.With("attempt", req.Attempt)
 
 	it := &item{ctx: ctx, job: job, req: req, start: start, done: make(chan struct{})}
-	it.att = cuzksql.Attempt{RequestID: req.RequestID, Circuit: req.Circuit, Attempt: req.Attempt}
+	it.att = cuzksql.Attempt{RequestID: req.RequestID, Circuit: req.Circuit, Attempt: req.Attempt, QueueMs: &req.QueueMs}
 	w.collector.add(it)
 	<-it.done // every stage delivers, also when ctx ends
 	if it.res != nil {

@@ -109,6 +109,7 @@ func TestWorkerHTTPEndpoints(t *testing.T) {
 		`cuzk_proof_attempts_total{circuit="synthetic-k6",outcome="succeeded"} 1`,
 		`cuzk_phase_duration_seconds_count{circuit="synthetic-k6",phase="prove"} 1`,
 		`cuzk_phase_duration_seconds_count{circuit="synthetic-k6",phase="synth"} 1`,
+		`cuzk_phase_duration_seconds_count{circuit="synthetic-k6",phase="queue"} 1`,
 		`cuzk_mem_budget_total_bytes 1.073741824e+09`,
 		`cuzk_mem_budget_reserved_bytes 0`,
 		`cuzk_queue_up 1`,
