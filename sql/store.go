@@ -348,3 +348,49 @@ func FailOrphaned(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
 	}
 	return n, nil
 }
+
+// RescuedJob is a running job handed back because its worker stopped heartbeating.
+type RescuedJob struct {
+	JobID     int64
+	Worker    string
+	Discarded bool // it had no attempt left
+}
+
+// RescueDeadWorkers marks workers other than self whose heartbeat is older than
+// deadAfter as stopped and hands their running jobs in queue back: available again at
+// once when attempts remain (the dead attempt counts, as with River's own rescuer),
+// discarded otherwise. River's rescuer would do the same, but only after the job's
+// rescue-after, which must be longer than the longest proof; a heartbeat tells a dead
+// worker from a slow one much sooner. If the worker was alive after all (a network
+// partition), its late completion finds the job no longer running, and the one-proof
+// rules keep a second proof out.
+func RescueDeadWorkers(ctx context.Context, db *pgxpool.Pool, self string, deadAfter time.Duration, queue string) ([]RescuedJob, error) {
+	rows, err := db.Query(ctx, `
+		WITH dead AS (
+		    UPDATE cuzk.workers SET stopped_at = now()
+		     WHERE stopped_at IS NULL AND worker <> $1 AND river_client_id IS NOT NULL
+		       AND last_seen_at < now() - make_interval(secs => $2)
+		    RETURNING worker, river_client_id)
+		UPDATE river_job j
+		   SET state = (CASE WHEN j.attempt < j.max_attempts THEN 'available' ELSE 'discarded' END)::river_job_state,
+		       scheduled_at = now(),
+		       finalized_at = CASE WHEN j.attempt < j.max_attempts THEN NULL ELSE now() END,
+		       errors = array_append(j.errors, jsonb_build_object(
+		           'at', now(), 'attempt', j.attempt, 'trace', '',
+		           'error', 'worker ' || d.worker || ' stopped heartbeating during the attempt (rescued)'))
+		  FROM dead d
+		 WHERE j.state = 'running' AND j.queue = $3
+		   AND j.attempted_by[array_upper(j.attempted_by, 1)] = d.river_client_id
+		RETURNING j.id, d.worker, j.state = 'discarded'`, self, deadAfter.Seconds(), queue)
+	if err != nil {
+		return nil, fmt.Errorf("rescue the jobs of dead workers: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (RescuedJob, error) {
+		var j RescuedJob
+		return j, r.Scan(&j.JobID, &j.Worker, &j.Discarded)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rescue the jobs of dead workers: %w", err)
+	}
+	return out, nil
+}

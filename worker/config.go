@@ -21,6 +21,7 @@ type Config struct {
 	RetryBackoff     time.Duration // delay before the first retry, doubling each attempt (jobs.Backoff)
 	PollInterval     time.Duration // how often River looks for jobs without a notification
 	HeartbeatEvery   time.Duration // cuzk.workers refresh
+	DeadAfter        time.Duration // a worker silent this long is dead: its jobs go back at once (0: off)
 	ScrubInputs      bool          // delete private inputs once the proof is stored
 	Build            string        // recorded in attempt rows; default BuildString()
 	Observer         Observer      // told about each finished attempt; may be nil
@@ -39,6 +40,7 @@ func DefaultConfig() Config {
 		RetryBackoff:     jobs.DefaultRetryBase,
 		PollInterval:     time.Second,
 		HeartbeatEvery:   10 * time.Second,
+		DeadAfter:        time.Minute,
 		ScrubInputs:      true,
 	}
 }
@@ -81,6 +83,10 @@ func (c *Config) validate() error {
 	}
 	if c.HeartbeatEvery <= 0 {
 		c.HeartbeatEvery = 10 * time.Second
+	}
+	if c.DeadAfter > 0 && c.DeadAfter < 3*c.HeartbeatEvery {
+		// Fewer than three missed beats would call a worker dead on one slow query.
+		return fmt.Errorf("dead-after (%s) must be 0 (off) or at least three heartbeats (%s)", c.DeadAfter, 3*c.HeartbeatEvery)
 	}
 	return nil
 }

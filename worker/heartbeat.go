@@ -6,6 +6,9 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/cuzk/cuzk/jobs"
+	cuzksql "github.com/cuzk/cuzk/sql"
 )
 
 // heartbeat keeps this worker's row in cuzk.workers fresh (and the circuit timeouts
@@ -20,18 +23,19 @@ func (w *Worker) heartbeat(ctx context.Context) {
 	cfgJSON, _ := json.Marshal(map[string]any{
 		"mem_budget": w.cfg.MemBudget, "max_batch": w.cfg.MaxBatch, "batch_wait": w.cfg.BatchWait.String(),
 		"synth_concurrency": w.cfg.SynthConcurrency, "queue_depth": w.cfg.QueueDepth,
-		"rescue_after": w.cfg.RescueAfter.String(),
+		"rescue_after": w.cfg.RescueAfter.String(), "dead_after": w.cfg.DeadAfter.String(),
 	})
 	backend := w.devices[0].Backend.Name()
 	beat := func() {
 		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
 		_, err := w.pool.Exec(c, `
-			INSERT INTO cuzk.workers (worker, host, pid, backend, devices, config)
-			VALUES ($1, $2, $3, $4, $5, $6)
+			INSERT INTO cuzk.workers (worker, host, pid, backend, devices, config, river_client_id)
+			VALUES ($1, $2, $3, $4, $5, $6, $7)
 			ON CONFLICT (worker) DO UPDATE SET last_seen_at = now(), stopped_at = NULL,
-			    backend = EXCLUDED.backend, devices = EXCLUDED.devices, config = EXCLUDED.config`,
-			w.cfg.Name, host, os.Getpid(), backend, devJSON, cfgJSON)
+			    backend = EXCLUDED.backend, devices = EXCLUDED.devices, config = EXCLUDED.config,
+			    river_client_id = EXCLUDED.river_client_id`,
+			w.cfg.Name, host, os.Getpid(), backend, devJSON, cfgJSON, sanitizeClientID(w.cfg.Name))
 		if err != nil && ctx.Err() == nil {
 			w.log.Warn("worker heartbeat", "err", err)
 		}
@@ -46,6 +50,7 @@ func (w *Worker) heartbeat(ctx context.Context) {
 		case <-t.C:
 			beat()
 			w.loadTimeouts(ctx)
+			w.rescueDead(ctx)
 			w.failOrphaned(ctx)
 		}
 	}
@@ -60,4 +65,25 @@ func (w *Worker) markStopped() {
 // sanitizeClientID turns a worker name into a River client ID (no slashes or spaces).
 func sanitizeClientID(name string) string {
 	return strings.NewReplacer("/", "_", " ", "_").Replace(name)
+}
+
+// rescueDead hands the running jobs of workers whose heartbeat stopped back to the
+// queue (see cuzksql.RescueDeadWorkers).
+func (w *Worker) rescueDead(ctx context.Context) {
+	if w.cfg.DeadAfter <= 0 {
+		return
+	}
+	c, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	rescued, err := cuzksql.RescueDeadWorkers(c, w.pool, w.cfg.Name, w.cfg.DeadAfter, jobs.Queue)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("rescuing the jobs of dead workers", "err", err)
+		}
+		return
+	}
+	for _, j := range rescued {
+		w.log.Warn("job of a dead worker handed back", "job_id", j.JobID, "dead_worker", j.Worker,
+			"discarded", j.Discarded, "dead_after", w.cfg.DeadAfter)
+	}
 }

@@ -35,6 +35,8 @@ type workerCmd struct {
 	RetryBackoff     time.Duration `name:"retry-backoff" env:"CUZK_RETRY_BACKOFF" default:"5s" help:"Delay before retrying a failed attempt, doubled for each further attempt (at most 10m)."`
 	ShutdownGrace    time.Duration `name:"shutdown-grace" env:"CUZK_SHUTDOWN_GRACE" default:"2m" help:"On SIGTERM, in-flight work gets this long to finish before it is handed back."`
 	PollInterval     time.Duration `name:"poll-interval" env:"CUZK_POLL_INTERVAL" default:"1s" help:"How often to look for work when no notification arrives."`
+	DeadAfter        time.Duration `name:"dead-after" env:"CUZK_DEAD_AFTER" default:"1m" help:"A worker whose heartbeat is older than this is dead: its running jobs are handed back at once instead of after --rescue-after (0: off; at least three heartbeats)."`
+	Heartbeat        time.Duration `env:"CUZK_HEARTBEAT" default:"10s" help:"How often the worker records that it is alive (cuzk.workers)."`
 	KeepInputs       bool          `name:"keep-inputs" env:"CUZK_KEEP_INPUTS" help:"Keep private inputs after success (default: scrub them)."`
 	Name             string        `env:"CUZK_NAME" help:"Worker identity in attempt rows (default host/pid)."`
 }
@@ -79,6 +81,8 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 	cfg.ShutdownGrace = c.ShutdownGrace
 	cfg.RetryBackoff = c.RetryBackoff
 	cfg.PollInterval = c.PollInterval
+	cfg.DeadAfter = c.DeadAfter
+	cfg.HeartbeatEvery = c.Heartbeat
 	cfg.ScrubInputs = !c.KeepInputs
 	var gpus gpu.LatestSamples // nil on CPU hosts (a nil *gpu.Telemetry in it would not be)
 	if tel != nil {
