@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"runtime"
 	"runtime/debug"
 
 	cuzksql "github.com/cuzk/cuzk/sql"
@@ -50,6 +51,7 @@ type PerfConfig struct {
 	SynthConcurrency int      `json:"synth_concurrency"`
 	QueueDepth       int      `json:"queue_depth"`
 	MemBudget        int64    `json:"mem_budget"`
+	GOMAXPROCS       int      `json:"gomaxprocs"` // the CPU backend and synthesis scale with it
 }
 
 // Hash is a short stable digest of the settings.
@@ -66,6 +68,7 @@ func (w *Worker) perfConfig() PerfConfig {
 		SynthConcurrency: w.cfg.SynthConcurrency,
 		QueueDepth:       w.cfg.QueueDepth,
 		MemBudget:        w.cfg.MemBudget,
+		GOMAXPROCS:       runtime.GOMAXPROCS(0),
 	}
 	for i, d := range w.devices {
 		if i == 0 {
