@@ -120,3 +120,29 @@ func TestCollectorFlushesOnSizeWaitAndPriority(t *testing.T) {
 		t.Fatal("an urgent request did not flush its group at once")
 	}
 }
+
+func TestAllDoneWaitsForEveryContext(t *testing.T) {
+	a, cancelA := context.WithCancel(context.Background())
+	b, cancelB := context.WithCancel(context.Background())
+	defer cancelB()
+	ctx, stop := allDone([]context.Context{a, b})
+	defer stop()
+	cancelA()
+	select {
+	case <-ctx.Done():
+		t.Fatal("cancelled when only one of two was done")
+	case <-time.After(20 * time.Millisecond):
+	}
+	cancelB()
+	select {
+	case <-ctx.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("not cancelled after both were done")
+	}
+
+	single, cancel := context.WithCancel(context.Background())
+	one, stopOne := allDone([]context.Context{single})
+	defer stopOne()
+	cancel()
+	<-one.Done() // a batch of one follows its request
+}

@@ -15,6 +15,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -396,10 +397,14 @@ func (w *Worker) proveBatch(d *Device, b *batch) {
 	}
 
 	// The key is shared by the batch; loading it is the srs phase of every attempt in it.
-	ctx := live[0].ctx
-	if len(live) > 1 {
-		ctx = context.WithoutCancel(ctx) // one request's cancel must not abort the others' proofs
+	// One request's cancel must not abort the others' proofs; when all are cancelled
+	// (a shutdown past its grace period), the batch's proof stops.
+	ctxs := make([]context.Context, len(live))
+	for i, it := range live {
+		ctxs[i] = it.ctx
 	}
+	ctx, stop := allDone(ctxs)
+	defer stop()
 	key, loaded, err := w.catalog.Key(ctx, b.circuit, d.Backend)
 	for _, it := range live {
 		it.att.SrsMs = msPtr(loaded)
@@ -684,4 +689,29 @@ func deref(p *float64) float64 {
 		return 0
 	}
 	return *p
+}
+
+// allDone returns a context that is cancelled once every one of ctxs is done, and a
+// func that releases it.
+func allDone(ctxs []context.Context) (context.Context, context.CancelFunc) {
+	if len(ctxs) == 1 {
+		return context.WithCancel(ctxs[0])
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var left atomic.Int64
+	left.Store(int64(len(ctxs)))
+	stops := make([]func() bool, len(ctxs))
+	for i, c := range ctxs {
+		stops[i] = context.AfterFunc(c, func() {
+			if left.Add(-1) == 0 {
+				cancel()
+			}
+		})
+	}
+	return ctx, func() {
+		for _, s := range stops {
+			s()
+		}
+		cancel()
+	}
 }
