@@ -142,15 +142,31 @@ func writeReport(w io.Writer, rep *regress.Report, asJSON bool) error {
 	return rep.WriteTable(w)
 }
 
+// panelSample is how many of each build's latest succeeded attempts the dashboard
+// compares: enough for a 5% shift in a tight phase, and a bounded cost per page view
+// however long a build has been running (a whole build's history can be millions of
+// rows; cuzk timings --compare reads it all).
+const panelSample = 2000
+
 // comparisonPanel fills the dashboard's panel: the two builds whose workers most
-// recently succeeded, compared by cuzk.compare_timings (order statistics: a sort per
-// series, cheap enough for every page view, where a bootstrap would not be).
+// recently succeeded, compared on their latest panelSample attempts with order-statistic
+// intervals (the method of cuzk.compare_timings: a sort per series, where a bootstrap
+// would cost too much for every page view).
 func comparisonPanel(pool *pgxpool.Pool) dashboard.ComparisonFunc {
 	return func(ctx context.Context) (*dashboard.Comparison, error) {
+		// Distinct builds by a skip scan of proof_attempts_build_finished_idx, then
+		// each one's newest success: a handful of index probes, not a table scan.
 		rows, err := pool.Query(ctx, `
-			SELECT build FROM cuzk.proof_attempts
-			 WHERE outcome = 'succeeded' AND build IS NOT NULL
-			 GROUP BY build ORDER BY max(finished_at) DESC LIMIT 2`)
+			WITH RECURSIVE b(build) AS (
+			    SELECT min(build) FROM cuzk.proof_attempts WHERE outcome = 'succeeded' AND build IS NOT NULL
+			    UNION ALL
+			    SELECT (SELECT min(a.build) FROM cuzk.proof_attempts a
+			             WHERE a.outcome = 'succeeded' AND a.build > b.build)
+			      FROM b WHERE b.build IS NOT NULL)
+			SELECT build FROM b WHERE build IS NOT NULL
+			 ORDER BY (SELECT max(a.finished_at) FROM cuzk.proof_attempts a
+			            WHERE a.outcome = 'succeeded' AND a.build = b.build) DESC
+			 LIMIT 2`)
 		if err != nil {
 			return nil, fmt.Errorf("recent builds: %w", err)
 		}
@@ -162,40 +178,84 @@ func comparisonPanel(pool *pgxpool.Pool) dashboard.ComparisonFunc {
 			return nil, nil
 		}
 		older, newer := builds[1], builds[0]
-		rows, err = pool.Query(ctx, `
-			SELECT source, circuit, phase, n_a, n_b, median_a_ms, median_b_ms, change_pct, ci_low_pct, ci_high_pct, flagged, faster
-			  FROM cuzk.compare_timings('build', $1, 'build', $2)
-			 WHERE note IS NULL`, older, newer)
+		a, err := latestOfBuild(ctx, pool, older)
 		if err != nil {
-			return nil, fmt.Errorf("compare %s with %s: %w", older, newer, err)
+			return nil, err
+		}
+		b, err := latestOfBuild(ctx, pool, newer)
+		if err != nil {
+			return nil, err
+		}
+		opts := regress.Defaults()
+		opts.Method = regress.OrderStat
+		rep, err := regress.Compare(a, b, opts)
+		if err != nil {
+			return nil, err
 		}
 		cmp := &dashboard.Comparison{
 			Title:   fmt.Sprintf("%s (B) vs %s (A)", newer, older),
 			Columns: []string{"source", "circuit", "phase", "n A", "n B", "median A ms", "median B ms", "change", "95% interval", ""},
 		}
-		var source, circuit, phase string
-		var na, nb int
-		var ma, mb, ch, lo, hi float64
-		var flagged, faster bool
-		var slower int
-		_, err = pgx.ForEachRow(rows, []any{&source, &circuit, &phase, &na, &nb, &ma, &mb, &ch, &lo, &hi, &flagged, &faster}, func() error {
+		slower := 0
+		for _, r := range rep.Rows {
+			if r.Note != "" {
+				continue
+			}
 			verdict := ""
 			switch {
-			case flagged:
+			case r.Flagged:
 				verdict, slower = "SLOWER", slower+1
-			case faster:
+			case r.Faster:
 				verdict = "faster"
 			}
-			cmp.Rows = append(cmp.Rows, []string{source, circuit, phase, fmt.Sprint(na), fmt.Sprint(nb),
-				fmt.Sprintf("%.1f", ma), fmt.Sprintf("%.1f", mb), fmt.Sprintf("%+.1f%%", ch),
-				fmt.Sprintf("[%+.1f%%, %+.1f%%]", lo, hi), verdict})
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("compare %s with %s: %w", older, newer, err)
+			cmp.Rows = append(cmp.Rows, []string{r.Source, r.Circuit, r.Phase, fmt.Sprint(r.NA), fmt.Sprint(r.NB),
+				fmt.Sprintf("%.1f", *r.MedianA), fmt.Sprintf("%.1f", *r.MedianB), fmt.Sprintf("%+.1f%%", *r.ChangePct),
+				fmt.Sprintf("[%+.1f%%, %+.1f%%]", *r.CILowPct, *r.CIHighPct), verdict})
 		}
-		cmp.Note = fmt.Sprintf("%d of %d phases slower beyond 5%% with 95%% confidence; phases with fewer than 10 attempts a side are left out. "+
-			"cuzk timings --compare 'build:%s..build:%s' gives the full table.", slower, len(cmp.Rows), older, newer)
+		cmp.Note = fmt.Sprintf("%d of %d phases slower beyond 5%% with 95%% confidence, on each build's latest %d succeeded attempts; "+
+			"phases with fewer than 10 attempts a side are left out. cuzk timings --compare 'build:%s..build:%s' compares every attempt.",
+			slower, len(cmp.Rows), panelSample, older, newer)
 		return cmp, nil
 	}
+}
+
+// latestOfBuild reads the phase timings of a build's latest panelSample succeeded
+// attempts.
+func latestOfBuild(ctx context.Context, pool *pgxpool.Pool, build string) (regress.Samples, error) {
+	phases := regress.Phases()
+	cols := make([]string, len(phases))
+	for i, p := range phases {
+		cols[i] = p + "_ms"
+	}
+	rows, err := pool.Query(ctx, `
+		SELECT circuit, `+strings.Join(cols, ", ")+`
+		  FROM cuzk.proof_attempts
+		 WHERE outcome = 'succeeded' AND build = $1
+		 ORDER BY finished_at DESC LIMIT $2`, build, panelSample)
+	if err != nil {
+		return nil, fmt.Errorf("timings of build %s: %w", build, err)
+	}
+	defer rows.Close()
+	s := regress.Samples{}
+	ms := make([]*float64, len(phases))
+	dest := make([]any, len(phases)+1)
+	var circuit string
+	dest[0] = &circuit
+	for i := range ms {
+		dest[i+1] = &ms[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, fmt.Errorf("timings of build %s: %w", build, err)
+		}
+		for i, v := range ms {
+			if v != nil {
+				s.Add(regress.Key{Source: "worker", Circuit: circuit, Phase: phases[i]}, *v)
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("timings of build %s: %w", build, err)
+	}
+	return s, nil
 }
