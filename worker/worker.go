@@ -13,6 +13,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -226,6 +227,16 @@ func (it *item) finish(err error) {
 	close(it.done)
 }
 
+// finished says whether a stage has delivered the item already.
+func (it *item) finished() bool {
+	select {
+	case <-it.done:
+		return true
+	default:
+		return false
+	}
+}
+
 type proveWorker struct {
 	river.WorkerDefaults[jobs.ProveArgs]
 	w *Worker
@@ -296,7 +307,8 @@ func (w *Worker) startBatch(b *batch) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := w.synthesize(it); err != nil {
+				if err := w.safely("synthesize", func() error { return w.synthesize(it) }); err != nil {
+					it.sol = nil
 					it.finish(err)
 				}
 			}()
@@ -368,8 +380,29 @@ func (w *Worker) synthesize(it *item) error {
 // runProver proves batches on one device until the channel is closed.
 func (w *Worker) runProver(d *Device) {
 	for b := range w.proveCh {
-		w.proveBatch(d, b)
+		err := w.safely("prove on "+d.Backend.Name(), func() error { w.proveBatch(d, b); return nil })
+		if err != nil {
+			for _, it := range b.items {
+				if !it.finished() {
+					it.sol = nil
+					it.finish(err)
+				}
+			}
+		}
 	}
+}
+
+// safely runs f and turns a panic into an error (the stack goes to the log): a fault in
+// one request's synthesis or one batch's proof fails those attempts, which are retried,
+// and must not end the process with every other request in it.
+func (w *Worker) safely(what string, f func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s: panic: %v", what, p)
+			w.log.Error("recovered from a panic", "op", what, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+		}
+	}()
+	return f()
 }
 
 func (w *Worker) proveBatch(d *Device, b *batch) {
