@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
@@ -106,6 +107,16 @@ type runningWorker struct {
 
 func startWorker(t testing.TB, pool *pgxpool.Pool, mutate func(*worker.Config)) *runningWorker {
 	t.Helper()
+	return startWorkerWith(t, pool, nil, nil, mutate)
+}
+
+// startWorkerWith starts a worker on devices (default: one CPU backend) logging to log
+// (default: slog's default).
+func startWorkerWith(t testing.TB, pool *pgxpool.Pool, devices []worker.Device, log *slog.Logger, mutate func(*worker.Config)) *runningWorker {
+	t.Helper()
+	if devices == nil {
+		devices = []worker.Device{{Backend: prover.NewCPU()}}
+	}
 	cfg := worker.DefaultConfig()
 	cfg.MemBudget = 8 << 30
 	cfg.PollInterval = 100 * time.Millisecond
@@ -114,7 +125,7 @@ func startWorker(t testing.TB, pool *pgxpool.Pool, mutate func(*worker.Config)) 
 		mutate(&cfg)
 	}
 	cat := worker.NewCatalog(keys.reg.Get, keys.load)
-	w, err := worker.New(pool, cfg, cat, []worker.Device{{Backend: prover.NewCPU()}}, nil)
+	w, err := worker.New(pool, cfg, cat, devices, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,18 +3,14 @@ package worker_test
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/cuzk/cuzk/internal/pgtest"
-	"github.com/cuzk/cuzk/prover"
 	"github.com/cuzk/cuzk/synth"
-	"github.com/cuzk/cuzk/worker"
 )
 
 type lockedBuffer struct {
@@ -43,23 +39,7 @@ func TestRequestLogLinesCarryRequestFields(t *testing.T) {
 	var buf lockedBuffer
 	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
-	cfg := worker.DefaultConfig()
-	cfg.MemBudget = 1 << 30
-	cfg.PollInterval = 100 * time.Millisecond
-	cfg.ShutdownGrace = 10 * time.Second
-	w, err := worker.New(db.Pool, cfg, worker.NewCatalog(keys.reg.Get, keys.load), []worker.Device{{Backend: prover.NewCPU()}}, log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("worker: %v", err)
-		}
-	}()
+	startWorkerWith(t, db.Pool, nil, log, nil)
 
 	good, err := synth.Inputs(circuit, 7)
 	if err != nil {

@@ -33,25 +33,8 @@ func TestPanicInProverFailsTheAttemptNotTheWorker(t *testing.T) {
 	db := pgtest.New(t)
 	const circuit = "synthetic-k8"
 	register(t, db.Pool, circuit)
-	cfg := worker.DefaultConfig()
-	cfg.MemBudget = 1 << 30
-	cfg.PollInterval = 100 * time.Millisecond
-	cfg.RetryBackoff = 100 * time.Millisecond
-	cfg.ShutdownGrace = 10 * time.Second
-	w, err := worker.New(db.Pool, cfg, worker.NewCatalog(keys.reg.Get, keys.load),
-		[]worker.Device{{Backend: &panicFirst{Backend: prover.NewCPU()}}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("worker: %v", err)
-		}
-	}()
+	startWorkerWith(t, db.Pool, []worker.Device{{Backend: &panicFirst{Backend: prover.NewCPU()}}}, nil,
+		func(c *worker.Config) { c.RetryBackoff = 100 * time.Millisecond })
 
 	in, err := synth.Inputs(circuit, 3)
 	if err != nil {
