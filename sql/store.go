@@ -394,3 +394,14 @@ func RescueDeadWorkers(ctx context.Context, db *pgxpool.Pool, self string, deadA
 	}
 	return out, nil
 }
+
+// PruneWorkers deletes cuzk.workers rows of workers stopped longer ago than keep: each
+// process start adds a row (host/pid), and a fleet restarted daily for months would
+// otherwise carry them all.
+func PruneWorkers(ctx context.Context, db *pgxpool.Pool, keep time.Duration) (int64, error) {
+	tag, err := db.Exec(ctx, `DELETE FROM cuzk.workers WHERE stopped_at < now() - make_interval(secs => $1)`, keep.Seconds())
+	if err != nil {
+		return 0, fmt.Errorf("prune stopped workers: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}

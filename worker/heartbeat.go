@@ -51,6 +51,9 @@ func (w *Worker) heartbeat(ctx context.Context) {
 			beat()
 			w.loadTimeouts(ctx)
 			w.rescueDead(ctx)
+			if _, err := cuzksql.PruneWorkers(ctx, w.pool, stoppedWorkersKept); err != nil && ctx.Err() == nil {
+				w.log.Warn("pruning stopped workers", "err", err)
+			}
 			w.failOrphaned(ctx)
 		}
 	}
@@ -66,6 +69,10 @@ func (w *Worker) markStopped() {
 func sanitizeClientID(name string) string {
 	return strings.NewReplacer("/", "_", " ", "_").Replace(name)
 }
+
+// stoppedWorkersKept is how long a stopped worker stays in cuzk.workers (for the
+// dashboard and for reading attempt rows against it) before it is deleted.
+const stoppedWorkersKept = 7 * 24 * time.Hour
 
 // rescueDead hands the running jobs of workers whose heartbeat stopped back to the
 // queue (see cuzksql.RescueDeadWorkers).
