@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -46,6 +47,7 @@ type CircuitHistory struct {
 	Constraints int64
 	Points      []Point // by period, empty periods included
 	Phases      []PhaseStat
+	PhaseSample int   // the phase table covers only this many latest attempts (0: all in the window)
 	Succeeded   int64 // attempts in the window
 	Failed      int64 // attempts in the window that failed, for good or to be retried
 }
@@ -184,10 +186,21 @@ func loadHistory(ctx context.Context, db DB, d *Data) error {
 		return err
 	}
 
+	// Per period: the mean of every phase (one pass, no sort) and p50/p95 of the total
+	// only, straight from the attempt columns. (cuzk.timing_history sorts every phase
+	// of every period, which a month of a busy fleet makes take many seconds.)
 	points := map[string]map[time.Time]*Point{}
+	avgs := make([]string, len(allPhases))
+	for i, ph := range allPhases {
+		avgs[i] = "avg(" + ph + "_ms)"
+	}
 	rows, err = db.Query(ctx, `
-		SELECT circuit, period, phase, n, p50_ms, p95_ms, mean_ms
-		  FROM cuzk.timing_history(make_interval(secs => $1), now() - make_interval(secs => $2))`,
+		SELECT circuit, date_bin(make_interval(secs => $1), finished_at, timestamptz '2000-01-01'), count(*),
+		       percentile_cont(0.5) WITHIN GROUP (ORDER BY total_ms), percentile_cont(0.95) WITHIN GROUP (ORDER BY total_ms),
+		       `+strings.Join(avgs, ", ")+`
+		  FROM cuzk.proof_attempts
+		 WHERE outcome = 'succeeded' AND total_ms IS NOT NULL AND finished_at >= now() - make_interval(secs => $2)
+		 GROUP BY 1, 2`,
 		secs(d.Bucket), secs(d.Window))
 	if err != nil {
 		return err
@@ -207,11 +220,18 @@ func loadHistory(ctx context.Context, db DB, d *Data) error {
 		}
 		return p
 	}
-	if _, err := pgx.ForEachRow(rows, []any{&name, &period, &phase, &n, &p50, &p95, &mean}, func() error {
+	means := make([]*float64, len(allPhases))
+	dest := []any{&name, &period, &n, &p50, &p95}
+	for i := range means {
+		dest = append(dest, &means[i])
+	}
+	if _, err := pgx.ForEachRow(rows, dest, func() error {
 		p := point(name, period)
-		p.Mean[phase] = mean
-		if phase == "total" {
-			p.N, p.P50, p.P95 = n, p50, p95
+		p.N, p.P50, p.P95 = n, p50, p95
+		for i, m := range means {
+			if m != nil {
+				p.Mean[allPhases[i]] = *m
+			}
 		}
 		return nil
 	}); err != nil {
@@ -233,17 +253,29 @@ func loadHistory(ctx context.Context, db DB, d *Data) error {
 		return err
 	}
 
-	// One bucket covering the whole window gives each phase's distribution over it.
+	// Each phase's distribution over the window, from each circuit's latest
+	// phaseSample succeeded attempts in it: the cost stays bounded however long the
+	// window (the table says when it is a sample).
 	rows, err = db.Query(ctx, `
-		SELECT circuit, phase, sum(n)::bigint, max(p50_ms), max(p95_ms), max(mean_ms)
-		  FROM cuzk.timing_history(make_interval(days => 100000), now() - make_interval(secs => $1))
-		 GROUP BY circuit, phase`, secs(d.Window))
+		SELECT r.circuit, p.phase, count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY p.ms),
+		       percentile_cont(0.95) WITHIN GROUP (ORDER BY p.ms), avg(p.ms)
+		  FROM cuzk.circuits c
+		 CROSS JOIN LATERAL (SELECT * FROM cuzk.proof_attempts a
+		                      WHERE a.circuit = c.name AND a.outcome = 'succeeded'
+		                        AND a.finished_at >= now() - make_interval(secs => $1)
+		                      ORDER BY a.finished_at DESC LIMIT $2) r
+		 CROSS JOIN LATERAL (VALUES ('queue', 0, r.queue_ms), ('batch_wait', 1, r.batch_wait_ms), ('mem_wait', 2, r.mem_wait_ms), ('srs', 3, r.srs_ms), ('synth', 4, r.synth_ms), ('prove_wait', 5, r.prove_wait_ms), ('prove', 6, r.prove_ms), ('h2d', 7, r.h2d_ms), ('ntt', 8, r.ntt_ms), ('msm', 9, r.msm_ms), ('msm_g1', 10, r.msm_g1_ms), ('msm_g2', 11, r.msm_g2_ms), ('verify', 12, r.verify_ms), ('persist', 13, r.persist_ms), ('total', 14, r.total_ms)) AS p(phase, ord, ms)
+		 WHERE p.ms IS NOT NULL
+		 GROUP BY r.circuit, p.phase`, secs(d.Window), phaseSample)
 	if err != nil {
 		return err
 	}
 	if _, err := pgx.ForEachRow(rows, []any{&name, &phase, &n, &p50, &p95, &mean}, func() error {
 		c := get(name)
 		c.Phases = append(c.Phases, PhaseStat{Phase: phase, N: n, P50: p50, P95: p95, Avg: mean})
+		if phase == "total" && n >= phaseSample {
+			c.PhaseSample = phaseSample
+		}
 		return nil
 	}); err != nil {
 		return err
@@ -285,7 +317,11 @@ func loadHistory(ctx context.Context, db DB, d *Data) error {
 	return nil
 }
 
-// allPhases is cuzk.attempt_phases' order (its ord column).
+// phaseSample bounds the attempts per circuit behind the dashboard's phase table.
+const phaseSample = 20000
+
+// allPhases is cuzk.attempt_phases' order (its ord column); each is a proof_attempts
+// column with the suffix _ms.
 var allPhases = []string{"queue", "batch_wait", "mem_wait", "srs", "synth", "prove_wait", "prove", "h2d", "ntt", "msm",
 	"msm_g1", "msm_g2", "verify", "persist", "total"}
 
