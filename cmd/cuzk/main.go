@@ -171,6 +171,11 @@ func (g *globals) connect(ctx context.Context) (*pgxpool.Pool, error) {
 		return nil, usagef("bad DATABASE_URL: %v", err)
 	}
 	cfg.ConnConfig.RuntimeParams["application_name"] = "cuzk"
+	if _, set := cfg.ConnConfig.RuntimeParams["jit"]; !set {
+		// cuzk's queries are short, or bounded like the dashboard's; PostgreSQL's JIT,
+		// triggered by cost estimates, compiles for 20-100 ms to save less than that.
+		cfg.ConnConfig.RuntimeParams["jit"] = "off"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to database: %w", err)
