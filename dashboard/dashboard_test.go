@@ -185,3 +185,35 @@ func TestDashboardLiveGPUs(t *testing.T) {
 		}
 	}
 }
+
+// With more attempts in the window than the phase table reads, the table says it is a
+// sample and counts exactly the sample; the charts still count every attempt.
+func TestDashboardPhaseTableSamplesLargeWindows(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	const n = 20005
+	if _, err := db.Pool.Exec(ctx, `
+		INSERT INTO cuzk.circuits (name, constraints, public_inputs, wires, vk, pk_digest) VALUES ('big', 10, 1, 10, '\x00', 'd');
+		ALTER TABLE cuzk.proof_requests DISABLE TRIGGER USER;
+		INSERT INTO cuzk.proof_requests (request_id, circuit, inputs, state)
+		SELECT 'r' || g, 'big', '{}', 'succeeded' FROM generate_series(1, 20005) g;
+		INSERT INTO cuzk.proof_attempts (request_id, attempt, circuit, worker, outcome, finished_at, synth_ms, prove_ms, total_ms)
+		SELECT 'r' || g, 1, 'big', 'w', 'succeeded', now() - g * interval '100 ms', 1, 2, 3 FROM generate_series(1, 20005) g;`); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(dashboard.New(db.Pool, dashboard.Options{}))
+	defer srv.Close()
+	code, page := get(t, srv.URL+"/?window=1h")
+	if code != http.StatusOK {
+		t.Fatalf("status %d:\n%s", code, page)
+	}
+	if !strings.Contains(page, "latest 20000 succeeded attempts in the window") {
+		t.Errorf("the phase table does not say it is a sample")
+	}
+	if !regexp.MustCompile(`<td>total</td><td class="num">20000</td>`).MatchString(page) {
+		t.Errorf("the phase table's total row does not count the 20000 sampled attempts")
+	}
+	if !strings.Contains(page, fmt.Sprintf("%d succeeded", n)) {
+		t.Errorf("the circuit's header does not count all %d attempts in the window", n)
+	}
+}
