@@ -69,12 +69,17 @@ type Options struct {
 	Method       Method
 	Resamples    int    // bootstrap resamples
 	Seed         uint64 // bootstrap seed
-	Circuit      string // only this circuit when set
+	// BootstrapMaxN: a series with more samples than this on a side gets the
+	// order-statistic interval even under Bootstrap. A resample costs O(n), so at a
+	// fleet's history (10^5-10^6 attempts a side) the bootstrap takes minutes per
+	// series, while the two intervals agree at such n (TestLargeSamplesUseOrderStat).
+	BootstrapMaxN int
+	Circuit       string // only this circuit when set
 }
 
 // Defaults: 5% threshold, 95% intervals, at least 10 samples a side, bootstrap.
 func Defaults() Options {
-	return Options{ThresholdPct: 5, Confidence: 0.95, MinN: 10, Method: Bootstrap, Resamples: 2000, Seed: 1}
+	return Options{ThresholdPct: 5, Confidence: 0.95, MinN: 10, Method: Bootstrap, Resamples: 2000, Seed: 1, BootstrapMaxN: 10000}
 }
 
 // Validate says what is wrong with o, if anything.
@@ -112,6 +117,9 @@ type Row struct {
 	Flagged   bool     `json:"flagged"` // slower beyond the threshold with confidence
 	Faster    bool     `json:"faster"`  // faster beyond the threshold with confidence
 	Note      string   `json:"note,omitempty"`
+	// Interval names the method when it is not the report's (a large series under
+	// Bootstrap gets OrderStat, see Options.BootstrapMaxN).
+	Interval Method `json:"interval,omitempty"`
 }
 
 // Report is a whole comparison.
@@ -199,9 +207,13 @@ func compareOne(k Key, xa, xb []float64, o Options) Row {
 	}
 	ratio := math.Max(*row.MedianB, floorMs) / math.Max(*row.MedianA, floorMs)
 	var lo, hi float64 // bounds of the log ratio
-	switch o.Method {
-	case OrderStat:
+	large := o.BootstrapMaxN > 0 && max(len(xa), len(xb)) > o.BootstrapMaxN
+	switch {
+	case o.Method == OrderStat:
 		lo, hi = orderStatCI(xa, xb, o.Confidence)
+	case large:
+		lo, hi = orderStatCI(xa, xb, o.Confidence)
+		row.Interval = OrderStat
 	default:
 		lo, hi = bootstrapCI(xa, xb, o.Confidence, o.Resamples, seedFor(o.Seed, k))
 	}

@@ -233,3 +233,45 @@ func TestBootstrapIsReproducible(t *testing.T) {
 		}
 	}
 }
+
+// Past BootstrapMaxN a series gets the order-statistic interval, and says so; at such
+// sizes the two intervals agree, which is what makes the switch sound.
+func TestLargeSamplesUseOrderStat(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	a, b := Samples{}, Samples{}
+	draw(rng, a, 10000, "", 1)
+	draw(rng, b, 10000, "synth", 1.03)
+	boot, err := Compare(a, b, Defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := Defaults()
+	o.Method = OrderStat
+	ord, err := Compare(a, b, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range boot.Rows {
+		if r.Interval != "" {
+			t.Errorf("%s: n=10000 is not past BootstrapMaxN, yet interval %q", r.Phase, r.Interval)
+		}
+		q := ord.Rows[i]
+		// Bounds in percent of the change; at n=10000 the half-widths are 0.2-2.5 points.
+		if d := math.Max(math.Abs(*r.CILowPct-*q.CILowPct), math.Abs(*r.CIHighPct-*q.CIHighPct)); d > 0.5 {
+			t.Errorf("%s: bootstrap [%.2f, %.2f] vs order statistics [%.2f, %.2f]: differ by %.2f points",
+				r.Phase, *r.CILowPct, *r.CIHighPct, *q.CILowPct, *q.CIHighPct, d)
+		}
+	}
+
+	big := Samples{}
+	draw(rng, big, 10001, "", 1)
+	rep, err := Compare(a, big, Defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Rows {
+		if r.Interval != OrderStat {
+			t.Errorf("%s: n=10001 past BootstrapMaxN, interval %q, want %q", r.Phase, r.Interval, OrderStat)
+		}
+	}
+}

@@ -35,6 +35,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 		if row.ChangePct != nil {
 			change = fmt.Sprintf("%+.1f%%", *row.ChangePct)
 			interval = fmt.Sprintf("[%+.1f%%, %+.1f%%]", *row.CILowPct, *row.CIHighPct)
+			if row.Interval != "" {
+				interval += " (" + string(row.Interval) + ")"
+			}
 			switch {
 			case row.Flagged:
 				verdict = "SLOWER"
