@@ -6,7 +6,6 @@
 package worker
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,10 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/consensys/gnark-crypto/ecc"
-	"github.com/consensys/gnark/backend/groth16"
 	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
-	"github.com/consensys/gnark/backend/witness"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -498,12 +494,12 @@ func (w *Worker) proveBatch(d *Device, b *batch) {
 // one transaction.
 func (w *Worker) persist(ctx context.Context, it *item, log *slog.Logger) error {
 	t := time.Now()
-	var proofBuf bytes.Buffer
-	if _, err := it.proof.WriteTo(&proofBuf); err != nil {
-		it.err = fmt.Errorf("encode proof: %w", err)
+	proofBytes, err := prover.EncodeProof(it.proof)
+	if err != nil {
+		it.err = err
 		return w.fail(ctx, it, log)
 	}
-	if err := verify(it.key.VK, it.proof, it.public); err != nil {
+	if err := prover.VerifyProof(it.key.VK, it.proof, it.public); err != nil {
 		it.att.VerifyMs = msPtr(time.Since(t))
 		// A proof that does not verify is never stored; it points at a faulty backend
 		// or key, so the attempt is retried.
@@ -513,9 +509,9 @@ func (w *Worker) persist(ctx context.Context, it *item, log *slog.Logger) error 
 	it.att.VerifyMs = msPtr(time.Since(t))
 
 	t = time.Now()
-	err := w.retryDB(ctx, log, "store proof", func(ctx context.Context) error {
+	err = w.retryDB(ctx, log, "store proof", func(ctx context.Context) error {
 		return pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-			return w.storeTx(ctx, tx, it, proofBuf.Bytes(), t)
+			return w.storeTx(ctx, tx, it, proofBytes, t)
 		})
 	})
 	if err != nil {
@@ -666,17 +662,6 @@ func (w *Worker) fail(ctx context.Context, it *item, log *slog.Logger) error {
 	}
 	log.Warn("attempt failed", "outcome", it.att.Outcome, "err", err)
 	return err
-}
-
-func verify(vk *groth16bls.VerifyingKey, proof *groth16bls.Proof, public []byte) error {
-	pw, err := witness.New(ecc.BLS12_381.ScalarField())
-	if err != nil {
-		return err
-	}
-	if err := pw.UnmarshalBinary(public); err != nil {
-		return fmt.Errorf("decode public witness: %w", err)
-	}
-	return groth16.Verify(proof, vk, pw)
 }
 
 // failOrphaned ends requests whose job River discarded behind cuzk's back (the rescuer,

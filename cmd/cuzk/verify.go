@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 
-	"github.com/consensys/gnark-crypto/ecc"
-	"github.com/consensys/gnark/backend/groth16"
-	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
-	"github.com/consensys/gnark/backend/witness"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cuzk/cuzk/prover"
 )
 
 type verifyCmd struct {
@@ -45,7 +42,7 @@ func (c verifyCmd) Run(ctx context.Context, g *globals) error {
 	bad := 0
 	for _, r := range list {
 		found[r.ID] = true
-		if err := verifyBytes(r.VK, r.Proof, r.Public); err != nil {
+		if err := prover.Verify(r.VK, r.Proof, r.Public); err != nil {
 			fmt.Fprintf(g.stdout, "%s: INVALID: %v\n", r.ID, err)
 			bad++
 			continue
@@ -62,30 +59,4 @@ func (c verifyCmd) Run(ctx context.Context, g *globals) error {
 		return fmt.Errorf("%d of %d proofs did not verify", bad, max(len(list), len(c.RequestIDs)))
 	}
 	return nil
-}
-
-// verifyBytes checks a proof with gnark alone, from the bytes cuzk stores.
-func verifyBytes(vkB, proofB, publicB []byte) error {
-	vk := groth16.NewVerifyingKey(ecc.BLS12_381)
-	if _, err := vk.ReadFrom(bytes.NewReader(vkB)); err != nil {
-		return fmt.Errorf("decode vk: %w", err)
-	}
-	proof := groth16.NewProof(ecc.BLS12_381)
-	if _, err := proof.ReadFrom(bytes.NewReader(proofB)); err != nil {
-		return fmt.Errorf("decode proof: %w", err)
-	}
-	pw, err := witness.New(ecc.BLS12_381.ScalarField())
-	if err != nil {
-		return err
-	}
-	if err := pw.UnmarshalBinary(publicB); err != nil {
-		return fmt.Errorf("decode public witness: %w", err)
-	}
-	return groth16.Verify(proof, vk, pw)
-}
-
-func encodeProof(p *groth16bls.Proof) ([]byte, error) {
-	var b bytes.Buffer
-	_, err := p.WriteTo(&b)
-	return b.Bytes(), err
 }
