@@ -171,13 +171,7 @@ func (c statusCmd) Run(ctx context.Context, g *globals) error {
 		}
 	}
 	if c.JSON {
-		enc := json.NewEncoder(g.stdout)
-		for _, r := range list {
-			if err := enc.Encode(r); err != nil {
-				return err
-			}
-		}
-		return nil
+		return writeJSONLines(g.stdout, list)
 	}
 	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "REQUEST\tCIRCUIT\tSTATE\tATTEMPTS\tCREATED\tLAST ERROR")
@@ -230,13 +224,7 @@ func (c timingsCmd) Run(ctx context.Context, g *globals) error {
 		return sqlErr("timings", err)
 	}
 	if c.JSON {
-		enc := json.NewEncoder(g.stdout)
-		for _, r := range list {
-			if err := enc.Encode(r); err != nil {
-				return err
-			}
-		}
-		return nil
+		return writeJSONLines(g.stdout, list)
 	}
 	if len(list) == 0 {
 		fmt.Fprintln(g.stdout, "no succeeded attempts in the window")
@@ -370,3 +358,14 @@ func deref[T any](p *T) T {
 
 // pgInterval renders d as a PostgreSQL interval literal.
 func pgInterval(d time.Duration) string { return fmt.Sprintf("%d microseconds", d.Microseconds()) }
+
+// writeJSONLines prints one JSON object per line.
+func writeJSONLines[T any](w io.Writer, list []T) error {
+	enc := json.NewEncoder(w)
+	for _, r := range list {
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
