@@ -205,21 +205,6 @@ func (b *CUDA) loadKey(k *cudaKey) error {
 // g2job asks the G2 worker for solution i, whose scalars are in pipeline slot slot.
 type g2job struct{ i, slot int }
 
-func checkSolution(pk *prover.ProvingKey, sol *synth.Solution) error {
-	switch {
-	case sol == nil:
-		return fmt.Errorf("nil solution")
-	case len(sol.W) != pk.NbWires:
-		return fmt.Errorf("%d wires, key has %d", len(sol.W), pk.NbWires)
-	case sol.NbPublic != pk.NbPublic:
-		return fmt.Errorf("%d public wires, key has %d", sol.NbPublic, pk.NbPublic)
-	case len(sol.A) != pk.NbConstraints || len(sol.B) != pk.NbConstraints || len(sol.C) != pk.NbConstraints:
-		return fmt.Errorf("constraint evaluations of length %d/%d/%d, key has %d constraints (released already?)",
-			len(sol.A), len(sol.B), len(sol.C), pk.NbConstraints)
-	}
-	return nil
-}
-
 // Prove implements prover.Backend. PhaseTimes: H2D and NTT are summed over the
 // batch; MSMG1/MSMG2 are summed device-call times; MSM is the wall time not spent in
 // H2D or NTT (G2 overlaps the rest, so MSM < MSMG1 + MSMG2 when that pays).
@@ -231,7 +216,7 @@ func (b *CUDA) Prove(ctx context.Context, key prover.Key, sols []*synth.Solution
 	}
 	pk := k.pk
 	for i, sol := range sols {
-		if err := checkSolution(pk, sol); err != nil {
+		if err := pk.CheckSolution(sol); err != nil {
 			return nil, times, fmt.Errorf("%s: prove %s: solution %d: %w", b.Name(), pk.Circuit, i, err)
 		}
 	}
