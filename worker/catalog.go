@@ -39,29 +39,65 @@ type CircuitLoader func(ctx context.Context, name string) (*synth.Compiled, erro
 // resident for the life of the process: one load per key and backend, however many
 // requests ask at once.
 func NewCatalog(circuits CircuitLoader, keys KeyLoader) Catalog {
-	return &catalog{circuits: circuits, keys: keys, resident: map[string]*keyEntry{}, gnark: map[string]*gnarkEntry{}}
+	return &catalog{circuits: circuits, keys: keys}
 }
 
 type catalog struct {
 	circuits CircuitLoader
 	keys     KeyLoader
 
-	mu       sync.Mutex
-	resident map[string]*keyEntry   // circuit + "\x00" + backend name
-	gnark    map[string]*gnarkEntry // circuit
+	resident loadOnce[*ResidentKey] // by circuit + "\x00" + backend name
+	gnark    loadOnce[gnarkKeys]    // by circuit
 }
 
-type keyEntry struct {
+type gnarkKeys struct {
+	pk *prover.ProvingKey // built once: NewProvingKey rearranges gnark's key on first use
+	vk *groth16bls.VerifyingKey
+}
+
+// loadOnce loads each key's value once at a time, shares it with every caller that
+// asks meanwhile or later, and forgets failures so that a later call (after a retry
+// backoff) loads again.
+type loadOnce[V any] struct {
+	mu sync.Mutex
+	m  map[string]*onceEntry[V]
+}
+
+type onceEntry[V any] struct {
 	done chan struct{}
-	key  *ResidentKey
+	v    V
 	err  error
 }
 
-type gnarkEntry struct {
-	done chan struct{}
-	pk   *prover.ProvingKey // built once: NewProvingKey rearranges gnark's key on first use
-	vk   *groth16bls.VerifyingKey
-	err  error
+// get returns key's value, and whether this call loaded it.
+func (o *loadOnce[V]) get(ctx context.Context, key string, load func() (V, error)) (V, bool, error) {
+	o.mu.Lock()
+	if o.m == nil {
+		o.m = map[string]*onceEntry[V]{}
+	}
+	e, ok := o.m[key]
+	if !ok {
+		e = &onceEntry[V]{done: make(chan struct{})}
+		o.m[key] = e
+	}
+	o.mu.Unlock()
+	if !ok {
+		e.v, e.err = load()
+		if e.err != nil {
+			o.mu.Lock()
+			delete(o.m, key)
+			o.mu.Unlock()
+		}
+		close(e.done)
+		return e.v, true, e.err
+	}
+	select {
+	case <-e.done:
+		return e.v, false, e.err
+	case <-ctx.Done():
+		var zero V
+		return zero, false, ctx.Err()
+	}
 }
 
 func (c *catalog) Circuit(ctx context.Context, name string) (*synth.Compiled, error) {
@@ -69,36 +105,14 @@ func (c *catalog) Circuit(ctx context.Context, name string) (*synth.Compiled, er
 }
 
 func (c *catalog) Key(ctx context.Context, name string, b prover.Backend) (*ResidentKey, time.Duration, error) {
-	id := name + "\x00" + b.Name()
-	c.mu.Lock()
-	e, ok := c.resident[id]
-	if !ok {
-		e = &keyEntry{done: make(chan struct{})}
-		c.resident[id] = e
-	}
-	c.mu.Unlock()
-	if ok {
-		select {
-		case <-e.done:
-		case <-ctx.Done():
-			return nil, 0, ctx.Err()
-		}
-		if e.err != nil {
-			return nil, 0, e.err
-		}
-		return e.key, 0, nil
-	}
-
 	start := time.Now()
-	e.key, e.err = c.load(ctx, name, b)
-	if e.err != nil {
-		// Forget failures so the next attempt (after a retry backoff) loads again.
-		c.mu.Lock()
-		delete(c.resident, id)
-		c.mu.Unlock()
+	key, loaded, err := c.resident.get(ctx, name+"\x00"+b.Name(), func() (*ResidentKey, error) {
+		return c.load(ctx, name, b)
+	})
+	if !loaded {
+		return key, 0, err
 	}
-	close(e.done)
-	return e.key, time.Since(start), e.err
+	return key, time.Since(start), err
 }
 
 func (c *catalog) load(ctx context.Context, name string, b prover.Backend) (*ResidentKey, error) {
@@ -116,28 +130,11 @@ func (c *catalog) load(ctx context.Context, name string, b prover.Backend) (*Res
 // gnarkKeys reads a circuit's key files and builds its ProvingKey once, however many
 // backends (devices) load it concurrently.
 func (c *catalog) gnarkKeys(ctx context.Context, name string) (*prover.ProvingKey, *groth16bls.VerifyingKey, error) {
-	c.mu.Lock()
-	e, ok := c.gnark[name]
-	if !ok {
-		e = &gnarkEntry{done: make(chan struct{})}
-		c.gnark[name] = e
-	}
-	c.mu.Unlock()
-	if !ok {
-		e.pk, e.vk, e.err = c.buildKey(ctx, name)
-		if e.err != nil {
-			c.mu.Lock()
-			delete(c.gnark, name)
-			c.mu.Unlock()
-		}
-		close(e.done)
-	}
-	select {
-	case <-e.done:
-	case <-ctx.Done():
-		return nil, nil, ctx.Err()
-	}
-	return e.pk, e.vk, e.err
+	k, _, err := c.gnark.get(ctx, name, func() (gnarkKeys, error) {
+		pk, vk, err := c.buildKey(ctx, name)
+		return gnarkKeys{pk, vk}, err
+	})
+	return k.pk, k.vk, err
 }
 
 func (c *catalog) buildKey(ctx context.Context, name string) (*prover.ProvingKey, *groth16bls.VerifyingKey, error) {
