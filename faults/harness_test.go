@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/cuzk/cuzk/internal/cuzkbin"
 	"github.com/cuzk/cuzk/internal/pgtest"
 )
 
@@ -74,10 +75,10 @@ func TestMain(m *testing.M) {
 // prepare builds the binary and runs the key ceremonies once, against a throw-away
 // database (setup registers what it makes).
 func prepare(dir string) error {
-	sh = shared{bin: filepath.Join(dir, "cuzk"), keys: filepath.Join(dir, "keys"), cache: filepath.Join(dir, "cache"), inputs: map[string]string{}}
-	build := exec.Command("go", "build", "-o", sh.bin, "github.com/cuzk/cuzk/cmd/cuzk")
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build: %w: %s", err, out)
+	sh = shared{keys: filepath.Join(dir, "keys"), cache: filepath.Join(dir, "cache"), inputs: map[string]string{}}
+	var err error
+	if sh.bin, err = cuzkbin.Build(dir); err != nil {
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

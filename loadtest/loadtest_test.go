@@ -20,6 +20,7 @@ import (
 	"github.com/consensys/gnark/backend/witness"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/cuzk/cuzk/internal/cuzkbin"
 	"github.com/cuzk/cuzk/internal/pgtest"
 	"github.com/cuzk/cuzk/synth"
 )
@@ -33,11 +34,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "loadtest:", err)
 		os.Exit(1)
 	}
-	cuzkBin = filepath.Join(dir, "cuzk")
-	build := exec.Command("go", "build", "-o", cuzkBin, "github.com/cuzk/cuzk/cmd/cuzk")
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "loadtest: go build:", err)
+	if cuzkBin, err = cuzkbin.Build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "loadtest:", err)
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}

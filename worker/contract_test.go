@@ -51,11 +51,11 @@ func TestSubmitProofIsIdempotent(t *testing.T) {
 func TestUnknownCircuitRejectedAtInsert(t *testing.T) {
 	db := pgtest.New(t)
 	register(t, db.Pool, "synthetic-k6")
-	out, err := psqlErr(t, db.URL, `INSERT INTO cuzk.proof_requests (request_id, circuit, inputs) VALUES ('x', 'no-such-circuit', '{}');`)
+	out, err := pgtest.PsqlErr(db.URL, `INSERT INTO cuzk.proof_requests (request_id, circuit, inputs) VALUES ('x', 'no-such-circuit', '{}');`)
 	if err == nil || !strings.Contains(out, `unknown circuit "no-such-circuit"`) || !strings.Contains(out, "synthetic-k6") {
 		t.Fatalf("insert of unknown circuit: err=%v out=%s", err, out)
 	}
-	out, err = psqlErr(t, db.URL, `SELECT cuzk.submit_proof(request_id => 'y', circuit => 'synthetic-k6');`)
+	out, err = pgtest.PsqlErr(db.URL, `SELECT cuzk.submit_proof(request_id => 'y', circuit => 'synthetic-k6');`)
 	if err == nil || !strings.Contains(out, "exactly one of inputs") {
 		t.Fatalf("submit without inputs: err=%v out=%s", err, out)
 	}

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -153,24 +151,7 @@ func (rw *runningWorker) stop(t testing.TB) {
 }
 
 // psql runs SQL through the psql client: the orchestrator's side has no Go.
-func psql(t testing.TB, url, script string) string {
-	t.Helper()
-	cmd := exec.Command("psql", url, "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1")
-	cmd.Stdin = strings.NewReader(script)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("psql: %v: %s", err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-func psqlErr(t testing.TB, url, script string) (string, error) {
-	t.Helper()
-	cmd := exec.Command("psql", url, "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1")
-	cmd.Stdin = strings.NewReader(script)
-	out, err := cmd.CombinedOutput()
-	return strings.TrimSpace(string(out)), err
-}
+var psql = pgtest.Psql
 
 func waitState(t testing.TB, pool *pgxpool.Pool, requestID string, want ...string) (state, lastErr string) {
 	t.Helper()

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cuzk/cuzk/internal/cuzkbin"
 	"github.com/cuzk/cuzk/internal/pgtest"
 )
 
@@ -33,11 +34,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "cuzk cli tests:", err)
 		os.Exit(1)
 	}
-	cuzkBin = filepath.Join(dir, "cuzk")
-	build := exec.Command("go", "build", "-o", cuzkBin, ".")
-	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "cuzk cli tests: go build:", err)
+	if cuzkBin, err = cuzkbin.Build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "cuzk cli tests:", err)
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
@@ -143,16 +141,7 @@ func errorLines(stderr string) []string {
 }
 
 // psql runs a script through the psql client, as an orchestrator without Go would.
-func psql(t *testing.T, url, script string) string {
-	t.Helper()
-	cmd := exec.Command("psql", url, "-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1")
-	cmd.Stdin = strings.NewReader(script)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("psql: %v: %s", err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
+var psql = pgtest.Psql
 
 // syncBuffer collects a subprocess's output while the test reads it.
 type syncBuffer struct {
