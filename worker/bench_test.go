@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/cuzk/cuzk/internal/bench"
 	"github.com/cuzk/cuzk/internal/pgtest"
 	"github.com/cuzk/cuzk/prover"
 	cuzksql "github.com/cuzk/cuzk/sql"
@@ -90,7 +91,7 @@ func BenchmarkBatch4VsSingles(b *testing.B) {
 		b.Logf("round %d: batch of %d %s, %d singles %s", i+1, k, bt[i].Round(time.Millisecond), k, st[i].Round(time.Millisecond))
 		i++
 	}
-	mb, ms := median(bt), median(st)
+	mb, ms := bench.Median(bt), bench.Median(st)
 	ratio := float64(ms) / float64(mb)
 	b.ReportMetric(float64(mb)/float64(time.Millisecond)/k, "ms/proof_batch")
 	b.ReportMetric(float64(ms)/float64(time.Millisecond)/k, "ms/proof_single")
@@ -99,14 +100,6 @@ func BenchmarkBatch4VsSingles(b *testing.B) {
 		k, k, name, len(bt), mb.Round(time.Millisecond), ms.Round(time.Millisecond), ratio)
 }
 
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
 
 // endRecorder notes when each attempt's store transaction has committed: the worker
 // calls its Observer after the commit, which no timestamp in the row covers.

@@ -95,7 +95,7 @@ func (r *Result) Speedup() float64 {
 	if len(r.Gnark) == 0 {
 		return 0
 	}
-	return float64(median(r.Gnark)) / float64(median(r.oursTotal()))
+	return float64(Median(r.Gnark)) / float64(Median(r.oursTotal()))
 }
 
 func (r *Result) oursTotal() []time.Duration {
@@ -279,10 +279,10 @@ func (r *Result) Print(out io.Writer) {
 		for i, s := range r.Ours {
 			d[i] = f(s)
 		}
-		return median(d)
+		return Median(d)
 	}
 	fmt.Fprintf(out, "cuzk median of %d: total %s, solve %s, prove %s (ntt %s, msm %s: g1 %s, g2 %s)\n",
-		len(r.Ours), ms(median(r.oursTotal())), ms(col(func(s Sample) time.Duration { return s.Solve })),
+		len(r.Ours), ms(Median(r.oursTotal())), ms(col(func(s Sample) time.Duration { return s.Solve })),
 		ms(col(func(s Sample) time.Duration { return s.Prove })),
 		ms(col(func(s Sample) time.Duration { return s.Phases.NTT })),
 		ms(col(func(s Sample) time.Duration { return s.Phases.MSM })),
@@ -299,7 +299,7 @@ func (r *Result) Print(out io.Writer) {
 		ratios[i] = float64(r.Gnark[i]) / float64(r.Ours[i].Total())
 	}
 	slices.Sort(ratios)
-	fmt.Fprintf(out, "gnark groth16.Prove median of %d (solve + prove): %s\n", len(r.Gnark), ms(median(r.Gnark)))
+	fmt.Fprintf(out, "gnark groth16.Prove median of %d (solve + prove): %s\n", len(r.Gnark), ms(Median(r.Gnark)))
 	fmt.Fprintf(out, "per-run ratio gnark/cuzk: min %.2f, median %.2f, max %.2f\n", ratios[0], medianF(ratios), ratios[len(ratios)-1])
 	fmt.Fprintf(out, "speedup_vs_gnark: %.2f\n", r.Speedup())
 }
@@ -340,7 +340,8 @@ func SynthCase(compiled *synth.Compiled, inputs []byte, pk *groth16bls.ProvingKe
 	}, nil
 }
 
-func median(d []time.Duration) time.Duration {
+// Median is the middle of d (the mean of the two middle values for an even count).
+func Median(d []time.Duration) time.Duration {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	if len(s)%2 == 1 {
