@@ -100,7 +100,6 @@ func BenchmarkBatch4VsSingles(b *testing.B) {
 		k, k, name, len(bt), mb.Round(time.Millisecond), ms.Round(time.Millisecond), ratio)
 }
 
-
 // endRecorder notes when each attempt's store transaction has committed: the worker
 // calls its Observer after the commit, which no timestamp in the row covers.
 type endRecorder struct {
