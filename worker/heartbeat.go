@@ -20,11 +20,12 @@ func (w *Worker) heartbeat(ctx context.Context) {
 		devs[i] = d.Label
 	}
 	devJSON, _ := json.Marshal(devs)
-	cfgJSON, _ := json.Marshal(map[string]any{
-		"mem_budget": w.cfg.MemBudget, "max_batch": w.cfg.MaxBatch, "batch_wait": w.cfg.BatchWait.String(),
-		"synth_concurrency": w.cfg.SynthConcurrency, "queue_depth": w.cfg.QueueDepth,
-		"rescue_after": w.cfg.RescueAfter.String(), "dead_after": w.cfg.DeadAfter.String(),
-	})
+	// The attempt rows' performance settings, and how this worker's failures are handled.
+	cfgJSON, _ := json.Marshal(struct {
+		PerfConfig
+		RescueAfter string `json:"rescue_after"`
+		DeadAfter   string `json:"dead_after"`
+	}{w.perfConfig(), w.cfg.RescueAfter.String(), w.cfg.DeadAfter.String()})
 	backend := w.devices[0].Backend.Name()
 	beat := func() {
 		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
