@@ -73,14 +73,6 @@ func lessThanR(e *fr.Element) bool {
 	return false
 }
 
-// pointSet is m distinct random points Q and a base vector built from them: base i is
-// Q[src[i]] negated when neg[i], or infinity when src[i] < 0.
-type pointSet[P any] struct {
-	q   []P
-	src []int32
-	neg []bool
-}
-
 func distinctG1(rng *rand.Rand, m int) []bls12381.G1Affine {
 	_, _, g1, _ := bls12381.Generators()
 	s := make([]fr.Element, m)

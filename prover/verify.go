@@ -2,8 +2,6 @@ package prover
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 
 	"github.com/consensys/gnark-crypto/ecc"
@@ -88,9 +86,4 @@ func parseVK(b []byte) (*groth16bls.VerifyingKey, error) {
 		return nil, fmt.Errorf("parse verifying key: it has gnark commitments, which cuzk does not support")
 	}
 	return vk, nil
-}
-
-func sha256Hex(b []byte) string {
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:])
 }

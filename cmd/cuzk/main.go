@@ -148,7 +148,7 @@ func newLogger(w io.Writer, format, level string) *slog.Logger {
 	if format == "json" {
 		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: lvl}))
 	}
-	return slog.New(tint.NewHandler(w, &tint.Options{
+	return slog.New(tint.NewTextHandler(w, &tint.Options{
 		Level:      lvl,
 		TimeFormat: time.TimeOnly,
 		NoColor:    !isTerminal(w) || os.Getenv("NO_COLOR") != "",
