@@ -45,6 +45,19 @@ type DB struct {
 // New creates a fresh, migrated database for t and drops it when t ends.
 func New(t testing.TB) *DB {
 	t.Helper()
+	return create(t, true)
+}
+
+// Empty creates a fresh database with no schema at all (for migration tests).
+func Empty(t testing.TB) *DB {
+	t.Helper()
+	return create(t, false)
+}
+
+// create makes a database, cloned from the migrated template when migrated, and drops
+// it when t ends.
+func create(t testing.TB, migrated bool) *DB {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
@@ -54,12 +67,16 @@ func New(t testing.TB) *DB {
 	}
 	defer admin.Close(ctx)
 
-	tmpl, err := ensureTemplate(ctx, admin)
-	if err != nil {
-		t.Fatalf("pgtest: template database: %v", err)
-	}
 	name := "cuzk_t_" + randHex(6)
-	if _, err := admin.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s", name, tmpl)); err != nil {
+	stmt := "CREATE DATABASE " + name
+	if migrated {
+		tmpl, err := ensureTemplate(ctx, admin)
+		if err != nil {
+			t.Fatalf("pgtest: template database: %v", err)
+		}
+		stmt += " TEMPLATE " + tmpl
+	}
+	if _, err := admin.Exec(ctx, stmt); err != nil {
 		t.Fatalf("pgtest: create database %s: %v", name, err)
 	}
 	dbURL, err := withDatabase(AdminURL(), name)
@@ -70,7 +87,6 @@ func New(t testing.TB) *DB {
 	if err != nil {
 		t.Fatalf("pgtest: open %s: %v", name, err)
 	}
-	db := &DB{Name: name, URL: dbURL, Pool: pool}
 	t.Cleanup(func() {
 		pool.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -84,40 +100,6 @@ func New(t testing.TB) *DB {
 		if _, err := c.Exec(ctx, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name)); err != nil {
 			t.Logf("pgtest: drop %s: %v", name, err)
 		}
-	})
-	return db
-}
-
-// Empty creates a fresh database with no schema at all (for migration tests).
-func Empty(t testing.TB) *DB {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	admin, err := pgx.Connect(ctx, AdminURL())
-	if err != nil {
-		t.Fatalf("pgtest: connect to %s: %v", AdminURL(), err)
-	}
-	defer admin.Close(ctx)
-	name := "cuzk_t_" + randHex(6)
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("pgtest: create database %s: %v", name, err)
-	}
-	dbURL, err := withDatabase(AdminURL(), name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.New(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		pool.Close()
-		c, err := pgx.Connect(context.Background(), AdminURL())
-		if err != nil {
-			return
-		}
-		defer c.Close(context.Background())
-		_, _ = c.Exec(context.Background(), fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name))
 	})
 	return &DB{Name: name, URL: dbURL, Pool: pool}
 }
