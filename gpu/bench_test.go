@@ -42,7 +42,8 @@ func TestGPUBench(t *testing.T) {
 		}
 	}
 	cpuRef := os.Getenv("CUZK_GPU_BENCH_CPU") != "0"
-	// CUZK_GPU_BENCH_OPS limits the operations (g1, g2, ntt, prove), e.g. "g1,ntt"; default all.
+	// CUZK_GPU_BENCH_OPS limits the operations (g1, g1skew, g2, ntt, prove), e.g. "g1,ntt";
+	// default all.
 	ops := os.Getenv("CUZK_GPU_BENCH_OPS")
 	want := func(op string) bool { return ops == "" || slices.Contains(strings.Split(ops, ","), op) }
 	rng := rand.New(rand.NewPCG(21, 22))
@@ -73,6 +74,20 @@ func TestGPUBench(t *testing.T) {
 	for _, logN := range logs {
 		if want("g1") {
 			benchMSMG1(t, s, q1, wb, sc, logN, cpuRef, report)
+		}
+		if want("g1skew") {
+			// Witness-like scalars (60% ones, 20% zeros): one bucket of window 0 holds
+			// most points. The reference is the same MSM with the library's default c.
+			sk := scalars(rng, 1<<logN, "skewed")
+			kb, err := c.alloc(len(sk) * fr.Bytes)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.uploadFr(kb, 0, sk); err != nil {
+				t.Fatal(err)
+			}
+			benchMSMG1Named(t, "msm_g1_skewed", s, q1, kb, sk, logN, cpuRef, report)
+			kb.free()
 		}
 		if want("g2") {
 			benchMSMG2(t, s, q2, wb, sc, logN, cpuRef, report)
@@ -108,6 +123,31 @@ func timeRuns(t *testing.T, runs int, f func() error) []time.Duration {
 
 func benchMSMG1(t *testing.T, s *cudaStream, q []bls12381.G1Affine, wb *devBuf, sc []fr.Element, logN int,
 	cpuRef bool, report reporter) {
+	benchMSMG1Named(t, "msm_g1", s, q, wb, sc, logN, cpuRef, report)
+}
+
+// windowSweep times the MSM again with each window size in CUZK_GPU_BENCH_CS (e.g.
+// "15,16,17"; the library reads CUZK_MSM_C at every call), checking that each
+// result equals same(), the default window's result.
+func windowSweep(t *testing.T, op string, logN, runs int, report reporter, run func() error, same func() bool) {
+	v := os.Getenv("CUZK_GPU_BENCH_CS")
+	if v == "" {
+		return
+	}
+	defer os.Unsetenv("CUZK_MSM_C")
+	for _, c := range strings.Split(v, ",") {
+		os.Setenv("CUZK_MSM_C", c)
+		gpu := timeRuns(t, runs, run)
+		if !same() {
+			t.Errorf("%s 2^%d with c=%s: result differs from the default window's", op, logN, c)
+		}
+		profileOnce(func() { run() })
+		report(op+" c="+c, logN, gpu, 0)
+	}
+}
+
+func benchMSMG1Named(t *testing.T, op string, s *cudaStream, q []bls12381.G1Affine, wb *devBuf, sc []fr.Element,
+	logN int, cpuRef bool, report reporter) {
 	n := 1 << logN
 	b := make([]bls12381.G1Affine, n)
 	for i := range b {
@@ -121,6 +161,10 @@ func benchMSMG1(t *testing.T, s *cudaStream, q []bls12381.G1Affine, wb *devBuf, 
 	var got bls12381.G1Jac
 	gpu := timeRuns(t, 5, func() (err error) { got, err = s.msmG1(set, 0, n, wb, 0, nil); return err })
 	profileOnce(func() { s.msmG1(set, 0, n, wb, 0, nil) })
+	ref := got
+	windowSweep(t, op, logN, 3, report, func() (err error) { got, err = s.msmG1(set, 0, n, wb, 0, nil); return err },
+		func() bool { return got.Equal(&ref) })
+	got = ref
 	var cpu time.Duration
 	if cpuRef {
 		var want bls12381.G1Jac
@@ -128,10 +172,10 @@ func benchMSMG1(t *testing.T, s *cudaStream, q []bls12381.G1Affine, wb *devBuf, 
 		want.MultiExp(b, sc[:n], ecc.MultiExpConfig{})
 		cpu = time.Since(t0)
 		if !want.Equal(&got) {
-			t.Errorf("bench G1 2^%d: result differs from gnark-crypto", logN)
+			t.Errorf("bench %s 2^%d: result differs from gnark-crypto", op, logN)
 		}
 	}
-	report("msm_g1", logN, gpu, cpu)
+	report(op, logN, gpu, cpu)
 }
 
 func benchMSMG2(t *testing.T, s *cudaStream, q []bls12381.G2Affine, wb *devBuf, sc []fr.Element, logN int,
@@ -149,6 +193,10 @@ func benchMSMG2(t *testing.T, s *cudaStream, q []bls12381.G2Affine, wb *devBuf, 
 	var got bls12381.G2Jac
 	gpu := timeRuns(t, 3, func() (err error) { got, err = s.msmG2(set, 0, n, wb, 0, nil); return err })
 	profileOnce(func() { s.msmG2(set, 0, n, wb, 0, nil) })
+	ref := got
+	windowSweep(t, "msm_g2", logN, 2, report, func() (err error) { got, err = s.msmG2(set, 0, n, wb, 0, nil); return err },
+		func() bool { return got.Equal(&ref) })
+	got = ref
 	var cpu time.Duration
 	if cpuRef {
 		var want bls12381.G2Jac
@@ -245,8 +293,9 @@ func benchProve(t *testing.T, logN int, q1 []bls12381.G1Affine, q2 []bls12381.G2
 	var gpu []time.Duration
 	var last prover.PhaseTimes
 	for r := range 4 {
+		sol := newSol() // outside the timing: random solutions take longer than a proof
 		t0 := time.Now()
-		_, times, err := b.Prove(ctx, key, []*synth.Solution{newSol()})
+		_, times, err := b.Prove(ctx, key, []*synth.Solution{sol})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -23,6 +23,16 @@
 #                           CUZK_GPU_VARIANT_LIBS="name=path;..." does the same with
 #                           prebuilt libraries
 #   NVCC_ARCH               passed to make (default: sm_90a machine code + compute_80 PTX)
+#   CUZK_FIELDBENCH         "name:FLAGS;..." builds gpu/cuda/bench/fieldbench.cu once per
+#                           Montgomery product (e.g. "cios:;mul64:-DCUZK_MUL64") beside the
+#                           library build and runs each after the tests (FIELDBENCH lines;
+#                           equal checksums across products are required)
+#   CUZK_GPU_C_SWEEP        "16,18,20": times the MSM with the window size forced to each
+#                           (CUZK_MSM_C) at CUZK_GPU_C_SWEEP_LOGS (default 24), operations
+#                           CUZK_GPU_C_SWEEP_OPS (default g1), no CPU reference
+#   CUZK_NCU_KERNEL         a kernel name regex: Nsight Compute reads the counters of its
+#                           first launch in a G1 MSM of 2^CUZK_NCU_LOG (default 22) points
+#                           (ncu.log; summary lines in the summary)
 # The tests' own variables pass through (CUZK_GPU_TEST_MAXLOG, CUZK_GPU_BENCH_CPU,
 # CUZK_GPU_BENCH_OPS, CUZK_GPU_BENCH_PROVE_CPU, CUZK_GPU_BENCH_GNARK_LOGS and _RUNS:
 # see gpu/cuda_test.go and gpu/bench_test.go).
@@ -55,6 +65,24 @@ build() {
 	echo "build: FAILED after $((SECONDS - t0)) s" >>"$LOG/build.log"
 	return 1
 }
+
+# Field microbenchmarks build in the background (small, about a minute each).
+declare -A FBPID
+IFS=';' read -r -a FIELDBENCH <<<"${CUZK_FIELDBENCH:-}"
+for v in "${FIELDBENCH[@]}"; do
+	[ -n "$v" ] || continue
+	name=${v%%:*} extra=${v#*:}
+	mkdir -p gpu/cuda/build/fieldbench
+	(
+		t0=$SECONDS
+		nvcc -O3 -std=c++17 --expt-relaxed-constexpr -arch=sm_90a $extra -Xptxas -v -I gpu/cuda \
+			gpu/cuda/bench/fieldbench.cu -o "gpu/cuda/build/fieldbench/fb-$name" >"$LOG/fieldbench-build-$name.log" 2>&1
+		r=$?
+		echo "fieldbench $name ($extra): rc=$r in $((SECONDS - t0)) s" >>"$LOG/fieldbench-build-$name.log"
+		exit $r
+	) &
+	FBPID[$name]=$!
+done
 
 # Variants build in the background, in parallel with the main build.
 declare -A VPID
@@ -126,10 +154,42 @@ for name in $(printf '%s\n' "${!VLIB[@]}" | sort); do
 	r=$?
 	note "variant $name tests: rc=$r, $(grep -c '^--- PASS' "$LOG/test-$name.log") passed, $(grep -c '^--- FAIL' "$LOG/test-$name.log") failed"
 	[ $r -eq 0 ] || { fail=1; continue; }
-	(cd gpu && CUZK_GPU_LIB=$vlib CUZK_GPU_BENCH=1 CUZK_GPU_BENCH_CPU=0 CUZK_GPU_BENCH_LOGS=${CUZK_GPU_VARIANT_LOGS:-24} CUZK_GPU_BENCH_OPS=${CUZK_GPU_VARIANT_OPS:-${CUZK_GPU_BENCH_OPS:-}} "$BIN" -test.v -test.run 'TestGPUBench$' -test.timeout 10m) >"$LOG/bench-$name.log" 2>&1 || fail=1
+	(cd gpu && CUZK_GPU_LIB=$vlib CUZK_GPU_BENCH=1 CUZK_GPU_BENCH_CPU=0 CUZK_GPU_BENCH_CS= CUZK_GPU_BENCH_LOGS=${CUZK_GPU_VARIANT_LOGS:-24} CUZK_GPU_BENCH_OPS=${CUZK_GPU_VARIANT_OPS:-${CUZK_GPU_BENCH_OPS:-}} "$BIN" -test.v -test.run 'TestGPUBench$' -test.timeout 10m) >"$LOG/bench-$name.log" 2>&1 || fail=1
 	grep -h -E '^(BENCH|msm-profile)' "$LOG/bench-$name.log" | sed "s/^/[$name] /" | tee -a "$SUMMARY"
 	pack
 done
+
+[ -n "${CUZK_FIELDBENCH:-}" ] && for name in $(printf '%s\n' "${!FBPID[@]}" | sort); do
+	if ! wait "${FBPID[$name]}"; then
+		note "FAIL fieldbench build $name: $(tail -3 "$LOG/fieldbench-build-$name.log" | tr '\n' ' ')"
+		fail=1
+		continue
+	fi
+	gpu/cuda/build/fieldbench/fb-$name >"$LOG/fieldbench-$name.log" 2>&1 || fail=1
+	grep -E '^(FIELDBENCH|fp_|fr_|g1_|g2_)' "$LOG/fieldbench-$name.log" | sed "s/^/[$name] /" | tee -a "$SUMMARY" >/dev/null
+done
+# Each kernel's checksum, with how many products printed it (all of them, if they agree).
+[ -n "${CUZK_FIELDBENCH:-}" ] && { grep -h '^FIELDBENCH' "$LOG"/fieldbench-*.log |
+	awk '{k=$2; if ($3 ~ /^ilp=/) k=k" "$3; print k, $NF}' | sort | uniq -c | sed 's/^/fieldbench agreement: /' | tee -a "$SUMMARY"; pack; }
+
+if [ -n "${CUZK_GPU_C_SWEEP:-}" ]; then
+	for cc in ${CUZK_GPU_C_SWEEP//,/ }; do
+		(cd gpu && CUZK_MSM_C=$cc CUZK_GPU_BENCH=1 CUZK_GPU_BENCH_CPU=0 CUZK_GPU_BENCH_LOGS=${CUZK_GPU_C_SWEEP_LOGS:-24} \
+			CUZK_GPU_BENCH_OPS=${CUZK_GPU_C_SWEEP_OPS:-g1} "$BIN" -test.v -test.run 'TestGPUBench$' -test.timeout 10m) >"$LOG/csweep-$cc.log" 2>&1 || fail=1
+		grep -h -E '^(BENCH|msm-profile)' "$LOG/csweep-$cc.log" | sed "s/^/[c=$cc] /" | tee -a "$SUMMARY"
+	done
+	pack
+fi
+
+if [ -n "${CUZK_NCU_KERNEL:-}" ]; then
+	(cd gpu && CUZK_GPU_BENCH=1 CUZK_GPU_BENCH_CPU=0 CUZK_GPU_BENCH_LOGS=${CUZK_NCU_LOG:-22} CUZK_GPU_BENCH_OPS=g1 \
+		timeout 300 ncu --clock-control none -k "regex:$CUZK_NCU_KERNEL" -c 1 --section SpeedOfLight --section Occupancy \
+		--section LaunchStats --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis \
+		--section MemoryWorkloadAnalysis "$BIN" -test.run 'TestGPUBench$' -test.timeout 10m) >"$LOG/ncu.log" 2>&1
+	note "ncu rc=$?"
+	grep -E 'Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|Issue Slots Busy|Issued Ipc|No Eligible|Warp Cycles Per Issued|Compute \(SM\) Throughput|Memory Throughput|L2 Hit|Stall|Pipe|One or More' "$LOG/ncu.log" | head -40 | tee -a "$SUMMARY"
+	pack
+fi
 
 # With a prebuilt library, the build ran beside the tests; wait for it before timing.
 if [ -n "${BUILD_PID:-}" ]; then

@@ -99,7 +99,68 @@ __device__ __forceinline__ void fe_dbl(fe<P>& r, const fe<P>& a) { fe_add(r, a, 
 
 // Montgomery product a*b*R^-1 mod p (CIOS). The moduli used here leave spare top
 // bits, so the running value stays below 2p and fits N+1 words.
-#ifndef CUZK_PTX_MUL
+#if defined(CUZK_MUL64)
+// 64-bit limbs (opt-in, -DCUZK_MUL64): the same CIOS over N/2 64-bit words with
+// 128-bit products, for measuring the limb width (gpu/cuda/bench/fieldbench.cu). The
+// values stay in 32-bit limbs outside the product.
+template <class P>
+struct mont64 {
+    static constexpr int M = P::N / 2;
+    __host__ __device__ static constexpr uint64_t mod(int j) {
+        return (uint64_t)P::mod(2 * j) | ((uint64_t)P::mod(2 * j + 1) << 32);
+    }
+    // -p^-1 mod 2^64 by Newton's iteration (each step doubles the correct low bits).
+    __host__ __device__ static constexpr uint64_t inv() {
+        uint64_t p0 = mod(0), x = 1;
+        for (int i = 0; i < 7; i++) x *= 2 - p0 * x;
+        return 0 - x;
+    }
+};
+
+template <class P>
+__device__ __forceinline__ void fe_mul(fe<P>& r, const fe<P>& a, const fe<P>& b) {
+    typedef unsigned __int128 u128;
+    constexpr int M = P::N / 2;
+    constexpr uint64_t inv = mont64<P>::inv();
+    uint64_t A[M], t[M + 1];
+#pragma unroll
+    for (int j = 0; j < M; j++) {
+        A[j] = (uint64_t)a.v[2 * j] | ((uint64_t)a.v[2 * j + 1] << 32);
+        t[j] = 0;
+    }
+    t[M] = 0;
+#pragma unroll
+    for (int i = 0; i < M; i++) {
+        uint64_t bi = (uint64_t)b.v[2 * i] | ((uint64_t)b.v[2 * i + 1] << 32);
+        u128 c = 0;
+#pragma unroll
+        for (int j = 0; j < M; j++) {
+            c += (u128)A[j] * bi + t[j];
+            t[j] = (uint64_t)c;
+            c >>= 64;
+        }
+        u128 top = (u128)t[M] + c;
+        uint64_t m = t[0] * inv;
+        c = ((u128)m * mont64<P>::mod(0) + t[0]) >> 64;
+#pragma unroll
+        for (int j = 1; j < M; j++) {
+            c += (u128)m * mont64<P>::mod(j) + t[j];
+            t[j - 1] = (uint64_t)c;
+            c >>= 64;
+        }
+        c += top;
+        t[M - 1] = (uint64_t)c;
+        t[M] = (uint64_t)(c >> 64);
+    }
+    uint32_t w[P::N];
+#pragma unroll
+    for (int j = 0; j < M; j++) {
+        w[2 * j] = (uint32_t)t[j];
+        w[2 * j + 1] = (uint32_t)(t[j] >> 32);
+    }
+    fe_reduce_once(r, w, (uint32_t)t[M]);
+}
+#elif !defined(CUZK_PTX_MUL)
 // C++ form: 64-bit products, the compiler's carry handling (IMAD.WIDE). Measured
 // faster than the PTX form below on the H200 (docs/BENCHMARKS.md), so the default.
 template <class P>

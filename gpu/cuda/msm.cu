@@ -8,6 +8,32 @@ int msm_g1(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t n
 int msm_g2(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t n, const fr_t* scalars,
            const uint32_t* index, void* out, int* nwin, int* c);
 
+// Window size: minimise n*w mixed additions plus R*w*2^(c-1) bucket-reduction work,
+// w = ceil(256/c) windows, with R the cost of one bucket's reduction over one mixed
+// addition as measured on the H200 (G1 about 12.5, G2 about 5.6: G2's additions
+// cost more). From 2^23 points the measured optimum is larger than the model's
+// (G1 2^24: c = 17 233.7 ms, 16 247.8, 18 237.5; G2 2^24: c = 19 1403 ms, 18 1441,
+// 20 1429; docs/BENCHMARKS.md), so it is taken as measured there.
+int msm_choose_c(size_t n, bool g2, int* nwin) {
+    int best = 4;
+    if (n >= ((size_t)1 << 23)) {
+        best = g2 ? 19 : 17;
+    } else {
+        const double R = g2 ? 5.6 : 12.5;
+        double best_cost = 1e300;
+        for (int c = 4; c <= 20; c++) {
+            int w = (256 + c - 1) / c;
+            double cost = (double)n * w + R * w * (double)(1u << (c - 1));
+            if (cost < best_cost) {
+                best_cost = cost;
+                best = c;
+            }
+        }
+    }
+    *nwin = (256 + best - 1) / best;
+    return best;
+}
+
 namespace {
 
 int msm_dispatch(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t n, const fr_t* scalars,

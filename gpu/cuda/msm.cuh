@@ -1,11 +1,14 @@
 // msm.cuh: Pippenger multi-scalar multiplication over G1 (Fp) and G2 (Fp2).
 //
 // Per chunk of points: signed c-bit digits -> (bucket key, point) pairs -> CUB radix
-// sort by key -> each bucket's run is split into units of at most L points (L grows
-// as sqrt of the run, so one huge bucket does not serialize) -> units summed with
-// mixed additions -> unit sums merged into persistent XYZZ buckets. After the last
-// chunk, each window's buckets are reduced in parallel segments (running sums) and
-// a pairwise tree; the host folds the window sums.
+// sort by key -> each bucket's run is split into units of at most L points (about
+// twice the mean bucket load) -> units sorted by length, so the threads of a warp run
+// loops of nearly equal length -> units summed with mixed additions, one thread each
+// -> each bucket's unit sums added in a pairwise tree (log rounds, so a bucket that
+// holds a large share of the points, as the digit 1 of boolean-heavy witnesses or the
+// carry window does, costs rounds, not a long serial chain) -> merged into persistent
+// XYZZ buckets. After the last chunk, each window's buckets are reduced in parallel
+// segments (running sums) and a pairwise tree; the host folds the window sums.
 //
 // Each curve group is instantiated in its own translation unit (msm_g1.cu,
 // msm_g2.cu) so the two compile in parallel.
@@ -19,11 +22,14 @@
 #include "runtime.cuh"
 #include "xyzz.cuh"
 
+// The window size for n points (msm.cu; host code, so tuning it rebuilds no kernels).
+int msm_choose_c(size_t n, bool g2, int* nwin);
+
 namespace msm {
 namespace {  // internal linkage: each instantiation unit gets its own kernels
 
 struct unit_desc {
-    uint32_t start, len;
+    uint32_t start, len, bucket;
 };
 
 constexpr uint32_t kNegBit = 0x80000000u;
@@ -66,13 +72,9 @@ __global__ void k_bounds(const uint32_t* __restrict__ keys, uint32_t m, uint32_t
     if (i == m - 1 || keys[i + 1] != k) bend[k] = i + 1;
 }
 
-__device__ __forceinline__ uint32_t unit_len(uint32_t count, uint32_t L0) {
-    uint32_t r = (uint32_t)ceilf(sqrtf((float)count));
-    return r > L0 ? r : L0;
-}
-
-__global__ void k_units(const uint32_t* bstart, const uint32_t* bend, uint32_t K, uint32_t nb, uint32_t L0,
-                        uint32_t* units) {
+// Units per bucket (bucket 0 of each window is skipped); umax gets the largest count.
+__global__ void k_units(const uint32_t* bstart, const uint32_t* bend, uint32_t K, uint32_t nb, uint32_t L,
+                        uint32_t* units, uint32_t* umax) {
     uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
     if (k > K) return;
     if (k == K) {
@@ -80,28 +82,36 @@ __global__ void k_units(const uint32_t* bstart, const uint32_t* bend, uint32_t K
         return;
     }
     uint32_t cnt = bend[k] - bstart[k];
-    uint32_t L = unit_len(cnt, L0);
-    units[k] = (k % nb == 0 || cnt == 0) ? 0 : (cnt + L - 1) / L;
+    uint32_t nu = (k % nb == 0 || cnt == 0) ? 0 : (cnt + L - 1) / L;
+    units[k] = nu;
+    if (nu > 1) atomicMax(umax, nu);
 }
 
-__global__ void k_fill(const uint32_t* bstart, const uint32_t* bend, const uint32_t* uoff, uint32_t K,
-                       uint32_t L0, unit_desc* desc) {
+// Unit descriptors, and (length, unit) pairs for sorting units by length.
+__global__ void k_fill(const uint32_t* bstart, const uint32_t* bend, const uint32_t* uoff, uint32_t K, uint32_t L,
+                       unit_desc* desc, uint32_t* ulen, uint32_t* uorder) {
     uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
     if (k >= K) return;
     uint32_t u0 = uoff[k], nu = uoff[k + 1] - u0;
     if (nu == 0) return;
-    uint32_t st = bstart[k], cnt = bend[k] - st, L = unit_len(cnt, L0);
+    uint32_t st = bstart[k], cnt = bend[k] - st;
     for (uint32_t u = 0; u < nu; u++) {
         uint32_t len = cnt - u * L < L ? cnt - u * L : L;
-        desc[u0 + u] = unit_desc{st + u * L, len};
+        desc[u0 + u] = unit_desc{st + u * L, len, k};
+        ulen[u0 + u] = L - len;  // ascending sort = longest first
+        uorder[u0 + u] = u0 + u;
     }
 }
 
+// One thread per unit, taken in order of decreasing length (order), so a warp's
+// threads loop about equally long; the sum goes to partials[unit].
 template <class F>
-__global__ void k_accumulate(const unit_desc* __restrict__ desc, uint32_t U, const uint32_t* __restrict__ vals,
-                             const affine_t<F>* __restrict__ bases, xyzz_t<F>* __restrict__ partials) {
-    uint32_t u = blockIdx.x * blockDim.x + threadIdx.x;
-    if (u >= U) return;
+__global__ void k_accumulate(const unit_desc* __restrict__ desc, const uint32_t* __restrict__ order, uint32_t U,
+                             const uint32_t* __restrict__ vals, const affine_t<F>* __restrict__ bases,
+                             xyzz_t<F>* __restrict__ partials) {
+    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= U) return;
+    uint32_t u = order[i];
     unit_desc d = desc[u];
     xyzz_t<F> acc;
     xyzz_set_inf(acc);
@@ -115,15 +125,30 @@ __global__ void k_accumulate(const unit_desc* __restrict__ desc, uint32_t U, con
     partials[u] = acc;
 }
 
+// One round of the per-bucket tree over unit sums: the unit j of a bucket (j a multiple
+// of 2*stride) adds in unit j+stride. After the rounds, a bucket's first unit holds
+// its sum.
+template <class F>
+__global__ void k_tree(const unit_desc* __restrict__ desc, const uint32_t* __restrict__ uoff, uint32_t U,
+                       uint32_t stride, xyzz_t<F>* partials) {
+    uint32_t u = blockIdx.x * blockDim.x + threadIdx.x;
+    if (u >= U) return;
+    uint32_t k = desc[u].bucket, u0 = uoff[k], j = u - u0;
+    if ((j & (2 * stride - 1)) != 0 || u + stride >= uoff[k + 1]) return;
+    xyzz_t<F> a = partials[u];
+    xyzz_add(a, partials[u + stride]);
+    partials[u] = a;
+}
+
 template <class F>
 __global__ void k_merge(const uint32_t* __restrict__ uoff, uint32_t K, const xyzz_t<F>* __restrict__ partials,
                         xyzz_t<F>* buckets) {
     uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
     if (k >= K) return;
-    uint32_t u0 = uoff[k], u1 = uoff[k + 1];
-    if (u0 == u1) return;
+    uint32_t u0 = uoff[k];
+    if (u0 == uoff[k + 1]) return;
     xyzz_t<F> acc = buckets[k];
-    for (uint32_t u = u0; u < u1; u++) xyzz_add(acc, partials[u]);
+    xyzz_add(acc, partials[u0]);
     buckets[k] = acc;
 }
 
@@ -164,20 +189,6 @@ __global__ void k_pairsum(const xyzz_t<F>* __restrict__ in, xyzz_t<F>* __restric
 
 inline uint32_t blocks(size_t n, uint32_t tpb) { return (uint32_t)((n + tpb - 1) / tpb); }
 
-inline int choose_c(size_t n, int* nwin) {
-    int best = 4;
-    double best_cost = 1e300;
-    for (int c = 4; c <= 20; c++) {
-        int w = (256 + c - 1) / c;
-        double cost = (double)n * w + 4.0 * w * (double)(1u << (c - 1));
-        if (cost < best_cost) {
-            best_cost = cost;
-            best = c;
-        }
-    }
-    *nwin = (256 + best - 1) / best;
-    return best;
-}
 
 // With CUZK_MSM_PROFILE=1 in the environment each MSM prints one line to stderr with
 // the device time of each stage (CUDA events, summed over chunks). Diagnostics only.
@@ -232,7 +243,15 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
         return CUZK_OK;
     }
     int nwin;
-    int c = choose_c(n, &nwin);
+    int c = msm_choose_c(n, sizeof(F) != sizeof(fp_t), &nwin);
+    // CUZK_MSM_C=<c> forces the window size (diagnostics: sweeping c in one run).
+    if (const char* e = getenv("CUZK_MSM_C")) {
+        int f = atoi(e);
+        if (f >= 4 && f <= 22) {
+            c = f;
+            nwin = (256 + c - 1) / c;
+        }
+    }
     const uint32_t nb = (1u << (c - 1)) + 1;  // buckets 0..2^(c-1) per window; 0 is skipped
     const uint32_t K = (uint32_t)nwin * nb;
     int end_bit = 1;
@@ -252,6 +271,7 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
     RET(s->units.ensure((size_t)(K + 1) * 4));
     RET(s->uoff.ensure((size_t)(K + 1) * 4));
     RET(s->buckets.ensure((size_t)K * sizeof(X)));
+    RET(s->umax.ensure(4));
     if (!bases->d) RET(s->bases_chunk.ensure(chunk * sizeof(A)));
 
     size_t sort_bytes = 0, scan_bytes = 0;
@@ -296,28 +316,50 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
         k_bounds<<<blocks(m, T), T, 0, st>>>(dk.Current(), m, s->bstart.as<uint32_t>(), s->bend.as<uint32_t>());
         CK(cudaGetLastError());
 
-        // Unit length floor: about twice the mean bucket load, so typical buckets are one unit.
-        uint32_t L0 = std::max<uint32_t>(8, (uint32_t)(2 * (size_t)cn / (nb - 1)));
-        k_units<<<blocks(K + 1, T), T, 0, st>>>(s->bstart.as<uint32_t>(), s->bend.as<uint32_t>(), K, nb, L0,
-                                                 s->units.as<uint32_t>());
+        // Unit length: about twice the mean bucket load, so a typical bucket is one unit
+        // and a heavy one becomes many (summed by the tree below).
+        const uint32_t L = std::max<uint32_t>(8, (uint32_t)(2 * (size_t)cn / (nb - 1)));
+        CK(cudaMemsetAsync(s->umax.p, 0, 4, st));
+        k_units<<<blocks(K + 1, T), T, 0, st>>>(s->bstart.as<uint32_t>(), s->bend.as<uint32_t>(), K, nb, L,
+                                                 s->units.as<uint32_t>(), s->umax.as<uint32_t>());
         CK(cudaGetLastError());
         tb = s->sort_tmp.bytes;
         CK(cub::DeviceScan::ExclusiveSum(s->sort_tmp.p, tb, s->units.as<uint32_t>(), s->uoff.as<uint32_t>(),
                                          (int)(K + 1), st));
-        uint32_t U = 0;
+        uint32_t U = 0, umax = 0;
         CK(cudaMemcpyAsync(&U, s->uoff.as<uint32_t>() + K, 4, cudaMemcpyDeviceToHost, st));
+        CK(cudaMemcpyAsync(&umax, s->umax.p, 4, cudaMemcpyDeviceToHost, st));
         CK(cudaStreamSynchronize(st));
-        prof.mark(stage_timer::kUnits);
         if (U == 0) continue;
         RET(s->desc.ensure((size_t)U * sizeof(unit_desc)));
         RET(s->partials.ensure((size_t)U * sizeof(X)));
+        RET(s->ulen.ensure((size_t)U * 4));
+        RET(s->uorder.ensure((size_t)U * 4));
+        RET(s->ulen_alt.ensure((size_t)U * 4));
+        RET(s->uorder_alt.ensure((size_t)U * 4));
         k_fill<<<blocks(K, T), T, 0, st>>>(s->bstart.as<uint32_t>(), s->bend.as<uint32_t>(), s->uoff.as<uint32_t>(),
-                                           K, L0, s->desc.as<unit_desc>());
+                                           K, L, s->desc.as<unit_desc>(), s->ulen.as<uint32_t>(),
+                                           s->uorder.as<uint32_t>());
         CK(cudaGetLastError());
-        k_accumulate<F><<<blocks(U, 128), 128, 0, st>>>(s->desc.as<unit_desc>(), U, dv.Current(), pts,
+        int len_bits = 1;
+        while ((1u << len_bits) <= L) len_bits++;
+        cub::DoubleBuffer<uint32_t> ul(s->ulen.as<uint32_t>(), s->ulen_alt.as<uint32_t>());
+        cub::DoubleBuffer<uint32_t> uo(s->uorder.as<uint32_t>(), s->uorder_alt.as<uint32_t>());
+        size_t ub = 0;
+        CK(cub::DeviceRadixSort::SortPairs(nullptr, ub, ul, uo, (int)U, 0, len_bits, st));
+        RET(s->sort_tmp.ensure(ub));
+        tb = s->sort_tmp.bytes;
+        CK(cub::DeviceRadixSort::SortPairs(s->sort_tmp.p, tb, ul, uo, (int)U, 0, len_bits, st));
+        prof.mark(stage_timer::kUnits);
+        k_accumulate<F><<<blocks(U, 128), 128, 0, st>>>(s->desc.as<unit_desc>(), uo.Current(), U, dv.Current(), pts,
                                                         s->partials.as<X>());
         CK(cudaGetLastError());
         prof.mark(stage_timer::kAccumulate);
+        for (uint32_t stride = 1; stride < umax; stride *= 2) {
+            k_tree<F><<<blocks(U, 128), 128, 0, st>>>(s->desc.as<unit_desc>(), s->uoff.as<uint32_t>(), U, stride,
+                                                      s->partials.as<X>());
+            CK(cudaGetLastError());
+        }
         k_merge<F><<<blocks(K, 128), 128, 0, st>>>(s->uoff.as<uint32_t>(), K, s->partials.as<X>(), s->buckets.as<X>());
         CK(cudaGetLastError());
         prof.mark(stage_timer::kMerge);

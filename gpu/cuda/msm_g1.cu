@@ -1,13 +1,8 @@
 // msm_g1.cu: the G1 (Fp) instantiation of the MSM (see msm.cuh).
 // The G1 point operations are inlined into the kernels (measured on the H200: G1 MSM
-// 2^22 100.5 -> 80.7 ms, 2^24 346.6 -> 342.8 ms; docs/BENCHMARKS.md); define
-// CUZK_NOINLINE_G1 to make them calls, as the G2 ones are. CUZK_G1_INLINE_MADD_ONLY
-// inlines only the mixed addition (accumulation) and keeps the general addition and
-// doubling of the bucket reduction as calls: not measured yet (the inlined reduction
-// spilled and lost 25 ms at 2^24, see docs/BENCHMARKS.md).
-#if defined(CUZK_G1_INLINE_MADD_ONLY)
-#define CUZK_MADD_FN __forceinline__
-#elif !defined(CUZK_NOINLINE_G1)
+// 2^22 100.5 -> 80.7 ms; docs/BENCHMARKS.md); define CUZK_NOINLINE_G1 to make them
+// calls, as the G2 ones are.
+#if !defined(CUZK_NOINLINE_G1)
 #define CUZK_POINT_FN __forceinline__
 #endif
 #include "msm.cuh"

@@ -49,7 +49,7 @@ struct cuzk_stream {
     size_t msm_chunk = 0;  // 0 = default
     // MSM scratch, kept across calls.
     dev_scratch keys, vals, keys_alt, vals_alt, sort_tmp, bstart, bend, units, uoff, desc,
-        partials, buckets, segs, segs2, bases_chunk, scalars, tmp;
+        partials, buckets, segs, segs2, bases_chunk, scalars, tmp, ulen, uorder, ulen_alt, uorder_alt, umax;
 };
 
 struct cuzk_buf {

@@ -10,10 +10,6 @@
 #ifndef CUZK_POINT_FN
 #define CUZK_POINT_FN __noinline__
 #endif
-// The mixed addition (bucket accumulation) may be inlined on its own.
-#ifndef CUZK_MADD_FN
-#define CUZK_MADD_FN CUZK_POINT_FN
-#endif
 
 template <class F>
 struct affine_t {
@@ -82,7 +78,7 @@ __device__ CUZK_POINT_FN void xyzz_dbl_affine(xyzz_t<F>& r, const F& x, const F&
 
 // r += (x, y) affine (not infinity).
 template <class F>
-__device__ CUZK_MADD_FN void xyzz_add_affine(xyzz_t<F>& r, const F& x, const F& y) {
+__device__ CUZK_POINT_FN void xyzz_add_affine(xyzz_t<F>& r, const F& x, const F& y) {
     if (xyzz_is_inf(r)) {
         r.x = x; r.y = y; fe_one(r.zz); fe_one(r.zzz);
         return;

@@ -1,0 +1,220 @@
+// fieldbench.cu: throughput of the field product and of the bucket accumulation's
+// mixed addition, alone, on the device. It separates the arithmetic from the MSM's
+// memory traffic and scheduling: if a kernel here runs much faster per operation than
+// the MSM's accumulation, the MSM loses time outside the arithmetic.
+//
+// Build one binary per Montgomery product (the library's -D switches, see field.cuh):
+//   nvcc -O3 -std=c++17 --expt-relaxed-constexpr -arch=sm_90a -I.. fieldbench.cu -o fb
+//   nvcc ... -DCUZK_MUL64 ...        # 64-bit limbs
+// Each prints one line per kernel and a checksum of every output: binaries built with
+// different products must print the same checksums (the default product is checked
+// against gnark-crypto by the library's tests).
+#include <cuda_runtime.h>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+#define CUZK_POINT_FN __forceinline__
+#include "bls12_381.cuh"
+#include "xyzz.cuh"
+
+#define CHECK(x)                                                                          \
+    do {                                                                                  \
+        cudaError_t e_ = (x);                                                             \
+        if (e_ != cudaSuccess) {                                                          \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+            exit(1);                                                                      \
+        }                                                                                 \
+    } while (0)
+
+// ILP independent chains per thread: x_k <- x_k * y.
+template <class F, int ILP>
+__global__ void k_mul(F* out, const F* in, int iters) {
+    size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    F x[ILP];
+#pragma unroll
+    for (int k = 0; k < ILP; k++) x[k] = in[(t * ILP + k) % 4096];
+    F y = in[(t + 17) % 4096];
+    for (int i = 0; i < iters; i++) {
+#pragma unroll
+        for (int k = 0; k < ILP; k++) fe_mul(x[k], x[k], y);
+    }
+#pragma unroll
+    for (int k = 0; k < ILP; k++) out[t * ILP + k] = x[k];
+}
+
+// The accumulation's inner loop: acc += P_j with P_j gathered from pts by idx (the
+// MSM's access pattern when idx is random) or read from a small shared table.
+// MINB > 0: __launch_bounds__(128, MINB) caps the registers so MINB blocks of 128 fit
+// on one SM (occupancy against spills).
+template <class F, bool SHARED, int MINB = 0>
+__global__ void __launch_bounds__(128, MINB) k_madd(xyzz_t<F>* out, const affine_t<F>* __restrict__ pts,
+                                                     const uint32_t* __restrict__ idx, int per_thread) {
+    __shared__ affine_t<F> tab[SHARED ? 64 : 1];
+    size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (SHARED) {
+        for (int j = threadIdx.x; j < 64; j += blockDim.x) tab[j] = pts[j];
+        __syncthreads();
+    }
+    xyzz_t<F> acc;
+    xyzz_set_inf(acc);
+    const uint32_t* ix = idx + t * per_thread;
+    for (int j = 0; j < per_thread; j++) {
+        affine_t<F> p = SHARED ? tab[(threadIdx.x + j) & 63] : pts[ix[j]];
+        xyzz_add_affine(acc, p.x, p.y);
+    }
+    out[t] = acc;
+}
+
+template <class T>
+uint64_t checksum(const std::vector<T>& v) {
+    const uint32_t* w = (const uint32_t*)v.data();
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < v.size() * sizeof(T) / 4; i++) h = (h ^ w[i]) * 1099511628211ull;
+    return h;
+}
+
+struct timer {
+    cudaEvent_t a, b;
+    timer() {
+        cudaEventCreate(&a);
+        cudaEventCreate(&b);
+    }
+    void start() { cudaEventRecord(a); }
+    float stop() {
+        cudaEventRecord(b);
+        cudaEventSynchronize(b);
+        float ms;
+        cudaEventElapsedTime(&ms, a, b);
+        return ms;
+    }
+};
+
+template <class K>
+void report_attrs(const char* name, K kernel, int tpb) {
+    cudaFuncAttributes at;
+    CHECK(cudaFuncGetAttributes(&at, kernel));
+    int bps = 0;
+    CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&bps, kernel, tpb, 0));
+    printf("%-22s regs=%d local=%zuB blocks/SM=%d warps/SM=%d\n", name, at.numRegs, at.localSizeBytes, bps,
+           bps * tpb / 32);
+}
+
+// Random field elements below the modulus (top limb masked well below p's).
+template <class F>
+std::vector<F> random_fe(size_t n, uint64_t seed);
+
+template <>
+std::vector<fp2_t> random_fe<fp2_t>(size_t n, uint64_t seed) {
+    auto a = random_fe<fp_t>(n, seed), b = random_fe<fp_t>(n, seed + 1);
+    std::vector<fp2_t> v(n);
+    for (size_t i = 0; i < n; i++) v[i] = fp2_t{a[i], b[i]};
+    return v;
+}
+
+template <class F>
+std::vector<F> random_fe(size_t n, uint64_t seed) {
+    std::vector<F> v(n);
+    uint64_t s = seed;
+    for (auto& x : v) {
+        for (int i = 0; i < F::N; i++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            x.v[i] = (uint32_t)(s >> 32);
+        }
+        x.v[F::N - 1] &= 0x0fffffffu;
+    }
+    return v;
+}
+
+template <class F, int ILP>
+void bench_mul(const char* name, int sms, int iters) {
+    const int tpb = 256;
+    // A fixed grid (not sized by occupancy), so every product computes the same outputs.
+    size_t threads = (size_t)sms * 2048;
+    auto in = random_fe<F>(4096, 7);
+    F *din, *dout;
+    CHECK(cudaMalloc(&din, 4096 * sizeof(F)));
+    CHECK(cudaMalloc(&dout, threads * ILP * sizeof(F)));
+    CHECK(cudaMemcpy(din, in.data(), 4096 * sizeof(F), cudaMemcpyHostToDevice));
+    k_mul<F, ILP><<<threads / tpb, tpb>>>(dout, din, 16);  // warm-up
+    CHECK(cudaDeviceSynchronize());
+    timer tm;
+    float best = 1e30f;
+    for (int r = 0; r < 3; r++) {
+        tm.start();
+        k_mul<F, ILP><<<threads / tpb, tpb>>>(dout, din, iters);
+        float ms = tm.stop();
+        best = ms < best ? ms : best;
+    }
+    CHECK(cudaGetLastError());
+    std::vector<F> out(threads * ILP);
+    CHECK(cudaMemcpy(out.data(), dout, out.size() * sizeof(F), cudaMemcpyDeviceToHost));
+    double muls = (double)threads * ILP * iters;
+    char label[64];
+    snprintf(label, sizeof label, "%s ilp=%d", name, ILP);
+    report_attrs(label, k_mul<F, ILP>, tpb);
+    printf("FIELDBENCH %s ilp=%d muls=%.3g ms=%.3f Gmul/s=%.2f checksum=%016llx\n", name, ILP, muls, best,
+           muls / best / 1e6, (unsigned long long)checksum(out));
+    cudaFree(din);
+    cudaFree(dout);
+}
+
+template <class F, bool SHARED, int MINB = 0>
+void bench_madd(const char* name, int sms, size_t npts, int per_thread) {
+    const int tpb = 128;
+    size_t threads = (size_t)sms * 1536;
+    std::vector<affine_t<F>> pts(npts);
+    auto xs = random_fe<F>(npts, 11), ys = random_fe<F>(npts, 13);
+    for (size_t i = 0; i < npts; i++) pts[i] = affine_t<F>{xs[i], ys[i]};
+    std::vector<uint32_t> idx(threads * per_thread);
+    uint64_t s = 99;
+    for (auto& i : idx) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        i = (uint32_t)((s >> 33) % npts);
+    }
+    affine_t<F>* dp;
+    uint32_t* di;
+    xyzz_t<F>* dout;
+    CHECK(cudaMalloc(&dp, npts * sizeof(affine_t<F>)));
+    CHECK(cudaMalloc(&di, idx.size() * 4));
+    CHECK(cudaMalloc(&dout, threads * sizeof(xyzz_t<F>)));
+    CHECK(cudaMemcpy(dp, pts.data(), npts * sizeof(affine_t<F>), cudaMemcpyHostToDevice));
+    CHECK(cudaMemcpy(di, idx.data(), idx.size() * 4, cudaMemcpyHostToDevice));
+    k_madd<F, SHARED, MINB><<<threads / tpb, tpb>>>(dout, dp, di, 4);
+    CHECK(cudaDeviceSynchronize());
+    timer tm;
+    float best = 1e30f;
+    for (int r = 0; r < 3; r++) {
+        tm.start();
+        k_madd<F, SHARED, MINB><<<threads / tpb, tpb>>>(dout, dp, di, per_thread);
+        float ms = tm.stop();
+        best = ms < best ? ms : best;
+    }
+    CHECK(cudaGetLastError());
+    std::vector<xyzz_t<F>> out(threads);
+    CHECK(cudaMemcpy(out.data(), dout, out.size() * sizeof(xyzz_t<F>), cudaMemcpyDeviceToHost));
+    double adds = (double)threads * per_thread;
+    report_attrs(name, k_madd<F, SHARED, MINB>, tpb);
+    printf("FIELDBENCH %s madds=%.3g ms=%.3f Mmadd/s=%.1f checksum=%016llx\n", name, adds, best, adds / best / 1e3,
+           (unsigned long long)checksum(out));
+    cudaFree(dp);
+    cudaFree(di);
+    cudaFree(dout);
+}
+
+int main() {
+    cudaDeviceProp prop;
+    CHECK(cudaGetDeviceProperties(&prop, 0));
+    int sms = prop.multiProcessorCount;
+    printf("device %s, %d SMs\n", prop.name, sms);
+    bench_mul<fp_t, 1>("fp_mul", sms, 2048);
+    bench_mul<fp_t, 2>("fp_mul", sms, 1024);
+    bench_mul<fp_t, 4>("fp_mul", sms, 512);
+    bench_mul<fr_t, 1>("fr_mul", sms, 2048);
+    bench_mul<fr_t, 2>("fr_mul", sms, 1024);
+    bench_madd<fp_t, true>("g1_madd_shared", sms, 64, 256);
+    bench_madd<fp_t, false>("g1_madd_gather_2^22", sms, 1 << 22, 256);
+    bench_madd<fp_t, false, 4>("g1_madd_gather_lb4", sms, 1 << 22, 256);
+    bench_madd<fp_t, false, 5>("g1_madd_gather_lb5", sms, 1 << 22, 256);
+    bench_madd<fp2_t, true>("g2_madd_shared", sms, 64, 64);
+    return 0;
+}
