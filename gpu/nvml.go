@@ -93,6 +93,21 @@ func (n *NVML) loadHandles() error {
 	return nil
 }
 
+// DriverVersion is the NVIDIA driver's version, e.g. "580.159.04". A driver upgrade
+// can change proving speed, so the recorded performance settings carry it.
+func (n *NVML) DriverVersion() (string, error) {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	if n.closed {
+		return "", errors.New("nvml: closed")
+	}
+	v, ret := n.lib.SystemGetDriverVersion()
+	if ret != nvml.SUCCESS {
+		return "", fmt.Errorf("nvml: driver version: %w", ret)
+	}
+	return v, nil
+}
+
 // Close shuts NVML down. It waits for calls in flight; later calls fail, and
 // a second Close is a no-op.
 func (n *NVML) Close() error {

@@ -49,6 +49,11 @@ func TestNVMLReal(t *testing.T) {
 	if len(devs) == 0 {
 		t.Fatal("NVML initialised but lists no devices")
 	}
+	if v, err := n.DriverVersion(); err != nil || v == "" {
+		t.Errorf("DriverVersion = %q, %v", v, err)
+	} else {
+		t.Logf("driver %s", v)
+	}
 	for _, d := range devs {
 		j, _ := json.Marshal(d)
 		t.Logf("device %s cc=%s %s", d, d.ComputeCapability(), j)
@@ -188,9 +193,10 @@ func mockDevice(uuid string) *mock.Device {
 func mockNVML(t *testing.T, devs ...*mock.Device) (*NVML, *mock.Interface) {
 	t.Helper()
 	lib := &mock.Interface{
-		InitFunc:           func() nvml.Return { return nvml.SUCCESS },
-		ShutdownFunc:       func() nvml.Return { return nvml.SUCCESS },
-		DeviceGetCountFunc: func() (int, nvml.Return) { return len(devs), nvml.SUCCESS },
+		InitFunc:                   func() nvml.Return { return nvml.SUCCESS },
+		ShutdownFunc:               func() nvml.Return { return nvml.SUCCESS },
+		SystemGetDriverVersionFunc: func() (string, nvml.Return) { return "580.159.04", nvml.SUCCESS },
+		DeviceGetCountFunc:         func() (int, nvml.Return) { return len(devs), nvml.SUCCESS },
 		DeviceGetHandleByIndexFunc: func(i int) (nvml.Device, nvml.Return) {
 			return devs[i], nvml.SUCCESS
 		},
@@ -216,6 +222,21 @@ func TestNVMLDevicesMock(t *testing.T) {
 	}
 	if len(devs) != len(want) || devs[0] != want[0] || devs[1] != want[1] {
 		t.Fatalf("Devices =\n%+v\nwant\n%+v", devs, want)
+	}
+}
+
+func TestNVMLDriverVersionMock(t *testing.T) {
+	n, lib := mockNVML(t, mockDevice("GPU-a"))
+	if v, err := n.DriverVersion(); err != nil || v != "580.159.04" {
+		t.Errorf("DriverVersion = %q, %v; want 580.159.04", v, err)
+	}
+	lib.SystemGetDriverVersionFunc = func() (string, nvml.Return) { return "", nvml.ERROR_UNKNOWN }
+	if _, err := n.DriverVersion(); err == nil || !strings.Contains(err.Error(), "driver version") {
+		t.Errorf("DriverVersion with a failing driver: err = %v", err)
+	}
+	n.Close()
+	if _, err := n.DriverVersion(); err == nil {
+		t.Error("DriverVersion after Close: no error")
 	}
 }
 

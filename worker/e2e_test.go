@@ -18,6 +18,7 @@ import (
 	"github.com/consensys/gnark/backend/witness"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/cuzk/cuzk/internal/hostinfo"
 	"github.com/cuzk/cuzk/internal/pgtest"
 	"github.com/cuzk/cuzk/prover"
 	cuzksql "github.com/cuzk/cuzk/sql"
@@ -283,13 +284,16 @@ func checkAttemptTimings(t testing.TB, pool *pgxpool.Pool, rid string) {
 	if backend == nil || *backend != "cpu" || worker == nil || *worker == "" || synthStarted == nil || proveStarted == nil || finished == nil {
 		t.Errorf("%s: attempt identity/timestamps missing", rid)
 	}
-	var build, hash, cfgBackend *string
+	var build, hash, cfgBackend, cfgCPU *string
 	if err := pool.QueryRow(context.Background(), `
-		SELECT build, config_hash, config->>'backend' FROM cuzk.proof_attempts
-		 WHERE request_id = $1 AND outcome = 'succeeded'`, rid).Scan(&build, &hash, &cfgBackend); err != nil {
+		SELECT build, config_hash, config->>'backend', config->>'cpu' FROM cuzk.proof_attempts
+		 WHERE request_id = $1 AND outcome = 'succeeded'`, rid).Scan(&build, &hash, &cfgBackend, &cfgCPU); err != nil {
 		t.Fatalf("%s: attempt origin: %v", rid, err)
 	}
 	if build == nil || *build == "" || hash == nil || len(*hash) != 12 || cfgBackend == nil || *cfgBackend != "cpu" {
 		t.Errorf("%s: attempt origin incomplete: build=%v config_hash=%v config.backend=%v", rid, build, hash, cfgBackend)
+	}
+	if cfgCPU == nil || *cfgCPU != hostinfo.CPUModel() {
+		t.Errorf("%s: config.cpu = %v, want this host's processor %q", rid, cfgCPU, hostinfo.CPUModel())
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"runtime/debug"
 
+	"github.com/cuzk/cuzk/internal/hostinfo"
 	cuzksql "github.com/cuzk/cuzk/sql"
 )
 
@@ -52,6 +53,8 @@ type PerfConfig struct {
 	QueueDepth       int      `json:"queue_depth"`
 	MemBudget        int64    `json:"mem_budget"`
 	GOMAXPROCS       int      `json:"gomaxprocs"` // the CPU backend and synthesis scale with it
+	CPU              string   `json:"cpu"`        // processor model: synthesis runs on it
+	GPUDriver        string   `json:"gpu_driver,omitempty"`
 }
 
 // Hash is a short stable digest of the settings.
@@ -69,6 +72,8 @@ func (w *Worker) perfConfig() PerfConfig {
 		QueueDepth:       w.cfg.QueueDepth,
 		MemBudget:        w.cfg.MemBudget,
 		GOMAXPROCS:       runtime.GOMAXPROCS(0),
+		CPU:              hostinfo.CPUModel(),
+		GPUDriver:        w.cfg.GPUDriver,
 	}
 	for i, d := range w.devices {
 		if i == 0 {

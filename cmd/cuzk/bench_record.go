@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cuzk/cuzk/internal/bench"
+	"github.com/cuzk/cuzk/internal/hostinfo"
 	"github.com/cuzk/cuzk/regress"
 	"github.com/cuzk/cuzk/worker"
 )
@@ -70,9 +71,13 @@ type benchArm struct {
 }
 
 func (a *benchArm) config() bench.Config {
-	cfg := bench.Config{Mode: "bench", Backend: a.devs[0].Backend.Name(), Threads: a.flags.Threads}
+	cfg := bench.Config{Mode: "bench", Backend: a.devs[0].Backend.Name(), Threads: a.flags.Threads,
+		CPU: hostinfo.CPUModel()}
 	if i := strings.IndexByte(cfg.Backend, ':'); i >= 0 {
 		cfg.Backend = cfg.Backend[:i] // "cuda", not "cuda:0": the device is in Devices
+	}
+	if cfg.Backend == "cuda" {
+		cfg.GPUDriver = gpuDriverVersion()
 	}
 	if cfg.Threads == 0 {
 		cfg.Threads = runtime.GOMAXPROCS(0)

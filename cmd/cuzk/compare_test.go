@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cuzk/cuzk/dashboard"
+	"github.com/cuzk/cuzk/internal/hostinfo"
 	"github.com/cuzk/cuzk/internal/pgtest"
 	"github.com/cuzk/cuzk/regress"
 )
@@ -65,6 +66,9 @@ func TestBenchRecordThenCompare(t *testing.T) {
 	hashes := strings.Fields(psql(t, db.URL, `SELECT config_hash FROM cuzk.bench_runs GROUP BY bench_id, config_hash ORDER BY bench_id`))
 	if len(hashes) != 2 || hashes[0] == hashes[1] {
 		t.Fatalf("config hashes of the two runs: %v, want two different", hashes)
+	}
+	if cpus := psql(t, db.URL, `SELECT string_agg(DISTINCT config->>'cpu', '|') FROM cuzk.bench_runs`); cpus != hostinfo.CPUModel() {
+		t.Errorf("bench_runs config.cpu = %q, want this host's processor %q", cpus, hostinfo.CPUModel())
 	}
 	js := cuzkDB(t, db.URL, "timings", "--compare", "config:"+hashes[0]+"..config:"+hashes[1], "--json", "--method", "orderstat")
 	wantCompared(t, js, `"a":"config:`+hashes[0])

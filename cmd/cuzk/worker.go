@@ -66,6 +66,9 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 	defer pool.Close()
 
 	cfg := worker.DefaultConfig()
+	if tel != nil { // proving on GPUs
+		cfg.GPUDriver = gpuDriverVersion()
+	}
 	if c.Name != "" {
 		cfg.Name = c.Name
 	}
@@ -156,6 +159,17 @@ func openDevices(kind, devices string, log *slog.Logger, telemetry bool) (devs [
 	}
 	log.Warn("no usable GPU, proving on the CPU", "reason", err)
 	return []worker.Device{{Backend: prover.NewCPU(), Label: fmt.Sprintf("cpu (%d cores)", runtime.NumCPU())}}, nil, nil
+}
+
+// gpuDriverVersion is the NVIDIA driver's version, or "" where NVML is unusable.
+func gpuDriverVersion() string {
+	nv, err := gpu.OpenNVML()
+	if err != nil {
+		return ""
+	}
+	defer nv.Close()
+	v, _ := nv.DriverVersion()
+	return v
 }
 
 func cudaBackends(spec string, log *slog.Logger, telemetry bool) ([]worker.Device, *gpu.Telemetry, error) {

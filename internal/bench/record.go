@@ -21,6 +21,9 @@ type Config struct {
 	Backend string   `json:"backend"`
 	Devices []string `json:"devices"`
 	Threads int      `json:"threads"`
+	// The host's part, as in a worker's config: processor model and GPU driver.
+	CPU       string `json:"cpu"`
+	GPUDriver string `json:"gpu_driver,omitempty"`
 }
 
 // Hash is a short stable digest of the configuration, and its JSON.
