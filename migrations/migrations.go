@@ -1,7 +1,9 @@
 // Package migrations brings a database to the schema this build of cuzk expects:
 // River's tables first (through rivermigrate), then cuzk's own (schema cuzk, through
-// tern). The whole run holds one advisory lock, so any number of processes may run it
-// at once: the first applies what is missing, the others wait and find nothing to do.
+// tern), then the grant of River's tables to the cuzk_worker role (grant_river.sql),
+// which a River upgrade may extend. The whole run holds one advisory lock, so any
+// number of processes may run it at once: the first applies what is missing, the
+// others wait and find nothing to do.
 package migrations
 
 import (
@@ -18,6 +20,9 @@ import (
 
 //go:embed cuzk/*.sql
 var files embed.FS
+
+//go:embed grant_river.sql
+var grantRiver string
 
 // lockKey is the advisory lock serializing migration runs ("cuzk-mig" in ASCII).
 const lockKey int64 = 0x63757a6b2d6d6967
@@ -100,6 +105,9 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) (Result, error) {
 	}
 	if res.CuzkTo, err = m.GetCurrentVersion(ctx); err != nil {
 		return res, fmt.Errorf("migrate: read cuzk schema version: %w", err)
+	}
+	if _, err := conn.Exec(ctx, grantRiver); err != nil {
+		return res, fmt.Errorf("migrate: grant River's tables to cuzk_worker: %w", err)
 	}
 	return res, nil
 }

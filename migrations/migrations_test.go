@@ -46,3 +46,35 @@ func TestMigrateConcurrentAndIdempotent(t *testing.T) {
 		t.Fatalf("expected the cuzk tables, found %d", n)
 	}
 }
+
+// Tables a River upgrade adds must reach cuzk_worker too: every run grants River's
+// tables again. A revoked grant stands in for a table added after migration 003.
+func TestMigrateGrantsRiverTablesToWorkerEveryRun(t *testing.T) {
+	db := pgtest.Empty(t)
+	ctx := context.Background()
+	if _, err := migrations.Migrate(ctx, db.Pool); err != nil {
+		t.Fatal(err)
+	}
+	canUpdate := func() bool {
+		var ok bool
+		if err := db.Pool.QueryRow(ctx, `SELECT has_table_privilege('cuzk_worker', 'river_job', 'UPDATE')`).Scan(&ok); err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if !canUpdate() {
+		t.Fatal("cuzk_worker cannot update river_job after migrating")
+	}
+	if _, err := db.Pool.Exec(ctx, `REVOKE ALL ON river_job FROM cuzk_worker`); err != nil {
+		t.Fatal(err)
+	}
+	if canUpdate() {
+		t.Fatal("the revoke did not take")
+	}
+	if _, err := migrations.Migrate(ctx, db.Pool); err != nil {
+		t.Fatal(err)
+	}
+	if !canUpdate() {
+		t.Error("a migrate run did not grant river_job to cuzk_worker again")
+	}
+}

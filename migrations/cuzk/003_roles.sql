@@ -48,7 +48,8 @@ GRANT SELECT, INSERT, UPDATE ON cuzk.proofs, cuzk.proof_attempts TO cuzk_worker;
 GRANT SELECT, INSERT, UPDATE, DELETE ON cuzk.workers TO cuzk_worker;
 
 -- River's tables (in schema public, migrated before this file). A later River migration
--- that adds a table needs the same grant; cuzk's next migration repeats this block then.
+-- that adds a table needs the same grant: every cuzk migrate run repeats it
+-- (migrations/grant_river.sql).
 DO $$
 DECLARE
     t record;
