@@ -51,6 +51,12 @@ static int cuzk_open(const char* path, cuzk_fns* f, char* err, size_t errlen) {
 #define SYM(field, name) \
 	if (!(*(void**)(&f->field) = dlsym(f->handle, name))) { snprintf(err, errlen, "%s: missing symbol %s", path, name); dlclose(f->handle); f->handle = NULL; return -1; }
 	SYM(abi_version, "cuzk_abi_version")
+	// The version first: an older library then says so rather than "missing symbol".
+	if (f->abi_version() != CUZK_ABI_VERSION) {
+		snprintf(err, errlen, "%s: ABI version %d, want %d", path, f->abi_version(), CUZK_ABI_VERSION);
+		dlclose(f->handle); f->handle = NULL;
+		return -1;
+	}
 	SYM(last_error, "cuzk_last_error")
 	SYM(device_count, "cuzk_device_count")
 	SYM(device_info, "cuzk_device_info")
@@ -75,11 +81,6 @@ static int cuzk_open(const char* path, cuzk_fns* f, char* err, size_t errlen) {
 	SYM(ntt, "cuzk_ntt")
 	SYM(compute_h, "cuzk_compute_h")
 #undef SYM
-	if (f->abi_version() != CUZK_ABI_VERSION) {
-		snprintf(err, errlen, "%s: ABI version %d, want %d", path, f->abi_version(), CUZK_ABI_VERSION);
-		dlclose(f->handle); f->handle = NULL;
-		return -1;
-	}
 	return 0;
 }
 
