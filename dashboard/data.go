@@ -166,97 +166,19 @@ func loadHistory(ctx context.Context, db DB, d *Data) error {
 		}
 		return c
 	}
-	rows, err := db.Query(ctx, `
-		SELECT c.name, c.constraints,
-		       count(a.*) FILTER (WHERE a.outcome = 'succeeded'),
-		       count(a.*) FILTER (WHERE a.outcome IN ('failed', 'retryable', 'interrupted'))
-		  FROM cuzk.circuits c
-		  LEFT JOIN cuzk.proof_attempts a ON a.circuit = c.name AND a.finished_at >= now() - make_interval(secs => $1)
-		 GROUP BY c.name, c.constraints`, secs(d.Window))
-	if err != nil {
-		return err
-	}
-	var name string
-	var constraints, ok, failed int64
-	if _, err := pgx.ForEachRow(rows, []any{&name, &constraints, &ok, &failed}, func() error {
-		c := get(name)
-		c.Constraints, c.Succeeded, c.Failed = constraints, ok, failed
-		return nil
-	}); err != nil {
-		return err
-	}
-
-	// Per period: the mean of every phase (one pass, no sort) and p50/p95 of the total
-	// only, straight from the attempt columns. (cuzk.timing_history sorts every phase
-	// of every period, which a month of a busy fleet makes take many seconds.)
 	points := map[string]map[time.Time]*Point{}
-	avgs := make([]string, len(allPhases))
-	for i, ph := range allPhases {
-		avgs[i] = "avg(" + ph + "_ms)"
-	}
-	rows, err = db.Query(ctx, `
-		SELECT circuit, date_bin(make_interval(secs => $1), finished_at, timestamptz '2000-01-01'), count(*),
-		       percentile_cont(0.5) WITHIN GROUP (ORDER BY total_ms), percentile_cont(0.95) WITHIN GROUP (ORDER BY total_ms),
-		       `+strings.Join(avgs, ", ")+`
-		  FROM cuzk.proof_attempts
-		 WHERE outcome = 'succeeded' AND total_ms IS NOT NULL AND finished_at >= now() - make_interval(secs => $2)
-		 GROUP BY 1, 2`,
-		secs(d.Bucket), secs(d.Window))
-	if err != nil {
-		return err
-	}
-	var period time.Time
-	var phase string
-	var n int64
-	var p50, p95, mean float64
-	point := func(name string, period time.Time) *Point {
-		if points[name] == nil {
-			points[name] = map[time.Time]*Point{}
+	if d.Bucket >= time.Hour {
+		if err := historyByHour(ctx, db, d, get, points); err != nil {
+			return err
 		}
-		p := points[name][period]
-		if p == nil {
-			p = &Point{Period: period, Mean: map[string]float64{}}
-			points[name][period] = p
-		}
-		return p
-	}
-	means := make([]*float64, len(allPhases))
-	dest := []any{&name, &period, &n, &p50, &p95}
-	for i := range means {
-		dest = append(dest, &means[i])
-	}
-	if _, err := pgx.ForEachRow(rows, dest, func() error {
-		p := point(name, period)
-		p.N, p.P50, p.P95 = n, p50, p95
-		for i, m := range means {
-			if m != nil {
-				p.Mean[allPhases[i]] = *m
-			}
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-
-	rows, err = db.Query(ctx, `
-		SELECT circuit, date_bin(make_interval(secs => $1), finished_at, timestamptz '2000-01-01'), count(*)
-		  FROM cuzk.proof_attempts
-		 WHERE outcome IN ('failed', 'retryable', 'interrupted') AND finished_at >= now() - make_interval(secs => $2)
-		 GROUP BY 1, 2`, secs(d.Bucket), secs(d.Window))
-	if err != nil {
-		return err
-	}
-	if _, err := pgx.ForEachRow(rows, []any{&name, &period, &n}, func() error {
-		point(name, period).Failed = n
-		return nil
-	}); err != nil {
+	} else if err := historyFromAttempts(ctx, db, d, get, points); err != nil {
 		return err
 	}
 
 	// Each phase's distribution over the window, from each circuit's latest
 	// phaseSample succeeded attempts in it: the cost stays bounded however long the
 	// window (the table says when it is a sample).
-	rows, err = db.Query(ctx, `
+	rows, err := db.Query(ctx, `
 		SELECT r.circuit, p.phase, count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY p.ms),
 		       percentile_cont(0.95) WITHIN GROUP (ORDER BY p.ms), avg(p.ms)
 		  FROM cuzk.circuits c
@@ -270,6 +192,9 @@ func loadHistory(ctx context.Context, db DB, d *Data) error {
 	if err != nil {
 		return err
 	}
+	var name, phase string
+	var n int64
+	var p50, p95, mean float64
 	if _, err := pgx.ForEachRow(rows, []any{&name, &phase, &n, &p50, &p95, &mean}, func() error {
 		c := get(name)
 		c.Phases = append(c.Phases, PhaseStat{Phase: phase, N: n, P50: p50, P95: p95, Avg: mean})
@@ -314,6 +239,136 @@ func loadHistory(ctx context.Context, db DB, d *Data) error {
 		}
 		return a.Circuit < b.Circuit
 	})
+	return nil
+}
+
+// historyByHour fills the circuits' counts and per-period points from hourly
+// aggregates (periods of an hour or more; see rollup.go).
+func historyByHour(ctx context.Context, db DB, d *Data, get func(string) *CircuitHistory,
+	points map[string]map[time.Time]*Point) error {
+	rows, err := db.Query(ctx, `SELECT name, constraints FROM cuzk.circuits`)
+	if err != nil {
+		return err
+	}
+	known := map[string]bool{}
+	var name string
+	var constraints int64
+	if _, err := pgx.ForEachRow(rows, []any{&name, &constraints}, func() error {
+		get(name).Constraints = constraints
+		known[name] = true
+		return nil
+	}); err != nil {
+		return err
+	}
+	ps, err := periodStats(ctx, db, d, d.Now.Add(-d.Window))
+	if err != nil {
+		return err
+	}
+	for circuit, byPeriod := range ps {
+		if !known[circuit] {
+			continue
+		}
+		c := get(circuit)
+		points[circuit] = map[time.Time]*Point{}
+		for period, st := range byPeriod {
+			c.Succeeded += st.succeeded
+			c.Failed += st.failed
+			if st.timed > 0 || st.failed > 0 {
+				points[circuit][period] = st.point(period)
+			}
+		}
+	}
+	return nil
+}
+
+// historyFromAttempts fills the circuits' counts and per-period points from the
+// attempt rows: exact percentiles, for windows short enough to read whole.
+func historyFromAttempts(ctx context.Context, db DB, d *Data, get func(string) *CircuitHistory,
+	points map[string]map[time.Time]*Point) error {
+	rows, err := db.Query(ctx, `
+		SELECT c.name, c.constraints,
+		       count(a.*) FILTER (WHERE a.outcome = 'succeeded'),
+		       count(a.*) FILTER (WHERE a.outcome IN ('failed', 'retryable', 'interrupted'))
+		  FROM cuzk.circuits c
+		  LEFT JOIN cuzk.proof_attempts a ON a.circuit = c.name AND a.finished_at >= now() - make_interval(secs => $1)
+		 GROUP BY c.name, c.constraints`, secs(d.Window))
+	if err != nil {
+		return err
+	}
+	var name string
+	var constraints, ok, failed int64
+	if _, err := pgx.ForEachRow(rows, []any{&name, &constraints, &ok, &failed}, func() error {
+		c := get(name)
+		c.Constraints, c.Succeeded, c.Failed = constraints, ok, failed
+		return nil
+	}); err != nil {
+		return err
+	}
+
+	// Per period: the mean of every phase (one pass, no sort) and p50/p95 of the total
+	// only, straight from the attempt columns. (cuzk.timing_history sorts every phase
+	// of every period, which a month of a busy fleet makes take many seconds.)
+	avgs := make([]string, len(allPhases))
+	for i, ph := range allPhases {
+		avgs[i] = "avg(" + ph + "_ms)"
+	}
+	rows, err = db.Query(ctx, `
+		SELECT circuit, date_bin(make_interval(secs => $1), finished_at, timestamptz '2000-01-01'), count(*),
+		       percentile_cont(0.5) WITHIN GROUP (ORDER BY total_ms), percentile_cont(0.95) WITHIN GROUP (ORDER BY total_ms),
+		       `+strings.Join(avgs, ", ")+`
+		  FROM cuzk.proof_attempts
+		 WHERE outcome = 'succeeded' AND total_ms IS NOT NULL AND finished_at >= now() - make_interval(secs => $2)
+		 GROUP BY 1, 2`,
+		secs(d.Bucket), secs(d.Window))
+	if err != nil {
+		return err
+	}
+	var period time.Time
+	var n int64
+	var p50, p95 float64
+	point := func(name string, period time.Time) *Point {
+		if points[name] == nil {
+			points[name] = map[time.Time]*Point{}
+		}
+		p := points[name][period]
+		if p == nil {
+			p = &Point{Period: period, Mean: map[string]float64{}}
+			points[name][period] = p
+		}
+		return p
+	}
+	means := make([]*float64, len(allPhases))
+	dest := []any{&name, &period, &n, &p50, &p95}
+	for i := range means {
+		dest = append(dest, &means[i])
+	}
+	if _, err := pgx.ForEachRow(rows, dest, func() error {
+		p := point(name, period)
+		p.N, p.P50, p.P95 = n, p50, p95
+		for i, m := range means {
+			if m != nil {
+				p.Mean[allPhases[i]] = *m
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+
+	rows, err = db.Query(ctx, `
+		SELECT circuit, date_bin(make_interval(secs => $1), finished_at, timestamptz '2000-01-01'), count(*)
+		  FROM cuzk.proof_attempts
+		 WHERE outcome IN ('failed', 'retryable', 'interrupted') AND finished_at >= now() - make_interval(secs => $2)
+		 GROUP BY 1, 2`, secs(d.Bucket), secs(d.Window))
+	if err != nil {
+		return err
+	}
+	if _, err := pgx.ForEachRow(rows, []any{&name, &period, &n}, func() error {
+		point(name, period).Failed = n
+		return nil
+	}); err != nil {
+		return err
+	}
 	return nil
 }
 

@@ -139,6 +139,11 @@ func TestRolesSubmitterAndWorker(t *testing.T) {
 	if err := db.Pool.QueryRow(context.Background(), "SELECT count(*) FROM cuzk.workers WHERE worker <> ''").Scan(&workers); err != nil || workers == 0 {
 		t.Errorf("worker heartbeat as cuzk_worker: %d rows, %v", workers, err)
 	}
+	// The dashboard of a worker connected as cuzk_worker keeps the hourly rollup, and a
+	// submitter reads it.
+	wantAllowed(t, wrk, "worker fills the hourly rollup", "SELECT cuzk.fill_attempt_hours(now() - interval '1 day')")
+	wantAllowed(t, sub, "submitter reads the hourly rollup", "SELECT * FROM cuzk.attempt_hours")
+	wantDenied(t, sub, "submitter must not write the hourly rollup", "SELECT cuzk.fill_attempt_hours(now() - interval '2 days')")
 	// The worker role is not an orchestrator's: it cannot submit.
 	wantDenied(t, wrk, "worker must not submit", "SELECT cuzk.submit_proof('r-w', $1, $2::jsonb)", circuit, string(in1))
 

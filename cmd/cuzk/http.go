@@ -130,6 +130,8 @@ func (o *observability) handler(ctx context.Context, f httpFlags, log *slog.Logg
 		Comparison: comparisonPanel(o.pool),
 		Log:        log.With("component", "dashboard"),
 	}))
+	// The charts of long windows read hourly aggregates; keep them filled.
+	go dashboard.KeepRollup(ctx, o.pool, time.Minute, log.With("component", "dashboard"))
 	return mux, nil
 }
 
