@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math"
 	"sort"
@@ -111,7 +112,7 @@ func periodStats(ctx context.Context, db DB, d *Data, start time.Time) (map[stri
 	// Filled hours that lie whole inside the window.
 	var from, until time.Time
 	err := db.QueryRow(ctx, `SELECT filled_from, filled_until FROM cuzk.attempt_hours_mark`).Scan(&from, &until)
-	if err != nil && err != pgx.ErrNoRows {
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return nil, err
 	}
 	hs := start.Truncate(time.Hour)
