@@ -40,12 +40,8 @@ func newInputSchema(public, secret []string) *inputSchema {
 	if s.root != nil {
 		s.root.markArrays()
 	} else {
-		for i, name := range public {
-			s.names[i] = name
-		}
-		for i, name := range secret {
-			s.names[len(public)+i] = name
-		}
+		copy(s.names, public)
+		copy(s.names[len(public):], secret)
 	}
 	return s
 }
