@@ -32,6 +32,12 @@ func seed(t *testing.T, db *pgtest.DB) {
 	}
 	exec(`INSERT INTO cuzk.circuits (name, constraints, public_inputs, wires, vk, pk_digest)
 	      VALUES ($1, 123456, 3, 130000, '\x00', 'd'), ('synthetic-k10', 1024, 1, 1100, '\x00', 'd')`, circuit)
+	// One clock reading for every row, so the two attempts of a pair share a period
+	// (statements' own now() differ by milliseconds, which can straddle a boundary).
+	var base time.Time
+	if err := db.Pool.QueryRow(ctx, "SELECT now()").Scan(&base); err != nil {
+		t.Fatal(err)
+	}
 	for i := range 60 {
 		rid := fmt.Sprintf("ok-%d", i)
 		mins := (i / 2) * 6 // two proofs per 6 minutes, so p50 and p95 differ
@@ -44,10 +50,10 @@ func seed(t *testing.T, db *pgtest.DB) {
 		          started_at, finished_at, queue_ms, batch_wait_ms, mem_wait_ms, srs_ms, synth_ms, prove_wait_ms,
 		          prove_ms, ntt_ms, msm_ms, verify_ms, persist_ms, total_ms, telemetry)
 		      VALUES ($1, 1, $2, 'succeeded', 'gpu-host/7', 'cuda', 'NVIDIA H200 GPU-1234',
-		          now() - make_interval(mins => $3, secs => 10), now() - make_interval(mins => $3),
+		          $6::timestamptz - make_interval(mins => $3, secs => 10), $6::timestamptz - make_interval(mins => $3),
 		          40, 20, 1, 5, $4::float8, 30, $5::float8, $5::float8 * 0.2, $5::float8 * 0.7, 3, 6, 105 + $4::float8 + $5::float8,
 		          '{"index": 0, "uuid": "GPU-1234", "at": "2026-01-01T00:00:00Z", "gpu_util_pct": 93, "mem_used_bytes": 21474836480, "mem_total_bytes": 150323855360, "temperature_c": 61}')`,
-			rid, circuit, mins, synth, prove)
+			rid, circuit, mins, synth, prove, base)
 	}
 	exec(`INSERT INTO cuzk.proof_requests (request_id, circuit, inputs) VALUES ('bad-1', $1, '{}')`, circuit)
 	exec(`UPDATE cuzk.proof_requests SET state = 'failed', attempts = 1, finished_at = now(),
