@@ -24,7 +24,6 @@ type Config struct {
 	DeadAfter        time.Duration // a worker silent this long is dead: its jobs go back at once (0: off)
 	ScrubInputs      bool          // delete private inputs once the proof is stored
 	Build            string        // recorded in attempt rows; default BuildString()
-	GPUDriver        string        // NVIDIA driver version on GPU hosts, recorded in the performance config
 	Observer         Observer      // told about each finished attempt; may be nil
 }
 

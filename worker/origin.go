@@ -73,13 +73,15 @@ func (w *Worker) perfConfig() PerfConfig {
 		MemBudget:        w.cfg.MemBudget,
 		GOMAXPROCS:       runtime.GOMAXPROCS(0),
 		CPU:              hostinfo.CPUModel(),
-		GPUDriver:        w.cfg.GPUDriver,
 	}
 	for i, d := range w.devices {
 		if i == 0 {
 			pc.Backend = backendKind(d.Backend.Name())
 		}
 		pc.Devices = append(pc.Devices, d.Label)
+		if pc.GPUDriver == "" {
+			pc.GPUDriver = d.Driver
+		}
 	}
 	return pc
 }

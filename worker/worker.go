@@ -37,6 +37,7 @@ import (
 type Device struct {
 	Backend prover.Backend
 	Label   string // device name/UUID for attempt rows; defaults to Backend.Name()
+	Driver  string // NVIDIA driver version of a GPU, recorded in the performance config
 	// Telemetry, when set, returns the device's latest readings (utilization, memory,
 	// temperature) as JSON; it is stored in each attempt proven on the device. It must
 	// not block: it reads what a poller sampled.

@@ -76,14 +76,14 @@ func (a *benchArm) config() bench.Config {
 	if i := strings.IndexByte(cfg.Backend, ':'); i >= 0 {
 		cfg.Backend = cfg.Backend[:i] // "cuda", not "cuda:0": the device is in Devices
 	}
-	if cfg.Backend == "cuda" {
-		cfg.GPUDriver = gpuDriverVersion()
-	}
 	if cfg.Threads == 0 {
 		cfg.Threads = runtime.GOMAXPROCS(0)
 	}
 	for _, d := range a.devs {
 		cfg.Devices = append(cfg.Devices, d.Label)
+		if cfg.GPUDriver == "" {
+			cfg.GPUDriver = d.Driver
+		}
 	}
 	return cfg
 }

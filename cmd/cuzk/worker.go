@@ -66,9 +66,6 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 	defer pool.Close()
 
 	cfg := worker.DefaultConfig()
-	if tel != nil { // proving on GPUs
-		cfg.GPUDriver = gpuDriverVersion()
-	}
 	if c.Name != "" {
 		cfg.Name = c.Name
 	}
@@ -161,17 +158,6 @@ func openDevices(kind, devices string, log *slog.Logger, telemetry bool) (devs [
 	return []worker.Device{{Backend: prover.NewCPU(), Label: fmt.Sprintf("cpu (%d cores)", runtime.NumCPU())}}, nil, nil
 }
 
-// gpuDriverVersion is the NVIDIA driver's version, or "" where NVML is unusable.
-func gpuDriverVersion() string {
-	nv, err := gpu.OpenNVML()
-	if err != nil {
-		return ""
-	}
-	defer nv.Close()
-	v, _ := nv.DriverVersion()
-	return v
-}
-
 func cudaBackends(spec string, log *slog.Logger, telemetry bool) ([]worker.Device, *gpu.Telemetry, error) {
 	// NVML numbers devices by PCI bus; make CUDA agree before the library loads.
 	os.Setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
@@ -193,6 +179,7 @@ func cudaBackends(spec string, log *slog.Logger, telemetry bool) ([]worker.Devic
 	if err != nil {
 		return nil, nil, err
 	}
+	driver, _ := nv.DriverVersion() // "" if the driver does not say: the config then lacks it
 	var out []worker.Device
 	for _, d := range sel {
 		b, err := gpu.NewCUDA(d.Index, gpu.Options{})
@@ -202,7 +189,7 @@ func cudaBackends(spec string, log *slog.Logger, telemetry bool) ([]worker.Devic
 			}
 			return nil, nil, fmt.Errorf("device %s: %w", d, err)
 		}
-		out = append(out, worker.Device{Backend: b, Label: d.Name + " " + d.UUID})
+		out = append(out, worker.Device{Backend: b, Label: d.Name + " " + d.UUID, Driver: driver})
 	}
 	if !telemetry {
 		return out, nil, nil
