@@ -25,8 +25,8 @@ type Options struct {
 
 // CUDA is the prover.Backend on one CUDA device. Its key bases stay resident on the
 // device; Prove runs H and the G1 MSMs on one stream and the G2 MSM on another, so
-// the G2 MSM of one solution starts once its W is uploaded and overlaps the rest of
-// its upload, H and G1 MSMs, and the next solution's.
+// the G2 MSM of one solution overlaps its G1 MSMs and the next solution's upload, H
+// and G1 MSMs.
 type CUDA struct {
 	lib     *cudaLib
 	ctx     *cudaCtx
@@ -278,9 +278,6 @@ func (b *CUDA) proveG1(ctx context.Context, k *cudaKey, sols []*synth.Solution, 
 		if err := s.uploadFr(wh, 0, sol.W); err != nil {
 			return err
 		}
-		// The G2 MSM reads only W (wh[:nw]); computeH writes behind it (wh[nw:]), so G2
-		// can start now and overlap the other uploads and H.
-		jobs <- g2job{i, slot}
 		if err := s.uploadFr(wh, nw, sol.A); err != nil {
 			return err
 		}
@@ -298,6 +295,10 @@ func (b *CUDA) proveG1(ctx context.Context, k *cudaKey, sols []*synth.Solution, 
 		sol.ReleaseABC()
 		t2 := time.Now()
 		times.NTT += t2.Sub(t1)
+		// G2 starts after H, not once W is uploaded: started earlier it held the SMs
+		// that H then waited for, so ntt_ms read ~390 ms for ~15 ms of H at 2^22, for a
+		// proof 0.5-2% faster (docs/BENCHMARKS.md).
+		jobs <- g2job{i, slot}
 
 		var err error
 		p := &parts[i]
