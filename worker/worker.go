@@ -107,7 +107,8 @@ func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Device, log 
 	if err := river.AddWorkerSafely[jobs.ProveArgs](workers, &proveWorker{w: w}); err != nil {
 		return nil, fmt.Errorf("worker: register job kind: %w", err)
 	}
-	client, err := river.NewClient(riverpgxv5.New(pool), &river.Config{
+	// River's control messages are acted on only when the database backs them (notify.go).
+	client, err := river.NewClient[pgx.Tx](newTrustedDriver(pool, log.With("component", "river")), &river.Config{
 		ID:     sanitizeClientID(cfg.Name),
 		Logger: log.With("component", "river"),
 		Queues: map[string]river.QueueConfig{

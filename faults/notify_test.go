@@ -1,0 +1,110 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// outsider connects to the test's database as a new login role that is in no cuzk
+// role: PostgreSQL lets any login that can connect send notifications.
+func (e *env) outsider() *pgxpool.Pool {
+	e.t.Helper()
+	ctx := context.Background()
+	u, err := url.Parse(e.url)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	name := strings.TrimPrefix(u.Path, "/") + "_outsider" // database names are unique, so are these
+	if _, err := e.pool.Exec(ctx, "CREATE ROLE "+name+" LOGIN"); err != nil {
+		e.t.Fatalf("create role %s: %v", name, err)
+	}
+	u.User = url.User(name)
+	pool, err := pgxpool.New(ctx, u.String())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() {
+		pool.Close()
+		if _, err := e.pool.Exec(context.Background(), "DROP ROLE IF EXISTS "+name); err != nil {
+			e.t.Logf("drop role %s: %v", name, err)
+		}
+	})
+	return pool
+}
+
+// notify sends payload on River's control channel as the outsider.
+func notifyControl(t *testing.T, pool *pgxpool.Pool, payload string) {
+	t.Helper()
+	if _, err := pool.Exec(context.Background(), `SELECT pg_notify('public.river_control', $1)`, payload); err != nil {
+		t.Fatalf("pg_notify as an outsider: %v", err)
+	}
+}
+
+// A cancel message that the outsider sends on River's control channel for a running
+// job changes nothing: only cuzk.cancel_proof (what the database says) cancels. The
+// request is proven once, in its first attempt, and the worker says what it ignored.
+func TestForgedCancelNotificationIsIgnored(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	out := e.outsider()
+	victim := e.submit("forged-cancel", big, 1, 5)[0]
+	w := e.start("forged-a")
+	e.runningAttempt("forged-a", time.Minute)
+	jobID := scalar[int64](t, e.pool, `SELECT job_id FROM cuzk.proof_requests WHERE request_id = $1`, victim)
+	// Frozen while the message is sent, so that the attempt cannot finish first however
+	// fast the machine is; the notification waits on its connection.
+	w.signal(t, syscall.SIGSTOP)
+	notifyControl(t, out, fmt.Sprintf(`{"action":"cancel","job_id":%d,"queue":"cuzk"}`, jobID))
+	w.signal(t, syscall.SIGCONT)
+
+	e.waitFor(time.Minute, victim+" finished", func(ctx context.Context) (bool, string, error) {
+		var state string
+		err := e.pool.QueryRow(ctx, `SELECT state FROM cuzk.proof_requests WHERE request_id = $1`, victim).Scan(&state)
+		return state != "queued" && state != "running", state, err
+	})
+	w.alive(t)
+	e.exactlyOnce([]string{victim})
+	if n := scalar[int](t, e.pool, `SELECT count(*) FROM cuzk.proof_attempts WHERE request_id = $1`, victim); n != 1 {
+		t.Errorf("%s: %d attempts, want 1 (the forged cancel must not end it)", victim, n)
+	}
+	if log := w.output(); !strings.Contains(log, "control notification not backed by the database") {
+		t.Errorf("worker log does not say it ignored the forged cancel:\n%s", log)
+	}
+}
+
+// A pause of every queue that the outsider sends on River's control channel does not
+// stall proving. River itself would act on it until its next poll of the queue row
+// (once a minute); the requests here are proven well before that.
+func TestForgedPauseNotificationIsIgnored(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	out := e.outsider()
+	w := e.start("pause-a")
+	e.waitFor(time.Minute, "worker started", func(context.Context) (bool, string, error) {
+		return strings.Contains(w.output(), "worker started"), "no start line yet", nil
+	})
+	// Sent for a while, so that some arrive once River listens, whenever that is.
+	for range 20 {
+		notifyControl(t, out, `{"action":"pause","queue":"*"}`)
+		time.Sleep(100 * time.Millisecond)
+	}
+	ids := e.submit("after-pause", small, 2, 5)
+	// River's own poll of the queue row would resume it a minute after the start: 30 s
+	// after the messages is well before that, and far longer than two small proofs.
+	e.waitStates(30*time.Second, "succeeded", ids)
+	w.alive(t)
+	e.exactlyOnce(ids)
+	if paused := scalar[bool](t, e.pool, `SELECT paused_at IS NOT NULL FROM river_queue WHERE name = 'cuzk'`); paused {
+		t.Error("the queue row says paused")
+	}
+	if log := w.output(); !strings.Contains(log, "control notification not backed by the database") {
+		t.Errorf("worker log does not say it ignored the forged pause:\n%s", log)
+	}
+}

@@ -1,0 +1,133 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/cuzk/cuzk/jobs"
+)
+
+// PostgreSQL has no privilege on NOTIFY: any login that can connect to the database
+// can send on River's channels. River acts on its control channel at once (cancel a
+// running job, pause a queue) and on its leadership channel (resign), so a forged
+// message would cancel or stall proving. The worker's River client therefore gets a
+// driver whose listener passes a control message on only when the database says the
+// same: a cancel when the job row is running with cancel_attempted_at set (what
+// cuzk.cancel_proof and River's own JobCancel write), a pause or resume when the queue
+// row is paused or not. Leadership resign requests are dropped (an elected leader keeps
+// its term until it stops); insert wakeups pass, since a forged one costs one fetch.
+// River also polls the job and queue rows on its own, so nothing is lost when a message
+// is dropped.
+
+// trustedDriver is riverpgxv5's driver with a listener that checks control messages.
+type trustedDriver struct {
+	*riverpgxv5.Driver
+	pool *pgxpool.Pool
+	log  *slog.Logger
+}
+
+func newTrustedDriver(pool *pgxpool.Pool, log *slog.Logger) *trustedDriver {
+	return &trustedDriver{Driver: riverpgxv5.New(pool), pool: pool, log: log}
+}
+
+func (d *trustedDriver) GetListener(params *riverdriver.GetListenenerParams) riverdriver.Listener {
+	return &trustedListener{Listener: d.Driver.GetListener(params), pool: d.pool, log: d.log}
+}
+
+type trustedListener struct {
+	riverdriver.Listener
+	pool *pgxpool.Pool
+	log  *slog.Logger
+}
+
+// River's channel names (without the schema prefix the listener strips) and the
+// payloads it sends on them.
+const (
+	topicControl    = "river_control"
+	topicLeadership = "river_leadership"
+)
+
+type controlMessage struct {
+	Action string `json:"action"`
+	JobID  int64  `json:"job_id"`
+	Queue  string `json:"queue"`
+}
+
+// WaitForNotification returns the next notification the database backs, dropping the
+// others.
+func (l *trustedListener) WaitForNotification(ctx context.Context) (*riverdriver.Notification, error) {
+	for {
+		n, err := l.Listener.WaitForNotification(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if l.trusted(ctx, n) {
+			return n, nil
+		}
+	}
+}
+
+func (l *trustedListener) trusted(ctx context.Context, n *riverdriver.Notification) bool {
+	switch n.Topic {
+	case topicControl:
+		var m controlMessage
+		if err := json.Unmarshal([]byte(n.Payload), &m); err != nil {
+			return false
+		}
+		ok, err := l.backed(ctx, &m)
+		if err != nil {
+			l.log.Warn("checking a control notification against the database; dropped", "action", m.Action, "job_id", m.JobID, "err", err)
+			return false
+		}
+		if !ok {
+			l.log.Warn("control notification not backed by the database; ignored",
+				"action", m.Action, "job_id", m.JobID, "queue", m.Queue)
+		}
+		return ok
+	case topicLeadership:
+		var m struct {
+			Action string `json:"action"`
+		}
+		// "resigned" only wakes the others to try for leadership, which the database
+		// decides; "request_resign" would make the leader step down.
+		return json.Unmarshal([]byte(n.Payload), &m) == nil && m.Action == "resigned"
+	default:
+		return true
+	}
+}
+
+// backed says whether the job and queue rows agree with a control message.
+func (l *trustedListener) backed(ctx context.Context, m *controlMessage) (bool, error) {
+	if m.Queue != jobs.Queue && !(m.Queue == "*" && (m.Action == "pause" || m.Action == "resume")) {
+		return false, nil
+	}
+	// Not the wait's context: River interrupts the wait every few seconds (to ping the
+	// connection), and a legitimate message must not be lost to that.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	var ok bool
+	var err error
+	switch m.Action {
+	case "cancel":
+		err = l.pool.QueryRow(ctx, `
+			SELECT EXISTS (SELECT 1 FROM public.river_job
+			                WHERE id = $1 AND queue = $2 AND state = 'running' AND metadata ? 'cancel_attempted_at')`,
+			m.JobID, jobs.Queue).Scan(&ok)
+	case "pause", "resume":
+		var paused bool
+		err = l.pool.QueryRow(ctx, `SELECT paused_at IS NOT NULL FROM public.river_queue WHERE name = $1`, jobs.Queue).Scan(&paused)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, nil
+		}
+		ok = paused == (m.Action == "pause")
+	}
+	return ok, err
+}
