@@ -10,36 +10,23 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cuzk/cuzk/internal/pgtest"
 )
 
 // outsider connects to the test's database as a new login role that is in no cuzk
 // role: PostgreSQL lets any login that can connect send notifications.
 func (e *env) outsider() *pgxpool.Pool {
 	e.t.Helper()
-	ctx := context.Background()
 	u, err := url.Parse(e.url)
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	name := strings.TrimPrefix(u.Path, "/") + "_outsider" // database names are unique, so are these
-	if _, err := e.pool.Exec(ctx, "CREATE ROLE "+name+" LOGIN"); err != nil {
-		e.t.Fatalf("create role %s: %v", name, err)
-	}
-	u.User = url.User(name)
-	pool, err := pgxpool.New(ctx, u.String())
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	e.t.Cleanup(func() {
-		pool.Close()
-		if _, err := e.pool.Exec(context.Background(), "DROP ROLE IF EXISTS "+name); err != nil {
-			e.t.Logf("drop role %s: %v", name, err)
-		}
-	})
-	return pool
+	return pgtest.Login(e.t, e.pool, e.url, name, "")
 }
 
-// notify sends payload on River's control channel as the outsider.
+// notifyControl sends payload on River's control channel as the outsider.
 func notifyControl(t *testing.T, pool *pgxpool.Pool, payload string) {
 	t.Helper()
 	if _, err := pool.Exec(context.Background(), `SELECT pg_notify('public.river_control', $1)`, payload); err != nil {

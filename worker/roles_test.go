@@ -3,8 +3,6 @@ package worker_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -19,35 +17,11 @@ import (
 // a pool connected to db as that role.
 func loginAs(t *testing.T, db *pgtest.DB, group string) *pgxpool.Pool {
 	t.Helper()
-	ctx := context.Background()
 	role := strings.TrimPrefix(group, "cuzk_")
 	if role == "" {
 		role = "none"
 	}
-	name := db.Name + "_" + role // database names are unique, so are these
-	in := ""
-	if group != "" {
-		in = " IN ROLE " + group
-	}
-	if _, err := db.Pool.Exec(ctx, fmt.Sprintf("CREATE ROLE %s LOGIN%s", name, in)); err != nil {
-		t.Fatalf("create role %s: %v", name, err)
-	}
-	u, err := url.Parse(db.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u.User = url.User(name)
-	pool, err := pgxpool.New(ctx, u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		pool.Close()
-		if _, err := db.Pool.Exec(context.Background(), "DROP ROLE IF EXISTS "+name); err != nil {
-			t.Logf("drop role %s: %v", name, err)
-		}
-	})
-	return pool
+	return pgtest.Login(t, db.Pool, db.URL, db.Name+"_"+role, group) // database names are unique, so are these
 }
 
 func wantDenied(t *testing.T, pool *pgxpool.Pool, what, query string, args ...any) {

@@ -187,3 +187,38 @@ func randHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// Login creates the login role name on the server of admin (in group, unless group is
+// empty) and returns a pool connected to dbURL as that role. The role, and whatever it
+// came to own in that database, is dropped when t ends. Roles are cluster-wide: derive
+// name from the test's database name to keep it unique.
+func Login(t testing.TB, admin *pgxpool.Pool, dbURL, name, group string) *pgxpool.Pool {
+	t.Helper()
+	ctx := context.Background()
+	stmt := "CREATE ROLE " + pgx.Identifier{name}.Sanitize() + " LOGIN"
+	if group != "" {
+		stmt += " IN ROLE " + pgx.Identifier{group}.Sanitize()
+	}
+	if _, err := admin.Exec(ctx, stmt); err != nil {
+		t.Fatalf("pgtest: create role %s: %v", name, err)
+	}
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatalf("pgtest: parse %q: %v", dbURL, err)
+	}
+	u.User = url.User(name)
+	pool, err := pgxpool.New(ctx, u.String())
+	if err != nil {
+		t.Fatalf("pgtest: connect as %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		pool.Close()
+		ident := pgx.Identifier{name}.Sanitize()
+		for _, q := range []string{"DROP OWNED BY " + ident, "DROP ROLE IF EXISTS " + ident} {
+			if _, err := admin.Exec(context.Background(), q); err != nil {
+				t.Logf("pgtest: %s: %v", q, err)
+			}
+		}
+	})
+	return pool
+}
