@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	bls12381 "github.com/consensys/gnark-crypto/ecc/bls12-381"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 
 	"github.com/cuzk/cuzk/prover"
@@ -98,6 +99,8 @@ type cudaKey struct {
 	dom         *nttDomain
 	wh          [2]*devBuf // per pipeline slot: W ‖ h, so K‖Z scalars are W[NbPublic:] ‖ h
 	hb, hc      *devBuf    // H scratch
+	batch       int        // solutions per batched pass (1: small batches are not worth it)
+	whBatch     *devBuf    // batch slots of W ‖ h, stride NbWires + DomainSize
 	bytes       int64
 	closeOnce   sync.Once
 	releaseErrs error
@@ -108,7 +111,8 @@ func (k *cudaKey) Bytes() int64 { return k.bytes }
 func (k *cudaKey) Close() error {
 	k.closeOnce.Do(func() {
 		k.releaseErrs = errors.Join(k.a.close(), k.b1.close(), k.kz.close(), k.b2.close(),
-			k.idxA.free(), k.idxB.free(), k.dom.close(), k.wh[0].free(), k.wh[1].free(), k.hb.free(), k.hc.free())
+			k.idxA.free(), k.idxB.free(), k.dom.close(), k.wh[0].free(), k.wh[1].free(), k.hb.free(), k.hc.free(),
+			k.whBatch.free())
 	})
 	return k.releaseErrs
 }
@@ -192,8 +196,13 @@ func (b *CUDA) loadKey(k *cudaKey) error {
 	if k.hc, err = b.ctx.alloc(n * fr.Bytes); err != nil {
 		return err
 	}
+	if k.batch = batchCap(n); k.batch > 1 {
+		if k.whBatch, err = b.ctx.alloc(k.batch * (pk.NbWires + n) * fr.Bytes); err != nil {
+			return err
+		}
+	}
 	k.bytes = k.a.deviceBytes() + k.b1.deviceBytes() + k.kz.deviceBytes() + k.b2.deviceBytes() +
-		k.dom.bytes + int64(2*(pk.NbWires+n)+2*n)*fr.Bytes
+		k.dom.bytes + int64(2*(pk.NbWires+n)+2*n+k.batch*(pk.NbWires+n))*fr.Bytes
 	if k.idxA != nil {
 		k.bytes += int64(k.idxA.bytes)
 	}
@@ -202,6 +211,16 @@ func (b *CUDA) loadKey(k *cudaKey) error {
 	}
 	return nil
 }
+
+// batchPoints is how many (solution, domain element) pairs one batched pass covers: a
+// single MSM of 2^20 points already keeps the H200 busy, smaller ones leave most of it
+// idle, so the solutions of a small circuit share one pass over the bases.
+const batchPoints = 1 << 20
+
+// batchCap is the number of solutions proven in one batched pass for domain size n
+// (1 means one at a time). At most 64 so that the bucket memory stays in the hundreds
+// of MiB (G2: 384 bytes per bucket, about 1,700 windows' worth at 64 × 2^14).
+func batchCap(n int) int { return min(64, max(1, batchPoints/n)) }
 
 // g2job asks the G2 worker for solution i, whose scalars are in pipeline slot slot.
 type g2job struct{ i, slot int }
@@ -225,6 +244,15 @@ func (b *CUDA) Prove(ctx context.Context, key prover.Key, sols []*synth.Solution
 	defer b.mu.Unlock()
 	start := time.Now()
 	parts := make([]prover.Parts, len(sols))
+	if k.batch > 1 && len(sols) > 1 {
+		err := b.proveBatched(ctx, k, sols, parts, &times)
+		times.Total = time.Since(start)
+		times.MSM = times.Total - times.H2D - times.NTT
+		if err != nil {
+			return nil, times, fmt.Errorf("%s: prove %s: %w", b.Name(), pk.Circuit, err)
+		}
+		return parts, times, nil
+	}
 
 	// G2 worker on stream 2. free[slot] holds a token while wh[slot] may be overwritten.
 	jobs := make(chan g2job, 1)
@@ -266,7 +294,7 @@ func (b *CUDA) Prove(ctx context.Context, key prover.Key, sols []*synth.Solution
 func (b *CUDA) proveG1(ctx context.Context, k *cudaKey, sols []*synth.Solution, parts []prover.Parts,
 	jobs chan<- g2job, free *[2]chan struct{}, times *prover.PhaseTimes) error {
 	pk, s := k.pk, b.s1
-	nw, n := pk.NbWires, pk.DomainSize()
+	n := pk.DomainSize()
 	for i, sol := range sols {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -274,27 +302,10 @@ func (b *CUDA) proveG1(ctx context.Context, k *cudaKey, sols []*synth.Solution, 
 		slot := i % 2
 		<-free[slot]
 		wh := k.wh[slot]
-		t0 := time.Now()
-		if err := s.uploadFr(wh, 0, sol.W); err != nil {
+		if err := k.uploadAndH(s, sol, wh, 0, times); err != nil {
 			return err
 		}
-		if err := s.uploadFr(wh, nw, sol.A); err != nil {
-			return err
-		}
-		if err := s.uploadFr(k.hb, 0, sol.B); err != nil {
-			return err
-		}
-		if err := s.uploadFr(k.hc, 0, sol.C); err != nil {
-			return err
-		}
-		t1 := time.Now()
-		times.H2D += t1.Sub(t0)
-		if err := s.computeH(k.dom, wh, nw, k.hb, k.hc, pk.NbConstraints); err != nil {
-			return err
-		}
-		sol.ReleaseABC()
 		t2 := time.Now()
-		times.NTT += t2.Sub(t1)
 		// G2 starts after H, not once W is uploaded: started earlier it held the SMs
 		// that H then waited for, so ntt_ms read ~390 ms for ~15 ms of H at 2^22, for a
 		// proof 0.5-2% faster (docs/BENCHMARKS.md).
@@ -314,5 +325,90 @@ func (b *CUDA) proveG1(ctx context.Context, k *cudaKey, sols []*synth.Solution, 
 		}
 		times.MSMG1 += time.Since(t2)
 	}
+	return nil
+}
+
+// proveBatched proves sols in groups of up to k.batch: each group's W and h vectors go
+// into the batch slots, then each of the four MSMs runs once for the whole group
+// (cuzk_msm_batch), G2 on the second stream beside the G1 ones.
+func (b *CUDA) proveBatched(ctx context.Context, k *cudaKey, sols []*synth.Solution, parts []prover.Parts,
+	times *prover.PhaseTimes) error {
+	pk, s := k.pk, b.s1
+	nw, n := pk.NbWires, pk.DomainSize()
+	stride := nw + n
+	for lo := 0; lo < len(sols); lo += k.batch {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		group := sols[lo:min(len(sols), lo+k.batch)]
+		g := len(group)
+		for j, sol := range group {
+			if err := k.uploadAndH(s, sol, k.whBatch, j*stride, times); err != nil {
+				return err
+			}
+		}
+
+		var b2 []bls12381.G2Jac
+		var g2err error
+		g2done := make(chan struct{})
+		go func() {
+			defer close(g2done)
+			t := time.Now()
+			b2, g2err = b.s2.msmG2Batch(k.b2, 0, k.b2.count, k.whBatch, 0, stride, g, k.idxB)
+			times.MSMG2 += time.Since(t)
+		}()
+		t2 := time.Now()
+		a, err := s.msmG1Batch(k.a, 0, k.a.count, k.whBatch, 0, stride, g, k.idxA)
+		if err != nil {
+			err = fmt.Errorf("MSM A: %w", err)
+		}
+		var b1, kz []bls12381.G1Jac
+		if err == nil {
+			if b1, err = s.msmG1Batch(k.b1, 0, k.b1.count, k.whBatch, 0, stride, g, k.idxB); err != nil {
+				err = fmt.Errorf("MSM B1: %w", err)
+			}
+		}
+		if err == nil {
+			// K‖Z over W[NbPublic:] ‖ h; the last h entry has no base (deg h ≤ n−2).
+			if kz, err = s.msmG1Batch(k.kz, 0, pk.NbPrivate()+n-1, k.whBatch, pk.NbPublic, stride, g, nil); err != nil {
+				err = fmt.Errorf("MSM KZ: %w", err)
+			}
+		}
+		times.MSMG1 += time.Since(t2)
+		<-g2done // the next group overwrites the slots G2 reads
+		if err != nil {
+			return err
+		}
+		if g2err != nil {
+			return fmt.Errorf("G2 MSM: %w", g2err)
+		}
+		for j := range group {
+			parts[lo+j] = prover.Parts{A: a[j], B1: b1[j], K: kz[j], B2: b2[j]}
+		}
+	}
+	return nil
+}
+
+// uploadAndH uploads sol's W into wh at element off and its A, B, C, computes h into
+// wh after W (off+NbWires: W ‖ h), and releases sol's A, B, C.
+func (k *cudaKey) uploadAndH(s *cudaStream, sol *synth.Solution, wh *devBuf, off int, times *prover.PhaseTimes) error {
+	nw := k.pk.NbWires
+	t0 := time.Now()
+	for _, u := range []struct {
+		b   *devBuf
+		off int
+		v   []fr.Element
+	}{{wh, off, sol.W}, {wh, off + nw, sol.A}, {k.hb, 0, sol.B}, {k.hc, 0, sol.C}} {
+		if err := s.uploadFr(u.b, u.off, u.v); err != nil {
+			return err
+		}
+	}
+	t1 := time.Now()
+	times.H2D += t1.Sub(t0)
+	if err := s.computeH(k.dom, wh, off+nw, k.hb, k.hc, k.pk.NbConstraints); err != nil {
+		return err
+	}
+	sol.ReleaseABC()
+	times.NTT += time.Since(t1)
 	return nil
 }

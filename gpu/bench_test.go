@@ -42,7 +42,7 @@ func TestGPUBench(t *testing.T) {
 		}
 	}
 	cpuRef := os.Getenv("CUZK_GPU_BENCH_CPU") != "0"
-	// CUZK_GPU_BENCH_OPS limits the operations (g1, g1skew, g2, ntt, prove), e.g. "g1,ntt";
+	// CUZK_GPU_BENCH_OPS limits the operations (g1, g1skew, g2, ntt, prove, batch), e.g. "g1,ntt";
 	// default all.
 	ops := os.Getenv("CUZK_GPU_BENCH_OPS")
 	want := func(op string) bool { return ops == "" || slices.Contains(strings.Split(ops, ","), op) }
@@ -94,6 +94,12 @@ func TestGPUBench(t *testing.T) {
 		}
 		if logN >= 22 && want("ntt") {
 			benchNTT(t, s, wb, sc, logN, cpuRef, report)
+		}
+	}
+	if want("batch") {
+		// Small circuits: a batch in one pass against the same proofs one at a time.
+		for _, logN := range []int{12, 14, 16} {
+			benchSmallBatch(t, logN, 16, q1, q2)
 		}
 	}
 	for _, logN := range logs {
@@ -247,9 +253,9 @@ func profileOnce(f func()) {
 // wires, on a timing-only key whose bases are tiled random points: proofs made with
 // it do NOT verify. The CPU reference is the project's CPU backend on the same key
 // (CUZK_GPU_BENCH_PROVE_CPU=0 leaves it out; TestGPUBenchGnark compares with gnark).
-func benchProve(t *testing.T, logN int, q1 []bls12381.G1Affine, q2 []bls12381.G2Affine, cpuRef bool,
-	report reporter) {
-	ctx := context.Background()
+// timingKey is a dense key of 2^logN constraints and wires over tiled random bases
+// (timing only: no setup made it), with a generator of random solutions for it.
+func timingKey(t *testing.T, logN int, q1 []bls12381.G1Affine, q2 []bls12381.G2Affine) (*prover.ProvingKey, func() *synth.Solution) {
 	n := 1 << logN
 	nbWires, nbPublic := n, 2
 	dom := fft.NewDomain(uint64(n))
@@ -284,6 +290,13 @@ func benchProve(t *testing.T, logN int, q1 []bls12381.G1Affine, q2 []bls12381.G2
 		randFr(rng, s.C)
 		return s
 	}
+	return pk, newSol
+}
+
+func benchProve(t *testing.T, logN int, q1 []bls12381.G1Affine, q2 []bls12381.G2Affine, cpuRef bool,
+	report reporter) {
+	ctx := context.Background()
+	pk, newSol := timingKey(t, logN, q1, q2)
 	b := testBackend(t)
 	key, err := b.LoadKey(ctx, pk)
 	if err != nil {
@@ -395,4 +408,51 @@ func TestGPUBenchGnark(t *testing.T) {
 		t.Log(line)
 		fmt.Println(line)
 	}
+}
+
+// benchSmallBatch times k proofs of a small dense key proven one Prove call each
+// against the same k in one call (one batched pass over the bases), alternating the
+// two three times, and prints the ratio of the medians.
+func benchSmallBatch(t *testing.T, logN, k int, q1 []bls12381.G1Affine, q2 []bls12381.G2Affine) {
+	ctx := context.Background()
+	pk, newSol := timingKey(t, logN, q1, q2)
+	b := testBackend(t)
+	key, err := b.LoadKey(ctx, pk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer key.Close()
+	sols := func() []*synth.Solution {
+		v := make([]*synth.Solution, k)
+		for i := range v {
+			v[i] = newSol()
+		}
+		return v
+	}
+	var single, batched []time.Duration
+	for r := range 4 {
+		v := sols()
+		t0 := time.Now()
+		for _, s := range v {
+			if _, _, err := prover.Prove(ctx, b, pk, key, []*synth.Solution{s}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		d1 := time.Since(t0)
+		v = sols()
+		t0 = time.Now()
+		if _, _, err := prover.Prove(ctx, b, pk, key, v); err != nil {
+			t.Fatal(err)
+		}
+		if r > 0 { // the first round sizes the scratch
+			single, batched = append(single, d1), append(batched, time.Since(t0))
+		}
+	}
+	slices.Sort(single)
+	slices.Sort(batched)
+	s, bt := single[len(single)/2], batched[len(batched)/2]
+	line := fmt.Sprintf("BENCH batch    2^%d k=%d single_ms_per_proof=%.2f batch_ms_per_proof=%.2f throughput_ratio=%.2fx",
+		logN, k, ms(s)/float64(k), ms(bt)/float64(k), float64(s)/float64(bt))
+	t.Log(line)
+	fmt.Println(line)
 }

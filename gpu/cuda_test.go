@@ -386,6 +386,97 @@ func TestMSMStreamedAndIndexed(t *testing.T) {
 	}
 }
 
+// TestMSMBatch runs several MSMs over one base set in one batched call (strided
+// scalar vectors, with and without an index map, streamed in chunks or not) and checks
+// each vector's result against gnark-crypto, including all-zero and all-(r−1) vectors.
+func TestMSMBatch(t *testing.T) {
+	c, s := testDevice(t)
+	rng := rand.New(rand.NewPCG(9, 10))
+	const m = 1 << 9
+	q1 := distinctG1(rng, m)
+	q2 := distinctG2(rng, 64)
+	var minusOne fr.Element
+	minusOne.SetOne()
+	minusOne.Neg(&minusOne)
+	for _, tc := range []struct{ n, nb, chunk int }{{1, 2, 0}, {3, 5, 0}, {1000, 7, 0}, {4099, 17, 0}, {3000, 3, 777}} {
+		n, nb := tc.n, tc.nb
+		b1 := make([]bls12381.G1Affine, n)
+		b2 := make([]bls12381.G2Affine, n)
+		for i := range b1 {
+			b1[i], b2[i] = q1[rng.IntN(m)], q2[rng.IntN(64)]
+		}
+		stride, sOff := n+13, 5
+		w := scalars(rng, sOff+nb*stride, "random")
+		for i := range n { // vector 0 all zero, vector 1 all r−1
+			w[sOff+i].SetZero()
+			w[sOff+stride+i] = minusOne
+		}
+		idx := make([]uint32, n)
+		for i := range idx {
+			idx[i] = uint32(rng.IntN(stride))
+		}
+		wb, err := c.alloc(len(w) * fr.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ib, err := c.alloc(n * 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := firstErr(s.uploadFr(wb, 0, w), s.uploadU32(ib, idx), s.setMSMChunk(tc.chunk)); err != nil {
+			t.Fatal(err)
+		}
+		set1, err := s.newBasesG1(b1, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		set2, err := s.newBasesG2(b2, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, indexed := range []bool{false, true} {
+			var ix *devBuf
+			if indexed {
+				ix = ib
+			}
+			got1, err := s.msmG1Batch(set1, 0, n, wb, sOff, stride, nb, ix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got2, err := s.msmG2Batch(set2, 0, n, wb, sOff, stride, nb, ix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j := range nb {
+				v := make([]fr.Element, n)
+				for i := range v {
+					k := i
+					if indexed {
+						k = int(idx[i])
+					}
+					v[i] = w[sOff+j*stride+k]
+				}
+				var want1 bls12381.G1Jac
+				var want2 bls12381.G2Jac
+				if _, err := want1.MultiExp(b1, v, ecc.MultiExpConfig{}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := want2.MultiExp(b2, v, ecc.MultiExpConfig{}); err != nil {
+					t.Fatal(err)
+				}
+				if !got1[j].Equal(&want1) || !got2[j].Equal(&want2) {
+					t.Fatalf("batch n=%d nb=%d chunk=%d indexed=%v: vector %d differs (G1 %v, G2 %v)",
+						n, nb, tc.chunk, indexed, j, got1[j].Equal(&want1), got2[j].Equal(&want2))
+				}
+			}
+		}
+		t.Logf("MSM batch n=%d nb=%d chunk=%d: every vector equals gnark-crypto", n, nb, tc.chunk)
+		if err := firstErr(s.setMSMChunk(0), set1.close(), set2.close(), wb.free(), ib.free()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func nttLogs(t *testing.T) []int {
 	logs := []int{1, 2, 5, 10, 11, 12, 16, 20, 21, 22}
 	maxLog := maxLogFor(t, 22)

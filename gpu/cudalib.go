@@ -12,6 +12,8 @@ package gpu
 #include <string.h>
 #include "cuda/cuzk_gpu.h"
 
+#define CUZK_ERRLEN 512
+
 typedef struct {
 	void* handle;
 	int (*abi_version)(void);
@@ -33,6 +35,7 @@ typedef struct {
 	int (*bases_resident)(const cuzk_bases*);
 	size_t (*bases_device_bytes)(const cuzk_bases*);
 	int (*msm)(cuzk_stream*, const cuzk_bases*, size_t, size_t, const cuzk_buf*, size_t, const cuzk_buf*, void*, int*, int*);
+	int (*msm_batch)(cuzk_stream*, const cuzk_bases*, size_t, size_t, const cuzk_buf*, size_t, size_t, int, const cuzk_buf*, void*, int*, int*);
 	int (*msm_host)(cuzk_stream*, const cuzk_bases*, size_t, size_t, const void*, void*, int*, int*);
 	int (*domain_create)(cuzk_stream*, int, const cuzk_domain_consts_t*, cuzk_domain**);
 	int (*domain_destroy)(cuzk_domain*);
@@ -75,6 +78,7 @@ static int cuzk_open(const char* path, cuzk_fns* f, char* err, size_t errlen) {
 	SYM(bases_resident, "cuzk_bases_resident")
 	SYM(bases_device_bytes, "cuzk_bases_device_bytes")
 	SYM(msm, "cuzk_msm")
+	SYM(msm_batch, "cuzk_msm_batch")
 	SYM(msm_host, "cuzk_msm_host")
 	SYM(domain_create, "cuzk_domain_create")
 	SYM(domain_destroy, "cuzk_domain_destroy")
@@ -84,28 +88,35 @@ static int cuzk_open(const char* path, cuzk_fns* f, char* err, size_t errlen) {
 	return 0;
 }
 
-static const char* c_last_error(cuzk_fns* f) { return f->last_error(); }
-static int c_device_count(cuzk_fns* f, int* n) { return f->device_count(n); }
-static int c_device_info(cuzk_fns* f, int d, cuzk_device_info_t* o) { return f->device_info(d, o); }
-static int c_ctx_create(cuzk_fns* f, int d, cuzk_ctx** o) { return f->ctx_create(d, o); }
-static int c_ctx_destroy(cuzk_fns* f, cuzk_ctx* c) { return f->ctx_destroy(c); }
-static int c_stream_create(cuzk_fns* f, cuzk_ctx* c, size_t b, cuzk_stream** o) { return f->stream_create(c, b, o); }
-static int c_stream_destroy(cuzk_fns* f, cuzk_stream* s) { return f->stream_destroy(s); }
-static int c_stream_set_msm_chunk(cuzk_fns* f, cuzk_stream* s, size_t n) { return f->stream_set_msm_chunk(s, n); }
-static int c_buf_alloc(cuzk_fns* f, cuzk_ctx* c, size_t n, cuzk_buf** o) { return f->buf_alloc(c, n, o); }
-static int c_buf_free(cuzk_fns* f, cuzk_buf* b) { return f->buf_free(b); }
-static int c_buf_upload(cuzk_fns* f, cuzk_stream* s, cuzk_buf* b, size_t off, const void* h, size_t n) { return f->buf_upload(s, b, off, h, n); }
-static int c_buf_download(cuzk_fns* f, cuzk_stream* s, const cuzk_buf* b, size_t off, void* h, size_t n) { return f->buf_download(s, b, off, h, n); }
-static int c_bases_create(cuzk_fns* f, cuzk_stream* s, int g, const void* p, size_t n, size_t r, int fl, cuzk_bases** o) { return f->bases_create(s, g, p, n, r, fl, o); }
-static int c_bases_destroy(cuzk_fns* f, cuzk_bases* b) { return f->bases_destroy(b); }
+// keep copies the library's message for a failed call into e in the same C call: the
+// message is thread-local, and the goroutine may run on another OS thread by the time
+// Go could ask for it in a second call.
+static int keep(cuzk_fns* f, int rc, char* e) {
+	if (rc != 0) snprintf(e, CUZK_ERRLEN, "%s", f->last_error());
+	return rc;
+}
+static int c_device_count(cuzk_fns* f, int* n, char* e) { return keep(f, f->device_count(n), e); }
+static int c_device_info(cuzk_fns* f, int d, cuzk_device_info_t* o, char* e) { return keep(f, f->device_info(d, o), e); }
+static int c_ctx_create(cuzk_fns* f, int d, cuzk_ctx** o, char* e) { return keep(f, f->ctx_create(d, o), e); }
+static int c_ctx_destroy(cuzk_fns* f, cuzk_ctx* c, char* e) { return keep(f, f->ctx_destroy(c), e); }
+static int c_stream_create(cuzk_fns* f, cuzk_ctx* c, size_t b, cuzk_stream** o, char* e) { return keep(f, f->stream_create(c, b, o), e); }
+static int c_stream_destroy(cuzk_fns* f, cuzk_stream* s, char* e) { return keep(f, f->stream_destroy(s), e); }
+static int c_stream_set_msm_chunk(cuzk_fns* f, cuzk_stream* s, size_t n, char* e) { return keep(f, f->stream_set_msm_chunk(s, n), e); }
+static int c_buf_alloc(cuzk_fns* f, cuzk_ctx* c, size_t n, cuzk_buf** o, char* e) { return keep(f, f->buf_alloc(c, n, o), e); }
+static int c_buf_free(cuzk_fns* f, cuzk_buf* b, char* e) { return keep(f, f->buf_free(b), e); }
+static int c_buf_upload(cuzk_fns* f, cuzk_stream* s, cuzk_buf* b, size_t off, const void* h, size_t n, char* e) { return keep(f, f->buf_upload(s, b, off, h, n), e); }
+static int c_buf_download(cuzk_fns* f, cuzk_stream* s, const cuzk_buf* b, size_t off, void* h, size_t n, char* e) { return keep(f, f->buf_download(s, b, off, h, n), e); }
+static int c_bases_create(cuzk_fns* f, cuzk_stream* s, int g, const void* p, size_t n, size_t r, int fl, cuzk_bases** o, char* e) { return keep(f, f->bases_create(s, g, p, n, r, fl, o), e); }
+static int c_bases_destroy(cuzk_fns* f, cuzk_bases* b, char* e) { return keep(f, f->bases_destroy(b), e); }
 static int c_bases_resident(cuzk_fns* f, const cuzk_bases* b) { return f->bases_resident(b); }
 static size_t c_bases_device_bytes(cuzk_fns* f, const cuzk_bases* b) { return f->bases_device_bytes(b); }
-static int c_msm(cuzk_fns* f, cuzk_stream* s, const cuzk_bases* b, size_t bo, size_t n, const cuzk_buf* sc, size_t so, const cuzk_buf* ix, void* out, int* nw, int* c) { return f->msm(s, b, bo, n, sc, so, ix, out, nw, c); }
-static int c_msm_host(cuzk_fns* f, cuzk_stream* s, const cuzk_bases* b, size_t bo, size_t n, const void* sc, void* out, int* nw, int* c) { return f->msm_host(s, b, bo, n, sc, out, nw, c); }
-static int c_domain_create(cuzk_fns* f, cuzk_stream* s, int l, const cuzk_domain_consts_t* k, cuzk_domain** o) { return f->domain_create(s, l, k, o); }
-static int c_domain_destroy(cuzk_fns* f, cuzk_domain* d) { return f->domain_destroy(d); }
-static int c_ntt(cuzk_fns* f, cuzk_stream* s, const cuzk_domain* d, cuzk_buf* b, size_t off, int fl) { return f->ntt(s, d, b, off, fl); }
-static int c_compute_h(cuzk_fns* f, cuzk_stream* s, const cuzk_domain* d, cuzk_buf* a, size_t ao, cuzk_buf* b, cuzk_buf* c, size_t n, const uint64_t* den) { return f->compute_h(s, d, a, ao, b, c, n, den); }
+static int c_msm(cuzk_fns* f, cuzk_stream* s, const cuzk_bases* b, size_t bo, size_t n, const cuzk_buf* sc, size_t so, const cuzk_buf* ix, void* out, int* nw, int* c, char* e) { return keep(f, f->msm(s, b, bo, n, sc, so, ix, out, nw, c), e); }
+static int c_msm_batch(cuzk_fns* f, cuzk_stream* s, const cuzk_bases* b, size_t bo, size_t n, const cuzk_buf* sc, size_t so, size_t stride, int nb, const cuzk_buf* ix, void* out, int* nw, int* c, char* e) { return keep(f, f->msm_batch(s, b, bo, n, sc, so, stride, nb, ix, out, nw, c), e); }
+static int c_msm_host(cuzk_fns* f, cuzk_stream* s, const cuzk_bases* b, size_t bo, size_t n, const void* sc, void* out, int* nw, int* c, char* e) { return keep(f, f->msm_host(s, b, bo, n, sc, out, nw, c), e); }
+static int c_domain_create(cuzk_fns* f, cuzk_stream* s, int l, const cuzk_domain_consts_t* k, cuzk_domain** o, char* e) { return keep(f, f->domain_create(s, l, k, o), e); }
+static int c_domain_destroy(cuzk_fns* f, cuzk_domain* d, char* e) { return keep(f, f->domain_destroy(d), e); }
+static int c_ntt(cuzk_fns* f, cuzk_stream* s, const cuzk_domain* d, cuzk_buf* b, size_t off, int fl, char* e) { return keep(f, f->ntt(s, d, b, off, fl), e); }
+static int c_compute_h(cuzk_fns* f, cuzk_stream* s, const cuzk_domain* d, cuzk_buf* a, size_t ao, cuzk_buf* b, cuzk_buf* c, size_t n, const uint64_t* den, char* e) { return keep(f, f->compute_h(s, d, a, ao, b, c, n, den), e); }
 */
 import "C"
 
@@ -195,12 +206,15 @@ func openLib(path string) (*cudaLib, error) {
 	return &cudaLib{fns: fns}, nil
 }
 
-// check turns a library return code into an error carrying its message.
-func (l *cudaLib) check(what string, rc C.int) error {
+// call runs one library function, passing it a buffer for its error message, and
+// turns a failure into an error carrying that message.
+func (l *cudaLib) call(what string, f func(e *C.char) C.int) error {
+	var e [C.CUZK_ERRLEN]C.char
+	rc := f(&e[0])
 	if rc == 0 {
 		return nil
 	}
-	msg := C.GoString(C.c_last_error(l.fns))
+	msg := C.GoString(&e[0])
 	if rc == C.CUZK_ERR_NODEVICE {
 		return &UnavailableError{Reason: msg}
 	}
@@ -219,7 +233,7 @@ type DeviceInfo struct {
 
 func (l *cudaLib) deviceCount() (int, error) {
 	var n C.int
-	if err := l.check("device count", C.c_device_count(l.fns, &n)); err != nil {
+	if err := l.call("device count", func(e *C.char) C.int { return C.c_device_count(l.fns, &n, e) }); err != nil {
 		return 0, err
 	}
 	return int(n), nil
@@ -227,7 +241,7 @@ func (l *cudaLib) deviceCount() (int, error) {
 
 func (l *cudaLib) deviceInfo(dev int) (DeviceInfo, error) {
 	var d C.cuzk_device_info_t
-	if err := l.check("device info", C.c_device_info(l.fns, C.int(dev), &d)); err != nil {
+	if err := l.call("device info", func(e *C.char) C.int { return C.c_device_info(l.fns, C.int(dev), &d, e) }); err != nil {
 		return DeviceInfo{}, err
 	}
 	return DeviceInfo{
@@ -253,7 +267,7 @@ func (l *cudaLib) newCtx(dev int) (*cudaCtx, error) {
 		return nil, &UnavailableError{Reason: "no CUDA device"}
 	}
 	var c *C.cuzk_ctx
-	if err := l.check("context", C.c_ctx_create(l.fns, C.int(dev), &c)); err != nil {
+	if err := l.call("context", func(e *C.char) C.int { return C.c_ctx_create(l.fns, C.int(dev), &c, e) }); err != nil {
 		return nil, err
 	}
 	return &cudaCtx{lib: l, c: c, dev: dev}, nil
@@ -263,7 +277,7 @@ func (c *cudaCtx) close() error {
 	if c.c == nil {
 		return nil
 	}
-	err := c.lib.check("context destroy", C.c_ctx_destroy(c.lib.fns, c.c))
+	err := c.lib.call("context destroy", func(e *C.char) C.int { return C.c_ctx_destroy(c.lib.fns, c.c, e) })
 	c.c = nil
 	return err
 }
@@ -277,7 +291,7 @@ type cudaStream struct {
 
 func (c *cudaCtx) newStream(stagingBytes int) (*cudaStream, error) {
 	var s *C.cuzk_stream
-	if err := c.lib.check("stream", C.c_stream_create(c.lib.fns, c.c, C.size_t(stagingBytes), &s)); err != nil {
+	if err := c.lib.call("stream", func(e *C.char) C.int { return C.c_stream_create(c.lib.fns, c.c, C.size_t(stagingBytes), &s, e) }); err != nil {
 		return nil, err
 	}
 	return &cudaStream{lib: c.lib, s: s}, nil
@@ -287,13 +301,13 @@ func (s *cudaStream) close() error {
 	if s == nil || s.s == nil {
 		return nil
 	}
-	err := s.lib.check("stream destroy", C.c_stream_destroy(s.lib.fns, s.s))
+	err := s.lib.call("stream destroy", func(e *C.char) C.int { return C.c_stream_destroy(s.lib.fns, s.s, e) })
 	s.s = nil
 	return err
 }
 
 func (s *cudaStream) setMSMChunk(points int) error {
-	return s.lib.check("set msm chunk", C.c_stream_set_msm_chunk(s.lib.fns, s.s, C.size_t(points)))
+	return s.lib.call("set msm chunk", func(e *C.char) C.int { return C.c_stream_set_msm_chunk(s.lib.fns, s.s, C.size_t(points), e) })
 }
 
 // devBuf is device memory.
@@ -305,7 +319,7 @@ type devBuf struct {
 
 func (c *cudaCtx) alloc(bytes int) (*devBuf, error) {
 	var b *C.cuzk_buf
-	if err := c.lib.check("alloc", C.c_buf_alloc(c.lib.fns, c.c, C.size_t(bytes), &b)); err != nil {
+	if err := c.lib.call("alloc", func(e *C.char) C.int { return C.c_buf_alloc(c.lib.fns, c.c, C.size_t(bytes), &b, e) }); err != nil {
 		return nil, err
 	}
 	return &devBuf{lib: c.lib, b: b, bytes: bytes}, nil
@@ -315,7 +329,7 @@ func (b *devBuf) free() error {
 	if b == nil || b.b == nil {
 		return nil
 	}
-	err := b.lib.check("free", C.c_buf_free(b.lib.fns, b.b))
+	err := b.lib.call("free", func(e *C.char) C.int { return C.c_buf_free(b.lib.fns, b.b, e) })
 	b.b = nil
 	return err
 }
@@ -324,23 +338,29 @@ func (s *cudaStream) uploadFr(b *devBuf, offElems int, v []fr.Element) error {
 	if len(v) == 0 {
 		return nil
 	}
-	return s.lib.check("upload", C.c_buf_upload(s.lib.fns, s.s, b.b, C.size_t(offElems*fr.Bytes),
-		unsafe.Pointer(&v[0]), C.size_t(len(v)*fr.Bytes)))
+	return s.lib.call("upload", func(e *C.char) C.int {
+		return C.c_buf_upload(s.lib.fns, s.s, b.b, C.size_t(offElems*fr.Bytes),
+			unsafe.Pointer(&v[0]), C.size_t(len(v)*fr.Bytes), e)
+	})
 }
 
 func (s *cudaStream) uploadU32(b *devBuf, v []uint32) error {
 	if len(v) == 0 {
 		return nil
 	}
-	return s.lib.check("upload", C.c_buf_upload(s.lib.fns, s.s, b.b, 0, unsafe.Pointer(&v[0]), C.size_t(len(v)*4)))
+	return s.lib.call("upload", func(e *C.char) C.int {
+		return C.c_buf_upload(s.lib.fns, s.s, b.b, 0, unsafe.Pointer(&v[0]), C.size_t(len(v)*4), e)
+	})
 }
 
 func (s *cudaStream) downloadFr(b *devBuf, offElems int, v []fr.Element) error {
 	if len(v) == 0 {
 		return nil
 	}
-	return s.lib.check("download", C.c_buf_download(s.lib.fns, s.s, b.b, C.size_t(offElems*fr.Bytes),
-		unsafe.Pointer(&v[0]), C.size_t(len(v)*fr.Bytes)))
+	return s.lib.call("download", func(e *C.char) C.int {
+		return C.c_buf_download(s.lib.fns, s.s, b.b, C.size_t(offElems*fr.Bytes),
+			unsafe.Pointer(&v[0]), C.size_t(len(v)*fr.Bytes), e)
+	})
 }
 
 // baseSet is a resident (or streamed) set of G1 or G2 affine bases.
@@ -372,7 +392,9 @@ func (s *cudaStream) newBasesG2(pts []bls12381.G2Affine, reserve int, flags int)
 
 func (s *cudaStream) newBases(group int, p unsafe.Pointer, n, reserve, flags int) (*baseSet, error) {
 	var b *C.cuzk_bases
-	if err := s.lib.check("bases", C.c_bases_create(s.lib.fns, s.s, C.int(group), p, C.size_t(n), C.size_t(reserve), C.int(flags), &b)); err != nil {
+	if err := s.lib.call("bases", func(e *C.char) C.int {
+		return C.c_bases_create(s.lib.fns, s.s, C.int(group), p, C.size_t(n), C.size_t(reserve), C.int(flags), &b, e)
+	}); err != nil {
 		return nil, err
 	}
 	return &baseSet{lib: s.lib, b: b, group: group, count: n}, nil
@@ -387,7 +409,7 @@ func (b *baseSet) close() error {
 	if b == nil || b.b == nil {
 		return nil
 	}
-	err := b.lib.check("bases destroy", C.c_bases_destroy(b.lib.fns, b.b))
+	err := b.lib.call("bases destroy", func(e *C.char) C.int { return C.c_bases_destroy(b.lib.fns, b.b, e) })
 	b.b = nil
 	return err
 }
@@ -398,20 +420,54 @@ type xyzzG2 struct{ X, Y, ZZ, ZZZ [12]uint64 }
 
 const maxWindows = C.CUZK_MAX_WINDOWS
 
-// msmG1 runs Σ bases[off+i]·scalars[sOff+i] (or scalars[sOff+index[i]]) over n points.
-func (s *cudaStream) msmG1(b *baseSet, off, n int, sc *devBuf, sOff int, index *devBuf) (bls12381.G1Jac, error) {
-	var win [maxWindows]xyzzG1
-	var nw, c C.int
+// msmBatch runs nb MSMs over bases[off : off+n] in one pass: vector j's scalar i is
+// sc[sOff + j*stride + i], or sc[sOff + j*stride + index[i]]. win receives nb*nwin
+// window sums of b's group.
+func (s *cudaStream) msmBatch(what string, b *baseSet, off, n int, sc *devBuf, sOff, stride, nb int, index *devBuf,
+	win unsafe.Pointer) (nwin, c int, err error) {
+	var nw, cc C.int
 	var ix *C.cuzk_buf
 	if index != nil {
 		ix = index.b
 	}
-	err := s.lib.check("msm g1", C.c_msm(s.lib.fns, s.s, b.b, C.size_t(off), C.size_t(n), sc.b, C.size_t(sOff), ix,
-		unsafe.Pointer(&win[0]), &nw, &c))
+	err = s.lib.call(what, func(e *C.char) C.int {
+		return C.c_msm_batch(s.lib.fns, s.s, b.b, C.size_t(off), C.size_t(n), sc.b, C.size_t(sOff), C.size_t(stride),
+			C.int(nb), ix, win, &nw, &cc, e)
+	})
+	return int(nw), int(cc), err
+}
+
+// msmG1Batch is msmBatch over G1 bases, folded to one point per vector.
+func (s *cudaStream) msmG1Batch(b *baseSet, off, n int, sc *devBuf, sOff, stride, nb int, index *devBuf) ([]bls12381.G1Jac, error) {
+	win := make([]xyzzG1, nb*maxWindows)
+	nw, c, err := s.msmBatch("msm g1", b, off, n, sc, sOff, stride, nb, index, unsafe.Pointer(&win[0]))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bls12381.G1Jac, nb)
+	eachParallel(nb, func(j int) { out[j] = foldG1(win[j*nw:(j+1)*nw], c) })
+	return out, nil
+}
+
+// msmG2Batch is msmBatch over G2 bases, folded to one point per vector.
+func (s *cudaStream) msmG2Batch(b *baseSet, off, n int, sc *devBuf, sOff, stride, nb int, index *devBuf) ([]bls12381.G2Jac, error) {
+	win := make([]xyzzG2, nb*maxWindows)
+	nw, c, err := s.msmBatch("msm g2", b, off, n, sc, sOff, stride, nb, index, unsafe.Pointer(&win[0]))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bls12381.G2Jac, nb)
+	eachParallel(nb, func(j int) { out[j] = foldG2(win[j*nw:(j+1)*nw], c) })
+	return out, nil
+}
+
+// msmG1 runs Σ bases[off+i]·scalars[sOff+i] (or scalars[sOff+index[i]]) over n points.
+func (s *cudaStream) msmG1(b *baseSet, off, n int, sc *devBuf, sOff int, index *devBuf) (bls12381.G1Jac, error) {
+	r, err := s.msmG1Batch(b, off, n, sc, sOff, 0, 1, index)
 	if err != nil {
 		return bls12381.G1Jac{}, err
 	}
-	return foldG1(win[:nw], int(c)), nil
+	return r[0], nil
 }
 
 func (s *cudaStream) msmG1Host(b *baseSet, off int, scalars []fr.Element) (bls12381.G1Jac, error) {
@@ -421,8 +477,10 @@ func (s *cudaStream) msmG1Host(b *baseSet, off int, scalars []fr.Element) (bls12
 	if len(scalars) > 0 {
 		p = unsafe.Pointer(&scalars[0])
 	}
-	err := s.lib.check("msm g1", C.c_msm_host(s.lib.fns, s.s, b.b, C.size_t(off), C.size_t(len(scalars)), p,
-		unsafe.Pointer(&win[0]), &nw, &c))
+	err := s.lib.call("msm g1", func(e *C.char) C.int {
+		return C.c_msm_host(s.lib.fns, s.s, b.b, C.size_t(off), C.size_t(len(scalars)), p,
+			unsafe.Pointer(&win[0]), &nw, &c, e)
+	})
 	if err != nil {
 		return bls12381.G1Jac{}, err
 	}
@@ -430,18 +488,11 @@ func (s *cudaStream) msmG1Host(b *baseSet, off int, scalars []fr.Element) (bls12
 }
 
 func (s *cudaStream) msmG2(b *baseSet, off, n int, sc *devBuf, sOff int, index *devBuf) (bls12381.G2Jac, error) {
-	var win [maxWindows]xyzzG2
-	var nw, c C.int
-	var ix *C.cuzk_buf
-	if index != nil {
-		ix = index.b
-	}
-	err := s.lib.check("msm g2", C.c_msm(s.lib.fns, s.s, b.b, C.size_t(off), C.size_t(n), sc.b, C.size_t(sOff), ix,
-		unsafe.Pointer(&win[0]), &nw, &c))
+	r, err := s.msmG2Batch(b, off, n, sc, sOff, 0, 1, index)
 	if err != nil {
 		return bls12381.G2Jac{}, err
 	}
-	return foldG2(win[:nw], int(c)), nil
+	return r[0], nil
 }
 
 func (s *cudaStream) msmG2Host(b *baseSet, off int, scalars []fr.Element) (bls12381.G2Jac, error) {
@@ -451,8 +502,10 @@ func (s *cudaStream) msmG2Host(b *baseSet, off int, scalars []fr.Element) (bls12
 	if len(scalars) > 0 {
 		p = unsafe.Pointer(&scalars[0])
 	}
-	err := s.lib.check("msm g2", C.c_msm_host(s.lib.fns, s.s, b.b, C.size_t(off), C.size_t(len(scalars)), p,
-		unsafe.Pointer(&win[0]), &nw, &c))
+	err := s.lib.call("msm g2", func(e *C.char) C.int {
+		return C.c_msm_host(s.lib.fns, s.s, b.b, C.size_t(off), C.size_t(len(scalars)), p,
+			unsafe.Pointer(&win[0]), &nw, &c, e)
+	})
 	if err != nil {
 		return bls12381.G2Jac{}, err
 	}
@@ -487,7 +540,7 @@ func (s *cudaStream) newDomain(d *fft.Domain) (*nttDomain, error) {
 	frLimbs(&k.n_inv, &d.CardinalityInv)
 	logN := bits.TrailingZeros64(n)
 	var out *C.cuzk_domain
-	if err := s.lib.check("domain", C.c_domain_create(s.lib.fns, s.s, C.int(logN), &k, &out)); err != nil {
+	if err := s.lib.call("domain", func(e *C.char) C.int { return C.c_domain_create(s.lib.fns, s.s, C.int(logN), &k, &out, e) }); err != nil {
 		return nil, err
 	}
 	var den, one fr.Element
@@ -501,7 +554,7 @@ func (d *nttDomain) close() error {
 	if d == nil || d.d == nil {
 		return nil
 	}
-	err := d.lib.check("domain destroy", C.c_domain_destroy(d.lib.fns, d.d))
+	err := d.lib.call("domain destroy", func(e *C.char) C.int { return C.c_domain_destroy(d.lib.fns, d.d, e) })
 	d.d = nil
 	return err
 }
@@ -513,12 +566,14 @@ const (
 )
 
 func (s *cudaStream) ntt(d *nttDomain, b *devBuf, offElems int, flags int) error {
-	return s.lib.check("ntt", C.c_ntt(s.lib.fns, s.s, d.d, b.b, C.size_t(offElems), C.int(flags)))
+	return s.lib.call("ntt", func(e *C.char) C.int { return C.c_ntt(s.lib.fns, s.s, d.d, b.b, C.size_t(offElems), C.int(flags), e) })
 }
 
 // computeH overwrites a[aOff:], b, c; afterwards a[aOff:] holds h in bit-reversed order.
 func (s *cudaStream) computeH(d *nttDomain, a *devBuf, aOff int, b, c *devBuf, nConstraints int) error {
 	var den [4]C.uint64_t
 	frLimbs(&den, &d.den)
-	return s.lib.check("compute h", C.c_compute_h(s.lib.fns, s.s, d.d, a.b, C.size_t(aOff), b.b, c.b, C.size_t(nConstraints), &den[0]))
+	return s.lib.call("compute h", func(e *C.char) C.int {
+		return C.c_compute_h(s.lib.fns, s.s, d.d, a.b, C.size_t(aOff), b.b, c.b, C.size_t(nConstraints), &den[0], e)
+	})
 }

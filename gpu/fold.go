@@ -2,6 +2,9 @@ package gpu
 
 import (
 	"math/big"
+	"runtime"
+	"sync"
+	"sync/atomic"
 
 	bls12381 "github.com/consensys/gnark-crypto/ecc/bls12-381"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fp"
@@ -82,4 +85,25 @@ func foldG2(win []xyzzG2, c int) bls12381.G2Jac {
 		acc.AddAssign(&p)
 	}
 	return acc
+}
+
+// eachParallel runs f(0..n-1), on up to GOMAXPROCS goroutines when n > 1 (folding a
+// batch's window sums is a few hundred point doublings per vector).
+func eachParallel(n int, f func(j int)) {
+	if n == 1 {
+		f(0)
+		return
+	}
+	var wg sync.WaitGroup
+	next := atomic.Int64{}
+	for range min(n, runtime.GOMAXPROCS(0)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := int(next.Add(1) - 1); j < n; j = int(next.Add(1) - 1) {
+				f(j)
+			}
+		}()
+	}
+	wg.Wait()
 }

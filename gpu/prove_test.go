@@ -108,22 +108,17 @@ func TestProveBuiltins(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		proofs, _, err := prover.Prove(ctx, b, pk, key, sols)
+		// The first alone (one proof at a time), the rest as a batch (batched pass).
+		proofs, _, err := prover.Prove(ctx, b, pk, key, sols[:1])
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, p := range proofs {
-			pw, err := witness.New(ecc.BLS12_381.ScalarField())
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := pw.UnmarshalBinary(pubs[i]); err != nil {
-				t.Fatal(err)
-			}
-			if err := groth16.Verify(p, &vk, pw); err != nil {
-				t.Fatalf("%s: proof %d does not verify: %v", name, i, err)
-			}
+		rest, _, err := prover.Prove(ctx, b, pk, key, sols[1:])
+		if err != nil {
+			t.Fatal(err)
 		}
+		proofs = append(proofs, rest...)
+		verifyAll(t, name, proofs, pubs, &vk)
 		t.Logf("%s: %d constraints, batch %d: parts equal cpu, proofs verify (h2d %v ntt %v msm %v total %v)",
 			name, pk.NbConstraints, batch, times.H2D, times.NTT, times.MSM, times.Total)
 		key.Close()
@@ -175,5 +170,67 @@ func TestProvePhaseTimes(t *testing.T) {
 	}
 	if times.MSM > times.Total || times.H2D+times.NTT+times.MSM != times.Total {
 		t.Errorf("h2d %v + ntt %v + msm %v != total %v", times.H2D, times.NTT, times.MSM, times.Total)
+	}
+}
+
+// TestProveBatchOverCap proves more solutions of a small circuit than one batched pass
+// holds, so they go through the device in several groups, and verifies every proof.
+func TestProveBatchOverCap(t *testing.T) {
+	b := testBackend(t)
+	ctx := context.Background()
+	const name = "synthetic-k8"
+	comp, err := synth.NewRegistry(t.TempDir()).Get(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gpk groth16bls.ProvingKey
+	var vk groth16bls.VerifyingKey
+	if err := groth16bls.Setup(comp.CS, &gpk, &vk); err != nil {
+		t.Fatal(err)
+	}
+	pk, err := prover.NewProvingKey(name, &gpk, comp.NbConstraints())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := b.LoadKey(ctx, pk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer key.Close()
+	n := batchCap(pk.DomainSize())*2 + 3
+	sols := make([]*synth.Solution, n)
+	pubs := make([][]byte, n)
+	for i := range sols {
+		in, err := synth.Inputs(name, uint64(100+i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sols[i], err = synth.Solve(ctx, comp, in); err != nil {
+			t.Fatal(err)
+		}
+		pubs[i] = sols[i].Public
+	}
+	proofs, _, err := prover.Prove(ctx, b, pk, key, sols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifyAll(t, name, proofs, pubs, &vk)
+	t.Logf("%s: %d proofs in groups of %d verify", name, n, batchCap(pk.DomainSize()))
+}
+
+// verifyAll verifies each proof with gnark against its public witness.
+func verifyAll(t *testing.T, name string, proofs []*groth16bls.Proof, pubs [][]byte, vk *groth16bls.VerifyingKey) {
+	t.Helper()
+	for i, p := range proofs {
+		pw, err := witness.New(ecc.BLS12_381.ScalarField())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pw.UnmarshalBinary(pubs[i]); err != nil {
+			t.Fatal(err)
+		}
+		if err := groth16.Verify(p, vk, pw); err != nil {
+			t.Fatalf("%s: proof %d of %d does not verify: %v", name, i, len(proofs), err)
+		}
 	}
 }

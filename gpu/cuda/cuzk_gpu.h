@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define CUZK_ABI_VERSION 1
+#define CUZK_ABI_VERSION 2
 
 enum {
     CUZK_OK = 0,
@@ -91,6 +91,14 @@ size_t cuzk_bases_device_bytes(const cuzk_bases* b);
 int cuzk_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t n,
              const cuzk_buf* scalars, size_t scalar_offset, const cuzk_buf* index,
              void* out, int* nwin, int* c);
+/* nbatch MSMs over the same bases in one pass: vector j's scalar i is
+ * scalars[scalar_offset + j*scalar_stride + i] (or + index[i]). out receives nbatch*nwin
+ * window sums, vector j's at out[j*nwin]; use it for a batch of small MSMs, which one at
+ * a time leave most of the device idle. 1 <= nbatch <= CUZK_MAX_BATCH. */
+#define CUZK_MAX_BATCH 1024
+int cuzk_msm_batch(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t n,
+                   const cuzk_buf* scalars, size_t scalar_offset, size_t scalar_stride, int nbatch,
+                   const cuzk_buf* index, void* out, int* nwin, int* c);
 /* Same with scalars in host memory (uploaded through the staging buffer). */
 int cuzk_msm_host(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t n,
                   const void* host_scalars, void* out, int* nwin, int* c);

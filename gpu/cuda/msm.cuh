@@ -34,18 +34,23 @@ struct unit_desc {
 
 constexpr uint32_t kNegBit = 0x80000000u;
 
+// Signed c-bit digits of each scalar. blockIdx.y selects the scalar vector of a batch
+// (vector j at scalars + j*stride); the bucket key of digit d of window w of vector j
+// is (j*nwin + w)*nb + d, so each (vector, window) pair has its own buckets.
 __global__ void k_digits(const fr_t* __restrict__ scalars, const uint32_t* __restrict__ index, uint32_t n,
-                         int c, int nwin, uint32_t nb, uint32_t* __restrict__ keys,
+                         size_t stride, int c, int nwin, uint32_t nb, uint32_t* __restrict__ keys,
                          uint32_t* __restrict__ vals) {
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    fr_t s = scalars[index ? index[i] : i];
+    const uint32_t j = blockIdx.y;
+    fr_t s = scalars[j * stride + (index ? index[i] : i)];
     fe_from_mont(s, s);
     uint32_t limbs[9];
 #pragma unroll
-    for (int j = 0; j < 8; j++) limbs[j] = s.v[j];
+    for (int l = 0; l < 8; l++) limbs[l] = s.v[l];
     limbs[8] = 0;
     const uint32_t mask = (1u << c) - 1, half = 1u << (c - 1);
+    const size_t base = (size_t)j * nwin * n;
     uint32_t carry = 0;
     for (int w = 0; w < nwin; w++) {
         int o = w * c, li = o >> 5, sh = o & 31;
@@ -59,8 +64,8 @@ __global__ void k_digits(const fr_t* __restrict__ scalars, const uint32_t* __res
         } else {
             carry = 0;
         }
-        keys[(size_t)w * n + i] = w * nb + d;
-        vals[(size_t)w * n + i] = i | neg;
+        keys[base + (size_t)w * n + i] = (j * nwin + w) * nb + d;
+        vals[base + (size_t)w * n + i] = i | neg;
     }
 }
 
@@ -231,9 +236,12 @@ struct stage_timer {
     }
 };
 
+// nbatch scalar vectors over the same bases (vector j at scalars + j*stride): their
+// digits share one sort, one accumulation and one reduction, so a batch of small MSMs
+// fills the device as one large MSM does. out receives nbatch*nwin window sums.
 template <class F>
 int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t n, const fr_t* scalars,
-            const uint32_t* index, void* out, int* nwin_out, int* c_out) {
+            size_t stride, uint32_t nbatch, const uint32_t* index, void* out, int* nwin_out, int* c_out) {
     typedef xyzz_t<F> X;
     typedef affine_t<F> A;
     cudaStream_t st = s->s;
@@ -253,13 +261,16 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
         }
     }
     const uint32_t nb = (1u << (c - 1)) + 1;  // buckets 0..2^(c-1) per window; 0 is skipped
-    const uint32_t K = (uint32_t)nwin * nb;
+    const uint32_t nsets = (uint32_t)nwin * nbatch;  // (vector, window) pairs
+    if ((uint64_t)nsets * nb >= (1ull << 31)) return fail(CUZK_ERR_ARG, "MSM batch too large");
+    const uint32_t K = nsets * nb;
     int end_bit = 1;
     while ((1ull << end_bit) < K) end_bit++;
 
-    size_t chunk = s->msm_chunk ? s->msm_chunk : (size_t)1 << 24;
+    // A chunk's digit pairs of all vectors together stay within 2^24 points' worth.
+    size_t chunk = s->msm_chunk ? s->msm_chunk : std::max<size_t>(1, ((size_t)1 << 24) / nbatch);
     if (chunk > n) chunk = n;
-    const size_t m_max = chunk * nwin;
+    const size_t m_max = chunk * nsets;
     if (m_max >= (1ull << 31)) return fail(CUZK_ERR_ARG, "MSM chunk too large");
 
     RET(s->keys.ensure(m_max * 4));
@@ -290,7 +301,7 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
     const uint32_t T = 256;
     for (size_t cs = 0; cs < n; cs += chunk) {
         uint32_t cn = (uint32_t)std::min(chunk, n - cs);
-        uint32_t m = cn * (uint32_t)nwin;
+        uint32_t m = cn * nsets;
         const A* pts;
         if (bases->d) {
             pts = (const A*)bases->d + base_offset + cs;
@@ -301,7 +312,8 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
         }
         const fr_t* sc = index ? scalars : scalars + cs;
         const uint32_t* ix = index ? index + cs : nullptr;
-        k_digits<<<blocks(cn, T), T, 0, st>>>(sc, ix, cn, c, nwin, nb, s->keys.as<uint32_t>(), s->vals.as<uint32_t>());
+        k_digits<<<dim3(blocks(cn, T), nbatch), T, 0, st>>>(sc, ix, cn, stride, c, nwin, nb, s->keys.as<uint32_t>(),
+                                                             s->vals.as<uint32_t>());
         CK(cudaGetLastError());
         prof.mark(stage_timer::kDigits);
 
@@ -368,19 +380,19 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
     const uint32_t half = nb - 1;
     const uint32_t S = std::min<uint32_t>(half, 32);
     uint32_t P = half / S;
-    RET(s->segs.ensure((size_t)nwin * P * sizeof(X)));
-    RET(s->segs2.ensure((size_t)nwin * P * sizeof(X)));
-    k_segments<F><<<blocks((size_t)nwin * P, 64), 64, 0, st>>>(s->buckets.as<X>(), nwin, nb, S, P, s->segs.as<X>());
+    RET(s->segs.ensure((size_t)nsets * P * sizeof(X)));
+    RET(s->segs2.ensure((size_t)nsets * P * sizeof(X)));
+    k_segments<F><<<blocks((size_t)nsets * P, 64), 64, 0, st>>>(s->buckets.as<X>(), (int)nsets, nb, S, P, s->segs.as<X>());
     CK(cudaGetLastError());
     X* a = s->segs.as<X>();
     X* b = s->segs2.as<X>();
     while (P > 1) {
-        k_pairsum<F><<<blocks((size_t)nwin * (P / 2), 64), 64, 0, st>>>(a, b, nwin, P);
+        k_pairsum<F><<<blocks((size_t)nsets * (P / 2), 64), 64, 0, st>>>(a, b, (int)nsets, P);
         CK(cudaGetLastError());
         std::swap(a, b);
         P /= 2;
     }
-    CK(cudaMemcpyAsync(out, a, (size_t)nwin * sizeof(X), cudaMemcpyDeviceToHost, st));
+    CK(cudaMemcpyAsync(out, a, (size_t)nsets * sizeof(X), cudaMemcpyDeviceToHost, st));
     CK(cudaStreamSynchronize(st));
     prof.mark(stage_timer::kReduce);
     prof.print(sizeof(F) == sizeof(fp_t) ? "g1" : "g2", n, c, nwin);
