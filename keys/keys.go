@@ -1,13 +1,19 @@
 // Package keys keeps Groth16 key files on disk, one directory per circuit:
 //
 //	<keys-dir>/<circuit>/pk.bin        gnark ProvingKey.WriteTo (BLS12-381)
+//	<keys-dir>/<circuit>/pk.dump       gnark ProvingKey.WriteDump of the same key: a
+//	                                   load cache, rebuilt from pk.bin when missing or bad
+//	<keys-dir>/<circuit>/pk.dump.sum   JSON: the dump's format, SHA-256 and size, and
+//	                                   the pk.bin digest it was made from
 //	<keys-dir>/<circuit>/vk.bin        gnark VerifyingKey.WriteTo
 //	<keys-dir>/<circuit>/circuit.r1cs  gnark R1CS.WriteTo (imported circuits only;
 //	                                   built-in ones are compiled by package synth)
 //
 // Files are written to a temporary name and renamed, so a reader never sees a partial
 // key. The proving key's SHA-256 (the pk_digest of cuzk.circuits) is checked on load,
-// so a key that does not match the registered circuit is refused rather than used.
+// so a key that does not match the registered circuit is refused rather than used:
+// either pk.bin hashes to it, or the dump's sidecar names it and the dump hashes to
+// the SHA-256 the sidecar records.
 package keys
 
 import (
@@ -18,8 +24,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/consensys/gnark-crypto/ecc"
 	"github.com/consensys/gnark/backend/groth16"
@@ -71,7 +79,7 @@ func (d Dir) Setup(ctx context.Context, circuit string, r1cs *cs.R1CS) (pk *grot
 	return pk, vk, digest, err
 }
 
-// Write stores pk and vk for circuit and returns the pk digest.
+// Write stores pk and vk for circuit, and pk's dump, and returns the pk digest.
 func (d Dir) Write(circuit string, pk *groth16bls.ProvingKey, vk *groth16bls.VerifyingKey) (string, error) {
 	if err := os.MkdirAll(filepath.Join(string(d), circuit), dirPerm); err != nil {
 		return "", fmt.Errorf("keys dir: %w", err)
@@ -90,6 +98,9 @@ func (d Dir) Write(circuit string, pk *groth16bls.ProvingKey, vk *groth16bls.Ver
 	}
 	if err := writeAtomic(d.Path(circuit, VKFile), func(w io.Writer) error { _, err := vk.WriteTo(w); return err }); err != nil {
 		return "", fmt.Errorf("write verifying key of %s: %w", circuit, err)
+	}
+	if err := d.writeDump(circuit, pk, digest); err != nil {
+		return "", err
 	}
 	return digest, nil
 }
@@ -148,8 +159,99 @@ func Consistent(circuit string, r1cs *cs.R1CS, pk *groth16bls.ProvingKey, vk *gr
 	return nil
 }
 
+// Source names the file a proving key was decoded from.
+const (
+	SourceDump = DumpFile // the dump: no point decoding
+	SourcePK   = PKFile   // pk.bin: every point decompressed and subgroup-checked
+)
+
+// LoadStats says how Load got a proving key.
+type LoadStats struct {
+	Source      string        // SourceDump or SourcePK
+	Bytes       int64         // size of that file
+	Duration    time.Duration // the whole load, writing a new dump included
+	DumpWritten bool          // pk.dump was (re)built from pk.bin
+}
+
 // Load reads circuit's keys, checking the proving key against digest when it is set.
 func (d Dir) Load(circuit, digest string) (*groth16bls.ProvingKey, *groth16bls.VerifyingKey, error) {
+	pk, vk, _, err := d.LoadLogged(circuit, digest, nil)
+	return pk, vk, err
+}
+
+// LoadLogged is Load that says on log (nil: nowhere) when it starts, from which file,
+// and when it ends, and returns how it went.
+//
+// The proving key comes from pk.dump when its sidecar has this build's format and
+// names the pk digest, and the dump hashes to the SHA-256 the sidecar records; pk.bin
+// is then not read at all. Otherwise pk.bin is parsed (and checked against digest) and
+// a new dump is written for the next load; a dump that fails a check is logged and
+// replaced, never used. A dump that cannot be written (a read-only keys directory) is
+// logged and the key returned all the same.
+//
+// With digest "" (no registered circuit to compare with) the dump must have been made
+// from the pk.bin there now, so pk.bin is hashed (a second or two at 2^22, without
+// parsing it) to tell whether a stale dump outlived a replaced key.
+func (d Dir) LoadLogged(circuit, digest string, log *slog.Logger) (*groth16bls.ProvingKey, *groth16bls.VerifyingKey, LoadStats, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	start := time.Now()
+	st := LoadStats{Source: SourcePK}
+	pkBytes, dumpBytes := fileSize(d.Path(circuit, PKFile)), fileSize(d.Path(circuit, DumpFile))
+
+	want := digest
+	var sum *dumpSum
+	var err error
+	if want == "" && fileSize(d.Path(circuit, DumpSumFile)) >= 0 {
+		want, err = FileDigest(d.Path(circuit, PKFile))
+	}
+	if err == nil {
+		sum, err = d.readSum(circuit, want)
+	}
+	if err != nil && !errors.Is(err, errNoDump) {
+		log.Warn("proving key dump not used; it will be rebuilt from "+PKFile, "circuit", circuit, "reason", err)
+	}
+	if sum != nil {
+		st.Source = SourceDump
+	}
+	log.Info("loading proving key", "circuit", circuit, "from", st.Source, "pk_bytes", pkBytes, "dump_bytes", dumpBytes)
+
+	var pk *groth16bls.ProvingKey
+	if sum != nil {
+		if pk, err = d.readDump(circuit, sum); err != nil {
+			log.Warn("proving key dump not used; it will be rebuilt from "+PKFile, "circuit", circuit, "reason", err)
+			st.Source = SourcePK
+		}
+	}
+	if pk == nil {
+		var got string
+		if pk, got, err = d.readPK(circuit, digest); err != nil {
+			return nil, nil, st, err
+		}
+		if err := d.writeDump(circuit, pk, got); err != nil {
+			log.Warn("cannot write the proving key dump; the next load parses "+PKFile+" again", "circuit", circuit, "err", err)
+		} else {
+			st.DumpWritten = true
+		}
+	}
+	st.Bytes = pkBytes
+	if st.Source == SourceDump {
+		st.Bytes = dumpBytes
+	}
+
+	vk := groth16.NewVerifyingKey(ecc.BLS12_381).(*groth16bls.VerifyingKey)
+	if err := readFile(d.Path(circuit, VKFile), func(r io.Reader) error { _, err := vk.ReadFrom(r); return err }); err != nil {
+		return nil, nil, st, fmt.Errorf("load verifying key of %s: %w", circuit, err)
+	}
+	st.Duration = time.Since(start)
+	log.Info("proving key loaded", "circuit", circuit, "from", st.Source, "ms", st.Duration.Milliseconds(), "dump_written", st.DumpWritten)
+	return pk, vk, st, nil
+}
+
+// readPK parses pk.bin (every point decompressed and subgroup-checked) and checks it
+// against digest when set; it returns the key and pk.bin's digest.
+func (d Dir) readPK(circuit, digest string) (*groth16bls.ProvingKey, string, error) {
 	pk := groth16.NewProvingKey(ecc.BLS12_381).(*groth16bls.ProvingKey)
 	h := sha256.New()
 	err := readFile(d.Path(circuit, PKFile), func(r io.Reader) error {
@@ -160,17 +262,37 @@ func (d Dir) Load(circuit, digest string) (*groth16bls.ProvingKey, *groth16bls.V
 		return err
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("load proving key of %s: %w", circuit, err)
+		return nil, "", fmt.Errorf("load proving key of %s: %w", circuit, err)
 	}
-	if got := hex.EncodeToString(h.Sum(nil)); digest != "" && got != digest {
-		return nil, nil, fmt.Errorf("proving key of %s at %s has digest %s, the database registered %s (run cuzk setup again or fix --keys-dir)",
+	got := hex.EncodeToString(h.Sum(nil))
+	if digest != "" && got != digest {
+		return nil, "", fmt.Errorf("proving key of %s at %s has digest %s, the database registered %s (run cuzk setup again or fix --keys-dir)",
 			circuit, d.Path(circuit, PKFile), got[:16], digest[:min(16, len(digest))])
 	}
-	vk := groth16.NewVerifyingKey(ecc.BLS12_381).(*groth16bls.VerifyingKey)
-	if err := readFile(d.Path(circuit, VKFile), func(r io.Reader) error { _, err := vk.ReadFrom(r); return err }); err != nil {
-		return nil, nil, fmt.Errorf("load verifying key of %s: %w", circuit, err)
+	return pk, got, nil
+}
+
+// fileSize is path's size, or -1 when it cannot be read.
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return -1
 	}
-	return pk, vk, nil
+	return fi.Size()
+}
+
+// FileDigest is the hex SHA-256 of the file at path (of pk.bin: the pk digest).
+func FileDigest(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, bufio.NewReaderSize(f, bufSize)); err != nil {
+		return "", fmt.Errorf("hash %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // LoadR1CS reads an imported circuit's constraint system.
@@ -183,12 +305,17 @@ func (d Dir) LoadR1CS(circuit string) (*cs.R1CS, error) {
 	return r1cs, err
 }
 
-func readFile(path string, read func(io.Reader) error) (err error) {
+func readFile(path string, read func(io.Reader) error) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	return decode(f, read)
+}
+
+// decode runs read over f through a buffer.
+func decode(f *os.File, read func(io.Reader) error) (err error) {
 	// gnark's decoders trust the lengths they read, so a file of the wrong kind can
 	// make them panic (makeslice out of range) instead of returning an error.
 	defer func() {

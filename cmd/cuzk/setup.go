@@ -3,11 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -132,7 +129,7 @@ func setupBuiltin(ctx context.Context, g *globals, pool *pgxpool.Pool, reg *synt
 		if vkBytes, err = encodeVK(vk); err != nil {
 			return err
 		}
-		if digest, err = fileDigest(kd.Path(name, keys.PKFile)); err != nil {
+		if digest, err = keys.FileDigest(kd.Path(name, keys.PKFile)); err != nil {
 			return err
 		}
 	} else {
@@ -197,17 +194,4 @@ func encodeVK(vk *groth16bls.VerifyingKey) ([]byte, error) {
 	var b bytes.Buffer
 	_, err := vk.WriteTo(&b)
 	return b.Bytes(), err
-}
-
-func fileDigest(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("hash %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
