@@ -18,7 +18,8 @@ type Catalog interface {
 	// Circuit returns the compiled constraint system of a circuit.
 	Circuit(ctx context.Context, name string) (*synth.Compiled, error)
 	// Key returns the circuit's proving key resident on backend b, loading it on first
-	// use; loaded is the time this call spent loading (0 when it was resident).
+	// use; loaded is the time this call spent loading it or waiting for a load already
+	// in progress (a preload, another batch), 0 when it was resident.
 	Key(ctx context.Context, name string, b prover.Backend) (k *ResidentKey, loaded time.Duration, err error)
 }
 
@@ -69,7 +70,7 @@ type onceEntry[V any] struct {
 	err  error
 }
 
-// get returns key's value, and whether this call loaded it.
+// get returns key's value, and whether this call loaded it or waited for its load.
 func (o *loadOnce[V]) get(ctx context.Context, key string, load func() (V, error)) (V, bool, error) {
 	o.mu.Lock()
 	if o.m == nil {
@@ -94,6 +95,11 @@ func (o *loadOnce[V]) get(ctx context.Context, key string, load func() (V, error
 	select {
 	case <-e.done:
 		return e.v, false, e.err
+	default:
+	}
+	select {
+	case <-e.done:
+		return e.v, true, e.err
 	case <-ctx.Done():
 		var zero V
 		return zero, false, ctx.Err()
