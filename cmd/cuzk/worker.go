@@ -39,6 +39,7 @@ type workerCmd struct {
 	Heartbeat        time.Duration `env:"CUZK_HEARTBEAT" default:"10s" help:"How often the worker records that it is alive (cuzk.workers)."`
 	KeepInputs       bool          `name:"keep-inputs" env:"CUZK_KEEP_INPUTS" help:"Keep private inputs after success (default: scrub them)."`
 	Name             string        `env:"CUZK_NAME" help:"Worker identity in attempt rows (default host/pid)."`
+	PreloadKeys      string        `name:"preload-keys" env:"CUZK_PRELOAD_KEYS" placeholder:"CIRCUITS" help:"Load these circuits' proving keys onto every device at start, in the background: comma-separated names, or all (every registered circuit with keys in --keys-dir). Requests for a circuit wait for its load meanwhile."`
 }
 
 func (c workerCmd) Run(ctx context.Context, g *globals) error {
@@ -102,7 +103,8 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 		if err != nil {
 			return nil, nil, err
 		}
-		return kd.Load(name, d)
+		pk, vk, _, err := kd.LoadLogged(name, d, g.log)
+		return pk, vk, err
 	})
 	w, err := worker.New(pool, cfg, cat, devices, g.log)
 	if err != nil {
@@ -117,6 +119,9 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 			return err
 		}
 		defer srv.Close()
+	}
+	if c.PreloadKeys != "" {
+		go preloadKeys(ctx, g.log, c.PreloadKeys, pool, kd, cat, devices)
 	}
 	return w.Run(ctx)
 }
