@@ -204,7 +204,7 @@ func FinishAttempt(ctx context.Context, tx pgx.Tx, a *Attempt) error {
 		    prove_ms = $18, ntt_ms = $19, msm_ms = $20, verify_ms = $21, persist_ms = $22, total_ms = $23,
 		    telemetry = $24, h2d_ms = $25, msm_g1_ms = $26, msm_g2_ms = $27
 		 WHERE request_id = $1 AND attempt = $2`,
-		a.RequestID, a.Attempt, a.Outcome, nullString(a.Error), nullString(a.Backend), nullString(a.Device),
+		a.RequestID, a.Attempt, a.Outcome, nullString(CapError(a.Error)), nullString(a.Backend), nullString(a.Device),
 		batchID, batchSize, mem, nullTime(a.SynthStartedAt), nullTime(a.ProveStartedAt), nullTime(a.FinishedAt),
 		a.BatchWaitMs, a.MemWaitMs, a.SrsMs, a.SynthMs, a.ProveWaitMs, a.ProveMs, a.NttMs, a.MsmMs,
 		a.VerifyMs, a.PersistMs, a.TotalMs, a.Telemetry, a.H2DMs, a.MsmG1Ms, a.MsmG2Ms)
@@ -289,7 +289,7 @@ func SetRequestOutcome(ctx context.Context, tx pgx.Tx, requestID string, attempt
 		       finished_at = CASE WHEN $2 = 'failed' THEN now() ELSE NULL END
 		 WHERE r.request_id = $1 AND r.state = 'running'
 		   AND NOT EXISTS (SELECT 1 FROM cuzk.proof_attempts a WHERE a.request_id = r.request_id AND a.attempt > $4)`,
-		requestID, state, errMsg, attempt)
+		requestID, state, CapError(errMsg), attempt)
 	if err != nil {
 		return fmt.Errorf("mark %q %s: %w", requestID, state, err)
 	}
@@ -306,7 +306,7 @@ func HandBack(ctx context.Context, tx pgx.Tx, requestID string, attempt int, rea
 		   SET state = 'queued', attempts = greatest(r.attempts - 1, 0), last_error = $3, updated_at = now()
 		 WHERE r.request_id = $1 AND r.state = 'running'
 		   AND NOT EXISTS (SELECT 1 FROM cuzk.proof_attempts a WHERE a.request_id = r.request_id AND a.attempt > $2)`,
-		requestID, attempt, reason)
+		requestID, attempt, CapError(reason))
 	if err != nil {
 		return fmt.Errorf("hand %q back to the queue: %w", requestID, err)
 	}

@@ -3,6 +3,7 @@ package synth
 import (
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // InputError reports input that can never succeed: an unknown circuit name, malformed
@@ -21,7 +22,8 @@ func (e *InputError) Error() string {
 		msg += ": " + e.Err.Error()
 	}
 	if e.Field != "" {
-		return fmt.Sprintf("input %q: %s", e.Field, msg)
+		// The name may come from the inputs (an unknown field): never echo megabytes.
+		return fmt.Sprintf("input %q: %s", abbreviateName(e.Field), msg)
 	}
 	return msg
 }
@@ -40,4 +42,18 @@ func badField(field, format string, args ...any) *InputError {
 
 func badInput(format string, args ...any) *InputError {
 	return &InputError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// abbreviateName shortens a field name longer than any circuit's to its first 200
+// bytes and its length.
+func abbreviateName(s string) string {
+	const most = 200
+	if len(s) <= most {
+		return s
+	}
+	cut := most
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes)", s[:cut], len(s))
 }

@@ -211,9 +211,9 @@ func (p *jsonParser) value(node *schemaNode) error {
 	case json.Number:
 		if node.leaf >= 0 && !isDigits(string(t)) {
 			if strings.HasPrefix(string(t), "-") {
-				return badField(node.path, "negative value %s", t)
+				return badField(node.path, "negative value %s", abbreviate(string(t)))
 			}
-			return badField(node.path, "JSON number %s is not a plain integer; use a decimal or 0x-hex string", t)
+			return badField(node.path, "JSON number %s is not a plain integer; use a decimal or 0x-hex string", abbreviate(string(t)))
 		}
 		return p.leaf(node, string(t), tok)
 	default:
@@ -261,6 +261,14 @@ func (p *jsonParser) leaf(node *schemaNode, text string, tok json.Token) error {
 	return nil
 }
 
+// The most digits a canonical field element (below r, about 2^254.9) can be written
+// with: r has 77 decimal digits and 64 hex digits; one leading zero is tolerated in
+// decimal.
+const (
+	maxDecimalDigits = 78
+	maxHexDigits     = 64
+)
+
 // parseElement reads a decimal or 0x-hex integer, which must be less than r.
 func parseElement(s string, e *fr.Element) error {
 	digits, base := s, 10
@@ -274,6 +282,14 @@ func parseElement(s string, e *fr.Element) error {
 		return fmt.Errorf("negative value %s", abbreviate(s))
 	case digits == "":
 		return fmt.Errorf("%q has no digits", s)
+	}
+	// Checked before any parsing: big-number parsing costs the square of the length,
+	// and no longer text can be a field element.
+	if base == 10 && len(digits) > maxDecimalDigits {
+		return fmt.Errorf("value has %d decimal digits, a field element at most %d", len(digits), maxDecimalDigits)
+	}
+	if base == 16 && len(digits) > maxHexDigits {
+		return fmt.Errorf("value has %d hex digits, a field element at most %d", len(digits), maxHexDigits)
 	}
 	valid := isDigits(digits)
 	if base == 16 {

@@ -365,6 +365,10 @@ func (w *Worker) synthesize(it *item) error {
 		return errHandBack
 	}
 	it.att.SynthStartedAt = time.Now()
+	if it.req.Inputs == nil && len(it.req.Witness) == 0 {
+		// An empty payload reads as empty inputs JSON to synth; this one is a witness.
+		return fmt.Errorf("synthesize: %w", &synth.InputError{Msg: "witness is empty"})
+	}
 	sol, err := synth.Solve(it.ctx, compiled, it.req.Payload())
 	it.synthDone = time.Now()
 	it.att.SynthMs = msPtr(it.synthDone.Sub(it.att.SynthStartedAt))
@@ -633,7 +637,7 @@ func (w *Worker) fail(ctx context.Context, it *item, log *slog.Logger) error {
 	if !handBack && errors.Is(cause, context.DeadlineExceeded) {
 		err = fmt.Errorf("attempt ran past its time limit (the circuit's timeout, at most --rescue-after): %w", err)
 	}
-	it.att.Error = err.Error()
+	it.att.Error = cuzksql.CapError(err.Error())
 	it.att.FinishedAt = time.Now()
 	it.att.TotalMs = w.totalMs(it)
 
@@ -650,8 +654,11 @@ func (w *Worker) fail(ctx context.Context, it *item, log *slog.Logger) error {
 			return cuzksql.SetRequestOutcome(ctx, tx, it.req.RequestID, it.req.Attempt, err.Error(), final)
 		})
 	})
+	// What is logged and what River keeps in the job's errors is bounded like the
+	// stored text (FinishAttempt and SetRequestOutcome cap theirs).
+	err = cappedError{err}
 	if dbErr != nil {
-		log.Error("recording failed attempt", "err", dbErr, "attempt_err", err)
+		log.Error("recording failed attempt", "err", cappedError{dbErr}, "attempt_err", err)
 	}
 	w.observe(&it.att)
 	switch {
@@ -665,6 +672,13 @@ func (w *Worker) fail(ctx context.Context, it *item, log *slog.Logger) error {
 	log.Warn("attempt failed", "outcome", it.att.Outcome, "err", err)
 	return err
 }
+
+// cappedError is an error whose text is cut to cuzksql.MaxErrorBytes; errors.Is and
+// errors.As see the whole chain.
+type cappedError struct{ err error }
+
+func (e cappedError) Error() string { return cuzksql.CapError(e.err.Error()) }
+func (e cappedError) Unwrap() error { return e.err }
 
 // failOrphaned ends requests whose job River discarded behind cuzk's back (the rescuer,
 // when a dead worker's job has no attempts left), so that none stays 'running' forever.
