@@ -3,7 +3,7 @@ GO ?= go
 # go-nvml's cgo prologue calls deprecated NVML functions: keep that noise out of logs.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: build test vet race gpu-lib
+.PHONY: build test vet race gpu-lib gpu-bundle
 build:
 	$(GO) build -o bin/cuzk ./cmd/cuzk
 
@@ -21,3 +21,8 @@ test: vet
 
 gpu-lib:
 	$(MAKE) -C gpu/cuda
+
+# .gpubundle/: what scripts/gpu-e2e.sh needs on a GPU host without Go or PostgreSQL
+# (CUZK_PREBUILT_LIB=path adds a CUDA library).
+gpu-bundle:
+	scripts/gpu-bundle.sh
