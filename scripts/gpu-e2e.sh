@@ -96,7 +96,7 @@ if [ "$BACKEND" != cpu ]; then
 		export CUZK_GPU_LIB=$ROOT/gpu/cuda/build/libcuzkgpu.so
 		command -v nvcc >/dev/null || PATH=$PATH:/usr/local/cuda/bin
 		# Its own process group, so that a failed run stops nvcc too.
-		setsid make -C gpu/cuda -j16 >"$LOG/build.log" 2>&1 &
+		setsid -w make -C gpu/cuda -j16 >"$LOG/build.log" 2>&1 &
 		BUILD_PID=$!
 		note "CUDA library: building in the background ($CUZK_GPU_LIB)"
 	fi
@@ -134,6 +134,7 @@ for item in $CIRCUITS; do
 	name=${item%%:*} n=${item#*:}
 	[ "$n" = "$item" ] && n=16
 	case $n in '' | *[!0-9]*) fail "E2E_CIRCUITS: bad count in '$item'" ;; esac
+	case " ${NAMES[*]} " in *" $name "*) fail "E2E_CIRCUITS: $name twice" ;; esac
 	NAMES+=("$name")
 	COUNTS+=("$n")
 done
@@ -143,7 +144,7 @@ for i in "${!NAMES[@]}"; do
 	name=${NAMES[$i]} n=${COUNTS[$i]}
 	# Each job in its own process group, so that a failed run can stop all of it.
 	# shellcheck disable=SC2016 # expanded by the inner shell
-	setsid bash -c '
+	setsid -w bash -c '
 		cuzk=$1 name=$2 n=$3 log=$4 dir=$5 t0=$SECONDS
 		"$cuzk" setup --circuit "$name" >"$log" 2>&1 || exit 1
 		echo "setup: ok in $((SECONDS - t0)) s" >>"$log"
