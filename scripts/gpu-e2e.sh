@@ -14,6 +14,9 @@
 #   E2E_COMPARE_SERIAL  1: afterwards, prove the largest circuit's count again with a
 #                       second worker given --synth-concurrency 1 --queue-depth 1, and
 #                       report both rates
+#   E2E_COMPARE_BATCH   "circuit:k ...": afterwards, prove each listed circuit's count again
+#                       with a worker given --max-batch k (label batch<k>), to set batched
+#                       against one-at-a-time throughput; the circuit must be in E2E_CIRCUITS
 #   E2E_DEADLINE_S      give up (and fail) this many seconds after the start (default 530)
 #   E2E_KEYS_DIR        keys and compiled circuits here instead of a temp dir: setup
 #                       reuses keys it finds there (after checking they fit the circuit)
@@ -280,6 +283,18 @@ if [ "${E2E_COMPARE_SERIAL:-0}" = 1 ]; then
 	stop_worker
 fi
 
+EXTRA_LABELS=()
+for item in ${E2E_COMPARE_BATCH:-}; do
+	c=${item%%:*} k=${item#*:} cn=
+	for i in "${!NAMES[@]}"; do [ "${NAMES[$i]}" = "$c" ] && cn=${COUNTS[$i]}; done
+	[ -n "$cn" ] || fail "E2E_COMPARE_BATCH: $c is not in E2E_CIRCUITS"
+	case $k in '' | *[!0-9]*) fail "E2E_COMPARE_BATCH: bad batch size in '$item'" ;; esac
+	start_worker "batch$k" "${WFLAGS[@]}" --max-batch "$k"
+	prove "batch$k" "$c" "$cn"
+	stop_worker
+	EXTRA_LABELS+=("batch$k")
+done
+
 "$CUZK" verify --all >"$LOG/verify.log" 2>&1
 vrc=$?
 verified=$(grep -c ': ok$' "$LOG/verify.log")
@@ -288,6 +303,7 @@ note "verify --all: rc $vrc, $verified ok, $(grep -c 'INVALID' "$LOG/verify.log"
 # --- report ----------------------------------------------------------------------------
 WORKER_LABELS=(main)
 [ "${E2E_COMPARE_SERIAL:-0}" = 1 ] && WORKER_LABELS+=(serial)
+WORKER_LABELS+=("${EXTRA_LABELS[@]}")
 budget=$(grep -o 'budget="[^"]*"' "$LOG/worker-main.log" | head -1 | cut -d'"' -f2)
 for i in "${!WORKER_LABELS[@]}"; do
 	l=${WORKER_LABELS[$i]}
