@@ -329,8 +329,12 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
         CK(cudaGetLastError());
 
         // Unit length: about twice the mean bucket load, so a typical bucket is one unit
-        // and a heavy one becomes many (summed by the tree below).
-        const uint32_t L = std::max<uint32_t>(8, (uint32_t)(2 * (size_t)cn / (nb - 1)));
+        // and a heavy one becomes many (summed by the tree below); shorter when that
+        // would leave fewer threads than the device runs at once (small MSMs), since
+        // then each thread's serial chain of additions sets the time.
+        uint32_t L = std::max<uint32_t>(8, (uint32_t)(2 * (size_t)cn / (nb - 1)));
+        const size_t busy = (size_t)std::max(s->sm_count, 1) * 1024;
+        L = std::min<uint32_t>(L, (uint32_t)std::max<size_t>(4, (m + busy - 1) / busy));
         CK(cudaMemsetAsync(s->umax.p, 0, 4, st));
         k_units<<<blocks(K + 1, T), T, 0, st>>>(s->bstart.as<uint32_t>(), s->bend.as<uint32_t>(), K, nb, L,
                                                  s->units.as<uint32_t>(), s->umax.as<uint32_t>());
@@ -377,8 +381,12 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
         prof.mark(stage_timer::kMerge);
     }
 
+    // Buckets per reduction segment: 32, or fewer (down to 4) when the windows hold too
+    // few buckets to give every SM work (small MSMs): each segment is a serial chain.
     const uint32_t half = nb - 1;
-    const uint32_t S = std::min<uint32_t>(half, 32);
+    uint32_t S = 32;
+    while (S > 4 && (size_t)nsets * half / S < (size_t)std::max(s->sm_count, 1) * 64) S /= 2;
+    S = std::min(S, half);
     uint32_t P = half / S;
     RET(s->segs.ensure((size_t)nsets * P * sizeof(X)));
     RET(s->segs2.ensure((size_t)nsets * P * sizeof(X)));

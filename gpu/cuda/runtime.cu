@@ -96,6 +96,7 @@ extern "C" int cuzk_stream_create(cuzk_ctx* ctx, size_t staging_bytes, cuzk_stre
     if (e == cudaSuccess) e = cudaEventCreateWithFlags(&s->ev[0], cudaEventDisableTiming);
     if (e == cudaSuccess) e = cudaEventCreateWithFlags(&s->ev[1], cudaEventDisableTiming);
     if (e == cudaSuccess) e = cudaHostAlloc((void**)&s->pinned, staging_bytes, cudaHostAllocDefault);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&s->sm_count, cudaDevAttrMultiProcessorCount, ctx->dev);
     if (e != cudaSuccess) {
         delete s;
         return fail(CUZK_ERR_CUDA, std::string("stream create: ") + cudaGetErrorString(e));

@@ -47,6 +47,7 @@ struct cuzk_stream {
     size_t pinned_bytes = 0;
     cudaEvent_t ev[2];
     size_t msm_chunk = 0;  // 0 = default
+    int sm_count = 0;      // the device's multiprocessors: sizes the MSM's parallel stages
     // MSM scratch, kept across calls.
     dev_scratch keys, vals, keys_alt, vals_alt, sort_tmp, bstart, bend, units, uoff, desc,
         partials, buckets, segs, segs2, bases_chunk, scalars, tmp, ulen, uorder, ulen_alt, uorder_alt, umax;
