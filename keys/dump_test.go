@@ -188,6 +188,21 @@ func TestFirstLoadWritesDump(t *testing.T) {
 	proveVerify(t, ccs, pk, vk)
 }
 
+// Without pk.bin the key is missing, even with a good dump beside it: the error names
+// pk.bin, and nothing is loaded from the cache.
+func TestLoadWithoutPKBinFails(t *testing.T) {
+	d, _, digest := setupCube(t)
+	if err := os.Remove(d.Path("cube", PKFile)); err != nil {
+		t.Fatal(err)
+	}
+	for _, dg := range []string{digest, ""} {
+		pk, _, _, err := d.LoadLogged("cube", dg, nil)
+		if err == nil || pk != nil || !strings.Contains(err.Error(), PKFile) {
+			t.Errorf("load (digest %q) without pk.bin: key %v, error %v; want an error naming %s", dg, pk != nil, err, PKFile)
+		}
+	}
+}
+
 // A dump that fails a check is not used: the key comes from pk.bin, the dump is
 // rebuilt and the next load uses it.
 func TestBadDumpIsRebuilt(t *testing.T) {

@@ -198,6 +198,11 @@ func (d Dir) LoadLogged(circuit, digest string, log *slog.Logger) (*groth16bls.P
 	}
 	start := time.Now()
 	st := LoadStats{Source: SourcePK}
+	// The dump is a cache of pk.bin, never a key of its own: without pk.bin the key is
+	// missing (an operator who removes it expects the circuit's key to be gone).
+	if _, err := os.Stat(d.Path(circuit, PKFile)); err != nil {
+		return nil, nil, st, fmt.Errorf("load proving key of %s: %w", circuit, err)
+	}
 	pkBytes, dumpBytes := fileSize(d.Path(circuit, PKFile)), fileSize(d.Path(circuit, DumpFile))
 
 	want := digest
