@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// TestMontChainGenerated checks the carry-chain Montgomery product (gpu/cuda/
-// mont_chain.cuh, built with -DCUZK_MUL_CHAIN): the committed file is what its
+// TestMontChainGenerated checks the library's default Montgomery product, the carry
+// chains of gpu/cuda/mont_chain.cuh: the committed file is what its
 // generator writes, and its PTX, interpreted on integers, computes a·b·R⁻¹ mod p below
 // 2p for Fp and Fr on edge and random operands. It runs without a GPU.
 func TestMontChainGenerated(t *testing.T) {

@@ -13,7 +13,7 @@
 #   CUZK_GPU_BENCH_LOGS     benchmark sizes (default 20,22,24); CUZK_SKIP_BENCH=1 skips
 #   CUZK_GPU_TEST_RUN       -test.run pattern for the correctness tests (default: all)
 #   CUZK_GPU_VARIANTS       A/B: "name:EXTRA;name2:EXTRA2" also builds these variants of
-#                           the library (make EXTRA=..., e.g. -DCUZK_PTX_MUL) beside the
+#                           the library (make EXTRA=..., e.g. -DCUZK_MUL_CIOS) beside the
 #                           main build, runs the MSM/NTT tests (to CUZK_GPU_VARIANT_TEST_MAXLOG,
 #                           default 16) with each, and times each with the MSM/NTT
 #                           benchmark at CUZK_GPU_VARIANT_LOGS (default 24), no CPU
