@@ -3,7 +3,6 @@ package synth
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
@@ -41,11 +40,13 @@ func SolveWitness(ctx context.Context, c *Compiled, w witness.Witness) (*Solutio
 	}
 	res, err := c.CS.Solve(w)
 	if err != nil {
-		var unsat *cs.UnsatisfiedConstraintError
-		if errors.As(err, &unsat) {
-			return nil, &InputError{Msg: "inputs do not satisfy circuit " + c.Name, Err: err}
+		if unsat, ok := asUnsatisfied(err); ok {
+			// gnark's text prints values computed from the private inputs: the error
+			// names the constraint only (UnsatisfiedError.Detail keeps the rest).
+			return nil, &InputError{Msg: "inputs do not satisfy circuit " + c.Name, Err: c.unsatisfied(unsat)}
 		}
-		return nil, fmt.Errorf("solve %s: %w", c.Name, err)
+		// Other solver errors (a failing hint, say) may quote values too.
+		return nil, &solverError{circuit: c.Name, err: err}
 	}
 	sol, ok := res.(*cs.R1CSSolution)
 	if !ok {
@@ -62,6 +63,16 @@ func SolveWitness(ctx context.Context, c *Compiled, w witness.Witness) (*Solutio
 		Witness:  w,
 	}, nil
 }
+
+// solverError is a solver failure other than an unsatisfied constraint, its text
+// scrubbed of anything that could be a value; Unwrap still gives gnark's error.
+type solverError struct {
+	circuit string
+	err     error
+}
+
+func (e *solverError) Error() string { return "solve " + e.circuit + ": " + scrubValues(e.err.Error()) }
+func (e *solverError) Unwrap() error { return e.err }
 
 // publicWitness encodes public inputs exactly as gnark's witness.MarshalBinary does
 // for a public witness: counts of public and secret values, then the vector.

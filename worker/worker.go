@@ -656,6 +656,12 @@ func (w *Worker) fail(ctx context.Context, it *item, log *slog.Logger) error {
 	})
 	// What is logged and what River keeps in the job's errors is bounded like the
 	// stored text (FinishAttempt and SetRequestOutcome cap theirs).
+	var unsat *synth.UnsatisfiedError
+	if errors.As(err, &unsat) {
+		// The stored and logged text names the constraint only; gnark's own, with values
+		// computed from the private inputs, is for debugging on the worker's host.
+		log.Debug("unsatisfied constraint with witness values", "detail", cuzksql.CapError(unsat.Detail()))
+	}
 	err = cappedError{err}
 	if dbErr != nil {
 		log.Error("recording failed attempt", "err", cappedError{dbErr}, "attempt_err", err)
