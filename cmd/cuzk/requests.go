@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -63,6 +64,12 @@ type submitCmd struct {
 }
 
 func (c submitCmd) Run(ctx context.Context, g *globals) error {
+	if c.Priority < 1 || c.Priority > 4 {
+		return usagef("--priority %d: priority must be 1 (most urgent) to 4", c.Priority)
+	}
+	if c.MaxAttempts < 1 || c.MaxAttempts > 100 {
+		return usagef("--max-attempts %d: max attempts must be 1 to 100", c.MaxAttempts)
+	}
 	var inputs, witness []byte
 	var err error
 	switch {
@@ -95,6 +102,11 @@ func (c submitCmd) Run(ctx context.Context, g *globals) error {
 	                                witness => $4, priority => $5, max_attempts => $6)`,
 		c.RequestID, c.Circuit, inputsArg, witness, c.Priority, c.MaxAttempts).Scan(&id)
 	if err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "23514" { // check_violation
+			// The request's own values are wrong (inputs not an object, a bad request id).
+			return usageError{sqlErr("submit", err).Error()}
+		}
 		return sqlErr("submit", err)
 	}
 	fmt.Fprintf(g.stdout, "submitted %s (id %d)\n", c.RequestID, id)
@@ -137,12 +149,16 @@ func (c statusCmd) Run(ctx context.Context, g *globals) error {
 		return err
 	}
 	defer pool.Close()
+	limit := c.Limit
+	if len(c.RequestIDs) > 0 {
+		limit = len(c.RequestIDs) // every named request that exists
+	}
 	rows, err := pool.Query(ctx, `
 		SELECT request_id, circuit, state, attempts, coalesce(last_error, ''), created_at, finished_at
 		  FROM cuzk.proof_status
 		 WHERE (coalesce(cardinality($1::text[]), 0) = 0 OR request_id = ANY($1))
 		   AND ($2 = '' OR state = $2)
-		 ORDER BY created_at DESC LIMIT $3`, c.RequestIDs, c.State, c.Limit)
+		 ORDER BY created_at DESC LIMIT $3`, c.RequestIDs, c.State, limit)
 	if err != nil {
 		return sqlErr("status", err)
 	}
@@ -159,27 +175,45 @@ func (c statusCmd) Run(ctx context.Context, g *globals) error {
 	if err != nil {
 		return sqlErr("status", err)
 	}
-	if len(c.RequestIDs) > 0 && len(list) < len(c.RequestIDs) {
+	// Named requests that are not there (or not in --state) are reported after the
+	// rows that are, so a script still gets what exists.
+	var missing []string
+	if len(c.RequestIDs) > 0 {
 		found := map[string]bool{}
 		for _, r := range list {
 			found[r.RequestID] = true
 		}
 		for _, id := range c.RequestIDs {
 			if !found[id] {
-				return fmt.Errorf("unknown request %q", id)
+				found[id] = true // named twice, reported once
+				missing = append(missing, strconv.Quote(id))
 			}
 		}
 	}
 	if c.JSON {
-		return writeJSONLines(g.stdout, list)
+		err = writeJSONLines(g.stdout, list)
+	} else if len(list) > 0 || len(missing) == 0 {
+		tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "REQUEST\tCIRCUIT\tSTATE\tATTEMPTS\tCREATED\tLAST ERROR")
+		for _, r := range list {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", r.RequestID, r.Circuit, r.State, r.Attempts,
+				r.CreatedAt.Format(time.DateTime), truncate(r.LastError, 80))
+		}
+		err = tw.Flush()
 	}
-	tw := tabwriter.NewWriter(g.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "REQUEST\tCIRCUIT\tSTATE\tATTEMPTS\tCREATED\tLAST ERROR")
-	for _, r := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", r.RequestID, r.Circuit, r.State, r.Attempts,
-			r.CreatedAt.Format(time.DateTime), truncate(r.LastError, 80))
+	if err != nil {
+		return err
 	}
-	return tw.Flush()
+	switch {
+	case len(missing) == 0:
+		return nil
+	case c.State != "":
+		return fmt.Errorf("no %s request %s", c.State, strings.Join(missing, ", "))
+	case len(missing) == 1:
+		return fmt.Errorf("unknown request %s", missing[0])
+	default:
+		return fmt.Errorf("unknown requests %s", strings.Join(missing, ", "))
+	}
 }
 
 type timingsCmd struct {
@@ -302,15 +336,22 @@ func (c cancelCmd) Run(ctx context.Context, g *globals) error {
 	var failed int
 	for _, id := range c.RequestIDs {
 		var ok bool
-		if err := pool.QueryRow(ctx, "SELECT cuzk.cancel_proof($1)", id).Scan(&ok); err != nil {
+		var state string
+		// cancel_proof returns false when the request had already ended; its state then
+		// says how (the function's own change is not visible to this statement's view).
+		if err := pool.QueryRow(ctx, `SELECT cuzk.cancel_proof($1), coalesce((SELECT state FROM cuzk.proof_status
+		                                WHERE request_id = $1), '')`, id).Scan(&ok, &state); err != nil {
 			fmt.Fprintf(g.stderr, "cuzk: cancel %s: %s\n", id, sqlErr("", err))
 			failed++
 			continue
 		}
-		if ok {
+		switch {
+		case ok:
 			fmt.Fprintf(g.stdout, "cancelled %s\n", id)
-		} else {
-			fmt.Fprintf(g.stdout, "%s had already finished\n", id)
+		case state == "cancelled":
+			fmt.Fprintf(g.stdout, "%s already cancelled\n", id)
+		default:
+			fmt.Fprintf(g.stdout, "%s already finished (%s)\n", id, state)
 		}
 	}
 	if failed > 0 {

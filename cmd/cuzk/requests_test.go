@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cuzk/cuzk/internal/pgtest"
+)
+
+// What an operator meets submitting, looking up and cancelling requests by hand: bad
+// values are usage errors (exit 2) saying the rule, status prints what exists and
+// reports the rest, and a second cancel says the request was already cancelled.
+func TestSubmitStatusCancelMessages(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	ctx := context.Background()
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO cuzk.circuits (name, constraints, public_inputs, wires, vk, pk_digest)
+	                                 VALUES ('c', 1, 0, 1, '', 'x')`); err != nil {
+		t.Fatal(err)
+	}
+	submit := func(id, inputs string, flags ...string) result {
+		return cuzkEnv(t, []string{"DATABASE_URL=" + db.URL}, inputs, time.Minute,
+			append([]string{"submit", "--request-id", id, "--circuit", "c", "--inputs", "-"}, flags...)...)
+	}
+	oneError := func(r result, want string) {
+		t.Helper()
+		wantExit(t, r, exitUsage, want)
+		if strings.Contains(r.stderr, "violates check constraint") || len(strings.Split(strings.TrimSpace(r.stderr), "\n")) != 1 {
+			t.Errorf("want one readable line on stderr, got %s", r)
+		}
+	}
+	oneError(submit("p7", "{}", "--priority", "7"), "priority must be 1 (most urgent) to 4")
+	oneError(submit("p0", "{}", "--priority", "0"), "priority must be 1 (most urgent) to 4")
+	oneError(submit("m0", "{}", "--max-attempts", "0"), "max attempts must be 1 to 100")
+	// Caught by the database: the message comes from its check, still a usage error.
+	oneError(submit("arr", "[1]"), `submit: request "arr": inputs must be a JSON object, not a JSON array`)
+
+	mustOK(t, submit("a", "{}"))
+	mustOK(t, submit("b", "{}", "--priority", "4"))
+
+	r := cuzkDB(t, db.URL, "status", "a", "b", "unknown", "b", "gone")
+	wantExit(t, r, exitRuntime, `cuzk: unknown requests "unknown", "gone"`)
+	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); len(lines) != 3 ||
+		!strings.Contains(r.stdout, "\na ") || !strings.Contains(r.stdout, "\nb ") {
+		t.Errorf("status a b unknown: want the header and the rows of a and b on stdout, got %s", r)
+	}
+	r = cuzkDB(t, db.URL, "status", "--json", "a", "unknown")
+	wantExit(t, r, exitRuntime, `cuzk: unknown request "unknown"`)
+	if !strings.Contains(r.stdout, `"request_id":"a"`) {
+		t.Errorf("status --json a unknown: want a's row, got %s", r)
+	}
+	r = cuzkDB(t, db.URL, "status", "--state", "failed", "a")
+	wantExit(t, r, exitRuntime, `cuzk: no failed request "a"`)
+	mustOK(t, cuzkDB(t, db.URL, "status", "a", "b"))
+
+	r = mustOK(t, cuzkDB(t, db.URL, "cancel", "a"))
+	if r.stdout != "cancelled a\n" {
+		t.Errorf("first cancel: got %s", r)
+	}
+	r = mustOK(t, cuzkDB(t, db.URL, "cancel", "a"))
+	if r.stdout != "a already cancelled\n" {
+		t.Errorf("second cancel: want %q, got %s", "a already cancelled\n", r)
+	}
+	if _, err := db.Pool.Exec(ctx, `UPDATE cuzk.proof_requests SET state = 'succeeded', finished_at = now() WHERE request_id = 'b'`); err != nil {
+		t.Fatal(err)
+	}
+	r = mustOK(t, cuzkDB(t, db.URL, "cancel", "b"))
+	if r.stdout != "b already finished (succeeded)\n" {
+		t.Errorf("cancel of a proven request: got %s", r)
+	}
+	r = mustOK(t, cuzkDB(t, db.URL, "status", "a"))
+	if !strings.Contains(r.stdout, "cancelled by role ") {
+		t.Errorf("status of a cancelled request: want last error \"cancelled by role …\", got %s", r)
+	}
+}
