@@ -21,7 +21,7 @@ COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=1 go build -trimpath -ldflags="-s -w" -o /out/cuzk ./cmd/cuzk \
+    CGO_ENABLED=1 CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations" go build -trimpath -ldflags="-s -w" -o /out/cuzk ./cmd/cuzk \
  && /out/cuzk --help >/dev/null
 
 # --- CUDA library (gpu/cuda/Makefile). NVCC_ARCH overrides the Makefile's device code

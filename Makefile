@@ -1,11 +1,20 @@
 # cuzk: `make test` is the project's test command (CI runs it through .ci/run).
 GO ?= go
-# go-nvml's cgo prologue calls deprecated NVML functions: keep that noise out of logs.
+# go-nvml's cgo code calls NVML functions that its bundled nvml.h marks deprecated, so
+# the first build of that package prints about 30 compiler warnings (harmless). cgo
+# flags cannot be set for a dependency from go.mod: every target here passes this one.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: build test vet race gpu-lib gpu-bundle
+.PHONY: build install demo test vet race gpu-lib gpu-bundle
 build:
 	$(GO) build -o bin/cuzk ./cmd/cuzk
+
+# cuzk into $(go env GOBIN), or $(go env GOPATH)/bin when GOBIN is unset.
+install:
+	$(GO) install ./cmd/cuzk
+
+demo:
+	$(GO) run ./cmd/cuzk demo
 
 vet:
 	$(GO) vet ./...
