@@ -34,9 +34,7 @@ func TestKill9DeadWorkerRescuedByHeartbeat(t *testing.T) {
 		if outcome != "interrupted" || worker != "dead-a" {
 			t.Errorf("%s attempt 1: %s by %s, want interrupted by dead-a", id, outcome, worker)
 		}
-		errs := scalar[string](t, e.pool, `
-			SELECT coalesce(string_agg(e->>'error', '; '), '') FROM river_job j, unnest(j.errors) e
-			 WHERE j.args->>'request_id' = $1`, id)
+		errs := e.jobErrors(id)
 		if !strings.Contains(errs, "worker dead-a stopped heartbeating") {
 			t.Errorf("%s: River job errors %q do not say why it was rescued", id, errs)
 		}

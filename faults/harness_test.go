@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cuzk/cuzk/internal/cuzkbin"
+	"github.com/cuzk/cuzk/internal/pgcluster"
 	"github.com/cuzk/cuzk/internal/pgtest"
 )
 
@@ -443,6 +444,39 @@ func (e *env) logAttempts() {
 			e.t.Logf("attempt %s #%d by %s: %s %q started %s finished %v", id, n, worker, outcome, msg, started.Format("15:04:05.000"), finished)
 		}
 	})
+}
+
+// jobErrors is every error River recorded on the job of request id, joined with "; ".
+func (e *env) jobErrors(id string) string {
+	e.t.Helper()
+	return scalar[string](e.t, e.pool, `
+		SELECT coalesce(string_agg(e->>'error', '; '), '') FROM river_job j, unnest(j.errors) e
+		 WHERE j.args->>'request_id' = $1`, id)
+}
+
+// clusterEnv is newEnv on a private PostgreSQL cluster of the test's own, migrated,
+// which the test may stop and start.
+func clusterEnv(t *testing.T, ctx context.Context) (*env, *pgcluster.Cluster) {
+	t.Helper()
+	cluster, err := pgcluster.Start(ctx, pgcluster.FreePort())
+	if err != nil {
+		t.Fatalf("start a private PostgreSQL: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := cluster.Stop(); err != nil {
+			t.Logf("stop cluster: %v", err)
+		}
+	})
+	url := cluster.URL("postgres")
+	if _, err := runCmd(ctx, []string{"DATABASE_URL=" + url}, "migrate"); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return setupEnv(t, url, pool), cluster
 }
 
 // scalar reads one value.

@@ -6,10 +6,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/cuzk/cuzk/internal/pgcluster"
 )
 
 // PostgreSQL restarted while two workers are busy: connections are cut (fast
@@ -19,25 +15,7 @@ func TestPostgresRestartMidRun(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cluster, err := pgcluster.Start(ctx, pgcluster.FreePort())
-	if err != nil {
-		t.Fatalf("start a private PostgreSQL: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := cluster.Stop(); err != nil {
-			t.Logf("stop cluster: %v", err)
-		}
-	})
-	url := cluster.URL("postgres")
-	if _, err := runCmd(ctx, []string{"DATABASE_URL=" + url}, "migrate"); err != nil {
-		t.Fatal(err)
-	}
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	e := setupEnv(t, url, pool)
+	e, cluster := clusterEnv(t, ctx)
 
 	ids := e.submit("restart", small, 24, 5)
 	a := e.start("restart-a")

@@ -370,27 +370,46 @@ func RescueDeadWorkers(ctx context.Context, db *pgxpool.Pool, self string, deadA
 		    UPDATE cuzk.workers SET stopped_at = now()
 		     WHERE stopped_at IS NULL AND worker <> $1 AND river_client_id IS NOT NULL
 		       AND last_seen_at < now() - make_interval(secs => $2)
-		    RETURNING worker, river_client_id)
+		    RETURNING worker, river_client_id,
+		              'worker ' || worker || ' stopped heartbeating during the attempt (rescued)' AS reason)
+		`+handBackJobs, self, deadAfter.Seconds(), queue)
+	return collectRescued(rows, err, "rescue the jobs of dead workers")
+}
+
+// HandBackClientJobs hands the running jobs in queue last claimed under River client
+// clientID back, as RescueDeadWorkers does, with reason in each job's errors: for a
+// worker restarted under its name, whose previous process is known to be gone.
+func HandBackClientJobs(ctx context.Context, db *pgxpool.Pool, clientID, queue, reason string) ([]RescuedJob, error) {
+	rows, err := db.Query(ctx, `
+		WITH dead AS (SELECT ''::text AS worker, $1::text AS river_client_id, $2::text AS reason)
+		`+handBackJobs, clientID, reason, queue)
+	return collectRescued(rows, err, "hand back the jobs of the previous process")
+}
+
+// handBackJobs follows a CTE dead(worker, river_client_id, reason) and takes the
+// queue as $3.
+const handBackJobs = `
 		UPDATE river_job j
 		   SET state = (CASE WHEN j.attempt < j.max_attempts THEN 'available' ELSE 'discarded' END)::river_job_state,
 		       scheduled_at = now(),
 		       finalized_at = CASE WHEN j.attempt < j.max_attempts THEN NULL ELSE now() END,
 		       errors = array_append(j.errors, jsonb_build_object(
-		           'at', now(), 'attempt', j.attempt, 'trace', '',
-		           'error', 'worker ' || d.worker || ' stopped heartbeating during the attempt (rescued)'))
+		           'at', now(), 'attempt', j.attempt, 'trace', '', 'error', d.reason))
 		  FROM dead d
 		 WHERE j.state = 'running' AND j.queue = $3
 		   AND j.attempted_by[array_upper(j.attempted_by, 1)] = d.river_client_id
-		RETURNING j.id, d.worker, j.state = 'discarded'`, self, deadAfter.Seconds(), queue)
+		RETURNING j.id, d.worker, j.state = 'discarded'`
+
+func collectRescued(rows pgx.Rows, err error, what string) ([]RescuedJob, error) {
 	if err != nil {
-		return nil, fmt.Errorf("rescue the jobs of dead workers: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (RescuedJob, error) {
 		var j RescuedJob
 		return j, r.Scan(&j.JobID, &j.Worker, &j.Discarded)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("rescue the jobs of dead workers: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return out, nil
 }

@@ -30,15 +30,23 @@ func (w *Worker) heartbeat(ctx context.Context) {
 	beat := func() {
 		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		_, err := w.pool.Exec(c, `
+		var prev *string
+		err := w.pool.QueryRow(c, `
+			WITH prev AS (SELECT river_client_id FROM cuzk.workers WHERE worker = $1)
 			INSERT INTO cuzk.workers (worker, host, pid, backend, devices, config, river_client_id)
 			VALUES ($1, $2, $3, $4, $5, $6, $7)
 			ON CONFLICT (worker) DO UPDATE SET last_seen_at = now(), stopped_at = NULL,
+			    host = EXCLUDED.host, pid = EXCLUDED.pid,
 			    backend = EXCLUDED.backend, devices = EXCLUDED.devices, config = EXCLUDED.config,
-			    river_client_id = EXCLUDED.river_client_id`,
-			w.cfg.Name, host, os.Getpid(), backend, devJSON, cfgJSON, sanitizeClientID(w.cfg.Name))
+			    river_client_id = EXCLUDED.river_client_id
+			RETURNING (SELECT river_client_id FROM prev)`,
+			w.cfg.Name, host, os.Getpid(), backend, devJSON, cfgJSON, w.clientID).Scan(&prev)
 		if err != nil && ctx.Err() == nil {
 			w.log.Warn("worker heartbeat", "err", err)
+		}
+		if err == nil && prev != nil && *prev != w.clientID && *prev != w.predecessorID {
+			// Someone else wrote this row since the last beat: a live process with the same name.
+			w.lock.conflict("another live process heartbeats under this worker's name", predecessor{clientID: *prev})
 		}
 	}
 	beat()
@@ -63,7 +71,9 @@ func (w *Worker) heartbeat(ctx context.Context) {
 func (w *Worker) markStopped() {
 	c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, _ = w.pool.Exec(c, "UPDATE cuzk.workers SET stopped_at = now(), last_seen_at = now() WHERE worker = $1", w.cfg.Name)
+	// Only while the row is this process's: a live namesake's row stays live.
+	_, _ = w.pool.Exec(c, "UPDATE cuzk.workers SET stopped_at = now(), last_seen_at = now() WHERE worker = $1 AND river_client_id = $2",
+		w.cfg.Name, w.clientID)
 }
 
 // sanitizeClientID turns a worker name into a River client ID (no slashes or spaces).

@@ -54,10 +54,15 @@ type Worker struct {
 	devices []Device
 	budget  *Budget
 
-	client    *river.Client[pgx.Tx]
-	collector *collector
-	synthSem  chan struct{}
-	proveCh   chan *batch
+	client   *river.Client[pgx.Tx]
+	clientID string    // River client ID of this process (newClientID)
+	lock     *nameLock // this process's hold on cfg.Name (identity.go)
+	// predecessorID is the client ID of the process that ran under cfg.Name before
+	// this one: its last heartbeat is no conflict.
+	predecessorID string
+	collector     *collector
+	synthSem      chan struct{}
+	proveCh       chan *batch
 
 	timeouts sync.Map // circuit -> time.Duration
 	origin   cuzksql.Origin
@@ -100,6 +105,7 @@ func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Device, log 
 		proveCh:  make(chan *batch, cfg.QueueDepth),
 	}
 	w.origin = w.makeOrigin()
+	w.clientID = newClientID(cfg.Name)
 	w.drainCtx, w.drain = context.WithCancel(context.Background())
 	w.collector = newCollector(cfg.MaxBatch, cfg.BatchWait, w.startBatch)
 
@@ -109,7 +115,7 @@ func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Device, log 
 	}
 	// River's control messages are acted on only when the database backs them (notify.go).
 	client, err := river.NewClient[pgx.Tx](newTrustedDriver(pool, log.With("component", "river")), &river.Config{
-		ID:     sanitizeClientID(cfg.Name),
+		ID:     w.clientID,
 		Logger: log.With("component", "river"),
 		Queues: map[string]river.QueueConfig{
 			jobs.Queue: {MaxWorkers: w.maxClaimed(), FetchPollInterval: cfg.PollInterval},
@@ -158,10 +164,28 @@ func (w *Worker) Run(ctx context.Context) error {
 	}()
 
 	w.loadTimeouts(ctx)
+	// Before claiming anything: a predecessor under the same name that is gone gets its
+	// running jobs handed back now, not after --rescue-after.
+	w.predecessorID = w.takeOver(ctx)
+	lockDone := make(chan struct{})
+	go func() {
+		defer close(lockDone)
+		w.lock.keep(ctx)
+	}()
+	defer func() {
+		<-lockDone
+		w.lock.release()
+	}()
 	// River gets a context of its own: a cancelled Start context would cancel every
 	// running job at once, and in-flight work is meant to finish within the grace period.
-	if err := w.client.Start(context.WithoutCancel(ctx)); err != nil {
+	// A database that went away since the process connected is waited for, as below.
+	if err := w.retryDB(ctx, w.log, "start river", func(context.Context) error {
+		return w.client.Start(context.WithoutCancel(ctx))
+	}); err != nil {
 		w.drain()
+		if ctx.Err() != nil {
+			return nil // stopped before it started: nothing is in flight
+		}
 		return fmt.Errorf("worker: start river: %w", err)
 	}
 	w.log.Info("worker started", "worker", w.cfg.Name, "devices", len(w.devices),

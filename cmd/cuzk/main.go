@@ -188,3 +188,33 @@ func (g *globals) connect(ctx context.Context) (*pgxpool.Pool, error) {
 	}
 	return pool, nil
 }
+
+// connectWaiting is connect for long-running commands (the worker): while the
+// database cannot be reached it logs each failed attempt and tries again, waiting 1 s
+// and doubling up to 5 s, until it answers or ctx ends (SIGTERM: nil pool, nil error).
+// A bad URL is a usage error at once; one-shot commands use connect and fail fast.
+func (g *globals) connectWaiting(ctx context.Context) (*pgxpool.Pool, error) {
+	delay := time.Second
+	for attempt := 1; ; attempt++ {
+		pool, err := g.connect(ctx)
+		var ue usageError
+		switch {
+		case err == nil:
+			if attempt > 1 {
+				g.log.Info("database reachable", "attempts", attempt)
+			}
+			return pool, nil
+		case errors.As(err, &ue):
+			return nil, err
+		case ctx.Err() != nil:
+			return nil, nil
+		}
+		g.log.Warn("database unavailable, waiting", "attempt", attempt, "err", oneLine(err), "retry_in", delay)
+		select {
+		case <-ctx.Done():
+			return nil, nil
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
+}

@@ -60,9 +60,15 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 			d.Backend.Close()
 		}
 	}()
-	pool, err := g.connect(ctx)
+	// A worker started before its database waits for it, as it does when the
+	// database restarts under a running worker.
+	pool, err := g.connectWaiting(ctx)
 	if err != nil {
 		return err
+	}
+	if pool == nil {
+		g.log.Info("stopped while waiting for the database")
+		return nil
 	}
 	defer pool.Close()
 

@@ -100,12 +100,24 @@ func (c *Cluster) start(ctx context.Context) error {
 
 // Restart stops the server (fast mode: connections are cut) and starts it again.
 func (c *Cluster) Restart(ctx context.Context, down time.Duration) error {
+	if err := c.Pause(ctx); err != nil {
+		return err
+	}
+	time.Sleep(down)
+	return c.Resume(ctx)
+}
+
+// Pause stops the server (fast mode: connections are cut) and keeps its data; Resume
+// starts it again.
+func (c *Cluster) Pause(ctx context.Context) error {
 	if out, err := c.cmd(ctx, "pg_ctl", "-D", c.data, "-m", "fast", "-w", "stop").CombinedOutput(); err != nil {
 		return fmt.Errorf("pg_ctl stop: %w: %s", err, out)
 	}
-	time.Sleep(down)
-	return c.start(ctx)
+	return nil
 }
+
+// Resume starts a server that Pause stopped.
+func (c *Cluster) Resume(ctx context.Context) error { return c.start(ctx) }
 
 // URL is a pgx connection string for database db on the cluster.
 func (c *Cluster) URL(db string) string {

@@ -1,0 +1,78 @@
+package faults
+
+import (
+	"context"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A worker killed with SIGKILL and started again under the same --name, with the
+// heartbeat and rescue settings of a production worker (10 s, --dead-after 1m,
+// --rescue-after 1h): the new process finds the name free, so its predecessor is
+// gone, and hands the predecessor's running jobs back at start instead of after an
+// hour (its own heartbeat keeps the name's row alive, so --dead-after never fires).
+func TestRestartUnderSameNameHandsBackAtOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ids := e.submit("same", big, 2, 5)
+	flags := []string{"--heartbeat", "10s", "--dead-after", "1m", "--rescue-after", "1h"}
+	a := e.start("same", flags...)
+	e.runningCount("same", 2, time.Minute)
+	a.signal(t, syscall.SIGSTOP) // the kill lands inside both attempts however fast the machine
+	a.kill9(t)
+
+	b := e.start("same", flags...)
+	e.waitStates(90*time.Second, "succeeded", ids)
+	b.alive(t)
+	e.exactlyOnce(ids)
+	for _, id := range ids {
+		outcome := scalar[string](t, e.pool, `SELECT outcome FROM cuzk.proof_attempts WHERE request_id = $1 AND attempt = 1`, id)
+		if outcome != "interrupted" {
+			t.Errorf("%s attempt 1: %s, want interrupted (the killed process's)", id, outcome)
+		}
+		errs := e.jobErrors(id)
+		if !strings.Contains(errs, "worker same restarted: its previous process") {
+			t.Errorf("%s: River job errors %q do not say why it was handed back", id, errs)
+		}
+	}
+	if out := b.output(); !strings.Contains(out, "previous process of this worker is gone: its running jobs handed back") {
+		t.Errorf("the restarted worker did not log the hand-back:\n%s", out)
+	}
+}
+
+// Two live processes started under one name by mistake: neither hands back the
+// other's running jobs, and both say loudly that the name is shared.
+func TestTwoLiveWorkersWithOneNameKeepTheirJobs(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ids := e.submit("twin", big, 2, 5)
+	flags := []string{"--heartbeat", "300ms", "--dead-after", "1s", "--rescue-after", "1h"}
+	a := e.start("twin", flags...)
+	e.runningCount("twin", 2, time.Minute)
+	a.signal(t, syscall.SIGSTOP) // alive, but holding its jobs while the namesake starts
+	b := e.start("twin", flags...)
+	const loud = "TWO LIVE WORKERS SHARE THE NAME twin"
+	e.waitFor(time.Minute, "the second process reports the shared name", func(context.Context) (bool, string, error) {
+		return strings.Contains(b.output(), loud), "no conflict logged yet", nil
+	})
+	a.signal(t, syscall.SIGCONT)
+	e.waitFor(time.Minute, "the first process reports the shared name", func(context.Context) (bool, string, error) {
+		return strings.Contains(a.output(), loud), "no conflict logged yet", nil
+	})
+	e.waitStates(90*time.Second, "succeeded", ids)
+	a.alive(t)
+	b.alive(t)
+	e.exactlyOnce(ids)
+	for _, id := range ids {
+		n := scalar[int](t, e.pool, `SELECT count(*) FROM cuzk.proof_attempts WHERE request_id = $1`, id)
+		errs := e.jobErrors(id)
+		if n != 1 || errs != "" {
+			t.Errorf("%s: %d attempts, job errors %q; want the first process's one attempt, untouched", id, n, errs)
+		}
+	}
+	if strings.Contains(b.output(), "running jobs handed back") {
+		t.Errorf("the second process handed jobs back:\n%s", b.output())
+	}
+}
