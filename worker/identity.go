@@ -16,8 +16,8 @@ import (
 )
 
 // A worker's name (--name) is held by one live process at a time through a
-// session-level advisory lock, taken on a connection of its own and kept for the
-// life of the process. PostgreSQL drops the lock as soon as the process's session
+// connection-level advisory lock, taken on a connection of its own and kept for the
+// life of the process. PostgreSQL drops the lock as soon as that connection
 // ends (killed, crashed, host gone and its connection cut), so a process that starts
 // under the name and gets the lock knows its predecessor is gone and hands the
 // predecessor's running jobs back at once: they would otherwise wait for
@@ -202,7 +202,7 @@ func (l *nameLock) release() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.conn != nil {
-		l.conn.Close(context.Background()) // ends the session: the lock goes with it
+		l.conn.Close(context.Background()) // ends the connection: the lock goes with it
 		l.conn = nil
 	}
 }
