@@ -35,6 +35,7 @@ import (
 	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
 	cs "github.com/consensys/gnark/constraint/bls12-381"
 	"github.com/cuzk/cuzk/prover"
+	"github.com/cuzk/cuzk/synth"
 )
 
 // File names inside a circuit's directory.
@@ -64,6 +65,9 @@ func (d Dir) Has(circuit string) bool {
 // the keys. It is NOT a production ceremony: the toxic waste exists in this process's
 // memory, so whoever runs it could forge proofs. It returns the pk digest.
 func (d Dir) Setup(ctx context.Context, circuit string, r1cs *cs.R1CS) (pk *groth16bls.ProvingKey, vk *groth16bls.VerifyingKey, digest string, err error) {
+	if err := synth.CheckCircuitName(circuit); err != nil {
+		return nil, nil, "", err
+	}
 	if err := prover.CheckNoCommitments(circuit, r1cs); err != nil {
 		return nil, nil, "", err
 	}
@@ -81,6 +85,9 @@ func (d Dir) Setup(ctx context.Context, circuit string, r1cs *cs.R1CS) (pk *grot
 
 // Write stores pk and vk for circuit, and pk's dump, and returns the pk digest.
 func (d Dir) Write(circuit string, pk *groth16bls.ProvingKey, vk *groth16bls.VerifyingKey) (string, error) {
+	if err := synth.CheckCircuitName(circuit); err != nil {
+		return "", err
+	}
 	if err := os.MkdirAll(filepath.Join(string(d), circuit), dirPerm); err != nil {
 		return "", fmt.Errorf("keys dir: %w", err)
 	}
@@ -108,32 +115,54 @@ func (d Dir) Write(circuit string, pk *groth16bls.ProvingKey, vk *groth16bls.Ver
 // Import copies externally produced gnark files (R1CS, pk, vk) into d after checking
 // that they are BLS12-381, mutually consistent and free of commitments.
 func (d Dir) Import(circuit, r1csPath, pkPath, vkPath string) (*cs.R1CS, string, error) {
+	r1cs, pk, vk, err := ReadImport(circuit, r1csPath, pkPath, vkPath)
+	if err != nil {
+		return nil, "", err
+	}
+	digest, err := d.WriteImported(circuit, r1cs, pk, vk)
+	return r1cs, digest, err
+}
+
+// ReadImport reads and checks externally produced gnark files (R1CS, pk, vk) for
+// circuit, writing nothing: the name must be valid, the files BLS12-381, mutually
+// consistent and free of commitments.
+func ReadImport(circuit, r1csPath, pkPath, vkPath string) (*cs.R1CS, *groth16bls.ProvingKey, *groth16bls.VerifyingKey, error) {
+	if err := synth.CheckImportName(circuit); err != nil {
+		return nil, nil, nil, err
+	}
 	r1cs := new(cs.R1CS)
 	if err := readFile(r1csPath, func(r io.Reader) error { _, err := r1cs.ReadFrom(r); return err }); err != nil {
-		return nil, "", fmt.Errorf("read R1CS %s (a BLS12-381 gnark R1CS is expected): %w", r1csPath, err)
+		return nil, nil, nil, fmt.Errorf("read R1CS %s (a BLS12-381 gnark R1CS is expected): %w", r1csPath, err)
 	}
 	if err := prover.CheckNoCommitments(circuit, r1cs); err != nil {
-		return nil, "", err
+		return nil, nil, nil, err
 	}
 	pk := groth16.NewProvingKey(ecc.BLS12_381).(*groth16bls.ProvingKey)
 	if err := readFile(pkPath, func(r io.Reader) error { _, err := pk.ReadFrom(r); return err }); err != nil {
-		return nil, "", fmt.Errorf("read proving key %s: %w", pkPath, err)
+		return nil, nil, nil, fmt.Errorf("read proving key %s: %w", pkPath, err)
 	}
 	vk := groth16.NewVerifyingKey(ecc.BLS12_381).(*groth16bls.VerifyingKey)
 	if err := readFile(vkPath, func(r io.Reader) error { _, err := vk.ReadFrom(r); return err }); err != nil {
-		return nil, "", fmt.Errorf("read verifying key %s: %w", vkPath, err)
+		return nil, nil, nil, fmt.Errorf("read verifying key %s: %w", vkPath, err)
 	}
 	if err := Consistent(circuit, r1cs, pk, vk); err != nil {
-		return nil, "", err
+		return nil, nil, nil, err
+	}
+	return r1cs, pk, vk, nil
+}
+
+// WriteImported stores an imported circuit's R1CS and keys, and returns the pk digest.
+func (d Dir) WriteImported(circuit string, r1cs *cs.R1CS, pk *groth16bls.ProvingKey, vk *groth16bls.VerifyingKey) (string, error) {
+	if err := synth.CheckCircuitName(circuit); err != nil {
+		return "", err
 	}
 	if err := os.MkdirAll(filepath.Join(string(d), circuit), dirPerm); err != nil {
-		return nil, "", fmt.Errorf("keys dir: %w", err)
+		return "", fmt.Errorf("keys dir: %w", err)
 	}
 	if err := writeAtomic(d.Path(circuit, R1CSFile), func(w io.Writer) error { _, err := r1cs.WriteTo(w); return err }); err != nil {
-		return nil, "", fmt.Errorf("write R1CS of %s: %w", circuit, err)
+		return "", fmt.Errorf("write R1CS of %s: %w", circuit, err)
 	}
-	digest, err := d.Write(circuit, pk, vk)
-	return r1cs, digest, err
+	return d.Write(circuit, pk, vk)
 }
 
 // Consistent checks that pk and vk were made for r1cs (sizes and shapes).

@@ -2,7 +2,13 @@ package sql
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Circuit is a row of cuzk.circuits.
@@ -17,13 +23,27 @@ type Circuit struct {
 	MemEstimateBytes int64
 }
 
-// RegisterCircuit inserts or updates a circuit (a new setup replaces the key).
+// RegisterCircuit inserts or updates a circuit. A vk the circuit never had becomes
+// a new version in cuzk.circuit_keys (the database's trigger numbers it); the
+// versions before it stay, so proofs made with them still verify.
 func (s *Store) RegisterCircuit(ctx context.Context, c *Circuit) error {
+	return RegisterCircuit(ctx, s.Pool, c)
+}
+
+// Execer is a pool, a connection or a transaction.
+type Execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// RegisterCircuit is Store.RegisterCircuit on db (a transaction, to make it part of
+// a larger change).
+func RegisterCircuit(ctx context.Context, db Execer, c *Circuit) error {
 	src := c.Source
 	if src == "" {
 		src = "builtin"
 	}
-	_, err := s.Pool.Exec(ctx, `
+	_, err := db.Exec(ctx, `
 		INSERT INTO cuzk.circuits (name, constraints, public_inputs, wires, vk, pk_digest, source, mem_estimate_bytes)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 		ON CONFLICT (name) DO UPDATE SET constraints = EXCLUDED.constraints, public_inputs = EXCLUDED.public_inputs,
@@ -34,4 +54,40 @@ func (s *Store) RegisterCircuit(ctx context.Context, c *Circuit) error {
 		return fmt.Errorf("register circuit %q: %w", c.Name, err)
 	}
 	return nil
+}
+
+// CurrentKey is a registered circuit's current key version and vk; ok is false when
+// the circuit is not registered.
+func CurrentKey(ctx context.Context, db Execer, circuit string) (version int, vk []byte, ok bool, err error) {
+	err = db.QueryRow(ctx, `SELECT key_version, vk FROM cuzk.circuits WHERE name = $1`, circuit).Scan(&version, &vk)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil, false, nil
+	}
+	if err != nil {
+		return 0, nil, false, fmt.Errorf("read key of circuit %q: %w", circuit, err)
+	}
+	return version, vk, true, nil
+}
+
+// VKDigest is the hex SHA-256 of a verifying key's bytes, as cuzk.circuit_keys.vk_digest.
+func VKDigest(vk []byte) string {
+	h := sha256.Sum256(vk)
+	return hex.EncodeToString(h[:])
+}
+
+// keyVersion is the version of circuit's key whose vk hashes to vkDigest; with
+// vkDigest "" it is nil (the database records the current version).
+func keyVersion(ctx context.Context, db Execer, circuit, vkDigest string) (*int, error) {
+	if vkDigest == "" {
+		return nil, nil
+	}
+	var v int
+	err := db.QueryRow(ctx, `SELECT version FROM cuzk.circuit_keys WHERE circuit = $1 AND vk_digest = $2`, circuit, vkDigest).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("proof of circuit %q was made with a key the database never registered (vk sha256 %.16s); run cuzk setup", circuit, vkDigest)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read key version of circuit %q: %w", circuit, err)
+	}
+	return &v, nil
 }

@@ -223,6 +223,10 @@ type Proof struct {
 	Proof, PublicWitness []byte
 	Attempt              int
 	Worker, Backend      string
+	// VKDigest is the hex SHA-256 of the verifying key (gnark WriteTo) the proof was
+	// made and checked with; it names the key version stored with the proof. Empty:
+	// the circuit's current key.
+	VKDigest string
 }
 
 // ErrDuplicateProof means another attempt already stored this request's proof (a
@@ -243,10 +247,14 @@ func StoreProof(ctx context.Context, tx pgx.Tx, p *Proof, scrub bool) error {
 	if state == "cancelled" {
 		return ErrCancelled
 	}
+	version, err := keyVersion(ctx, tx, p.Circuit, p.VKDigest)
+	if err != nil {
+		return err
+	}
 	tag, err := tx.Exec(ctx, `
-		INSERT INTO cuzk.proofs (request_id, circuit, proof, public_witness, attempt, worker, backend)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (request_id) DO NOTHING`,
-		p.RequestID, p.Circuit, p.Proof, p.PublicWitness, p.Attempt, p.Worker, p.Backend)
+		INSERT INTO cuzk.proofs (request_id, circuit, proof, public_witness, attempt, worker, backend, key_version)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (request_id) DO NOTHING`,
+		p.RequestID, p.Circuit, p.Proof, p.PublicWitness, p.Attempt, p.Worker, p.Backend, version)
 	if err != nil {
 		return fmt.Errorf("insert proof of %q: %w", p.RequestID, err)
 	}

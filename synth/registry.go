@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"sync"
 
@@ -21,9 +20,6 @@ import (
 // whenever a change alters any built-in constraint system: it is part of the cache
 // key, so stale compiled files are never reused.
 const CircuitRevision = 1
-
-// importedName restricts names of imported circuits to safe file names.
-var importedName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 
 // Registry resolves circuit names to compiled circuits, compiling each built-in at
 // most once per process and caching the result on disk. It is safe for concurrent
@@ -131,7 +127,7 @@ func (r *Registry) load(ctx context.Context, name string) (*Compiled, error) {
 }
 
 func (r *Registry) loadImported(name string) (*Compiled, error) {
-	if r.dir == "" || !importedName.MatchString(name) {
+	if r.dir == "" || CheckCircuitName(name) != nil {
 		return nil, errUnknownCircuit(name)
 	}
 	sys, err := readR1CSFile(r.importedFile(name))
@@ -156,8 +152,8 @@ func (r *Registry) Import(ctx context.Context, name string, src io.Reader, size 
 	if r.dir == "" {
 		return nil, errors.New("import " + name + ": registry has no cache directory")
 	}
-	if !importedName.MatchString(name) || isBuiltinName(name) {
-		return nil, badInput("cannot import circuit as %q: names are 1-128 of [A-Za-z0-9._-], not starting with '.', '_' or '-', and not a built-in family", name)
+	if err := CheckImportName(name); err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -9,6 +10,7 @@ import (
 	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
 
 	"github.com/cuzk/cuzk/prover"
+	cuzksql "github.com/cuzk/cuzk/sql"
 	"github.com/cuzk/cuzk/synth"
 )
 
@@ -28,6 +30,9 @@ type ResidentKey struct {
 	PK  *prover.ProvingKey
 	Key prover.Key
 	VK  *groth16bls.VerifyingKey
+	// VKDigest is the hex SHA-256 of VK's encoding (gnark WriteTo): stored with each
+	// proof, it names the key version the proof verifies with.
+	VKDigest string
 }
 
 // KeyLoader reads a circuit's gnark keys from wherever they are kept (a keys directory).
@@ -130,7 +135,11 @@ func (c *catalog) load(ctx context.Context, name string, b prover.Backend) (*Res
 	if err != nil {
 		return nil, fmt.Errorf("make key resident on %s: %w", b.Name(), err)
 	}
-	return &ResidentKey{PK: ppk, Key: k, VK: vk}, nil
+	var enc bytes.Buffer
+	if _, err := vk.WriteTo(&enc); err != nil {
+		return nil, fmt.Errorf("encode verifying key of %s: %w", name, err)
+	}
+	return &ResidentKey{PK: ppk, Key: k, VK: vk, VKDigest: cuzksql.VKDigest(enc.Bytes())}, nil
 }
 
 // gnarkKeys reads a circuit's key files and builds its ProvingKey once, however many

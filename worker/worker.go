@@ -559,7 +559,7 @@ func (w *Worker) storeTx(ctx context.Context, tx pgx.Tx, it *item, proof []byte,
 	err := cuzksql.StoreProof(ctx, tx, &cuzksql.Proof{
 		RequestID: it.req.RequestID, Circuit: it.req.Circuit,
 		Proof: proof, PublicWitness: it.public,
-		Attempt: it.req.Attempt, Worker: w.cfg.Name, Backend: it.att.Backend,
+		Attempt: it.req.Attempt, Worker: w.cfg.Name, Backend: it.att.Backend, VKDigest: it.key.VKDigest,
 	}, w.cfg.ScrubInputs)
 	switch {
 	case errors.Is(err, cuzksql.ErrDuplicateProof):

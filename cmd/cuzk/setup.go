@@ -73,7 +73,7 @@ type setupCmd struct {
 	R1CS    string `name:"r1cs" help:"With --import: gnark BLS12-381 R1CS file (R1CS.WriteTo)." type:"existingfile"`
 	PK      string `name:"pk" help:"With --import: gnark proving key file (ProvingKey.WriteTo)." type:"existingfile"`
 	VK      string `name:"vk" help:"With --import: gnark verifying key file (VerifyingKey.WriteTo)." type:"existingfile"`
-	Force   bool   `help:"Run the ceremony again even if keys exist (invalidates proofs verified with the old vk)."`
+	Force   bool   `help:"Replace a registered circuit's keys (a new ceremony, or --import of other keys): records a new key version; proofs already stored keep verifying with the version they were made with."`
 }
 
 func (c setupCmd) Run(ctx context.Context, g *globals) error {
@@ -82,6 +82,12 @@ func (c setupCmd) Run(ctx context.Context, g *globals) error {
 	}
 	if c.Import != "" && (c.R1CS == "" || c.PK == "" || c.VK == "") {
 		return usagef("--import needs --r1cs, --pk and --vk")
+	}
+	if c.Import != "" {
+		// Checked before anything is written, with the rule the database's CHECK has.
+		if err := synth.CheckImportName(c.Import); err != nil {
+			return usageError{err.Error()}
+		}
 	}
 	if err := c.resolve(); err != nil {
 		return err
@@ -93,7 +99,7 @@ func (c setupCmd) Run(ctx context.Context, g *globals) error {
 	defer pool.Close()
 	reg := synth.NewRegistry(c.CacheDir)
 	if c.Import != "" {
-		return importCircuit(ctx, g, pool, reg, keys.Dir(c.KeysDir), c.Import, c.R1CS, c.PK, c.VK)
+		return importCircuit(ctx, g, pool, reg, keys.Dir(c.KeysDir), c.Import, c.R1CS, c.PK, c.VK, c.Force)
 	}
 	return setupBuiltin(ctx, g, pool, reg, keys.Dir(c.KeysDir), c.Circuit, c.Force)
 }
@@ -115,8 +121,15 @@ func setupBuiltin(ctx context.Context, g *globals, pool *pgxpool.Pool, reg *synt
 	}
 	fmt.Fprintf(g.stderr, "compiled %s: %d constraints, %d wires (%s)\n", name, compiled.NbConstraints(), compiled.NbWires(), time.Since(t).Round(time.Millisecond))
 
-	var vkBytes []byte
-	var digest string
+	_, curVK, registered, err := cuzksql.CurrentKey(ctx, pool, name)
+	if err != nil {
+		return err
+	}
+	row := &cuzksql.Circuit{
+		Name: name, Constraints: int64(compiled.NbConstraints()), PublicInputs: compiled.NbPublic() - 1,
+		Wires: int64(compiled.NbWires()), Source: "builtin", MemEstimateBytes: synth.EstimateBytes(compiled),
+	}
+	var version int
 	if kd.Has(name) && !force {
 		fmt.Fprintf(g.stderr, "keys for %s exist in %s; reusing them (--force to run the ceremony again)\n", name, kd)
 		pk, vk, err := kd.Load(name, "")
@@ -126,51 +139,123 @@ func setupBuiltin(ctx context.Context, g *globals, pool *pgxpool.Pool, reg *synt
 		if err := keys.Consistent(name, compiled.CS, pk, vk); err != nil {
 			return fmt.Errorf("existing keys do not match the circuit (use --force): %w", err)
 		}
-		if vkBytes, err = encodeVK(vk); err != nil {
+		if row.VK, err = encodeVK(vk); err != nil {
 			return err
 		}
-		if digest, err = keys.FileDigest(kd.Path(name, keys.PKFile)); err != nil {
+		if registered && !bytes.Equal(row.VK, curVK) {
+			return errNeedsForce(name, "the keys in "+filepath.Join(string(kd), name)+" are not its registered ones")
+		}
+		if row.PKDigest, err = keys.FileDigest(kd.Path(name, keys.PKFile)); err != nil {
+			return err
+		}
+		if version, err = installKeys(ctx, pool, kd, name, nil, row); err != nil {
 			return err
 		}
 	} else {
+		if registered && !force {
+			return errNeedsForce(name, "its keys are not in "+string(kd)+" (point --keys-dir at them)")
+		}
 		fmt.Fprintln(g.stderr, "WARNING: running a DEVELOPMENT key ceremony (gnark groth16.Setup). It is NOT a production "+
 			"ceremony: the toxic waste exists in this process's memory, so whoever ran it could forge proofs.")
 		t = time.Now()
-		var vk *groth16bls.VerifyingKey
-		err := step(g.stderr, "key setup for "+name, func() (err error) {
-			_, vk, digest, err = kd.Setup(ctx, name, compiled.CS)
-			return err
-		})
+		version, err = installKeys(ctx, pool, kd, name, func(stage keys.Dir) error {
+			return step(g.stderr, "key setup for "+name, func() error {
+				_, vk, digest, err := stage.Setup(ctx, name, compiled.CS)
+				if err != nil {
+					return err
+				}
+				row.PKDigest = digest
+				row.VK, err = encodeVK(vk)
+				return err
+			})
+		}, row)
 		if err != nil {
-			return err
-		}
-		if vkBytes, err = encodeVK(vk); err != nil {
 			return err
 		}
 		fmt.Fprintf(g.stderr, "keys written to %s (%s)\n", filepath.Join(string(kd), name), time.Since(t).Round(time.Millisecond))
 	}
-	err = cuzksql.New(pool).RegisterCircuit(ctx, &cuzksql.Circuit{
-		Name: name, Constraints: int64(compiled.NbConstraints()), PublicInputs: compiled.NbPublic() - 1,
-		Wires: int64(compiled.NbWires()), VK: vkBytes, PKDigest: digest, Source: "builtin",
-		MemEstimateBytes: synth.EstimateBytes(compiled),
-	})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(g.stdout, "registered %s: %d constraints, %d public inputs, pk sha256 %s\n", name, compiled.NbConstraints(), compiled.NbPublic()-1, digest[:16])
+	fmt.Fprintf(g.stdout, "registered %s: %d constraints, %d public inputs, pk sha256 %s, key version %d\n", name, compiled.NbConstraints(), compiled.NbPublic()-1, row.PKDigest[:16], version)
 	return nil
 }
 
-func importCircuit(ctx context.Context, g *globals, pool *pgxpool.Pool, reg *synth.Registry, kd keys.Dir, name, r1csPath, pkPath, vkPath string) error {
-	r1cs, digest, err := kd.Import(name, r1csPath, pkPath, vkPath)
+// errNeedsForce refuses to replace a registered circuit's keys without --force.
+func errNeedsForce(name, why string) error {
+	return usagef("circuit %s is registered and %s; replacing its keys needs --force (a new key version; stored proofs keep verifying with theirs)", name, why)
+}
+
+// installKeys registers row and, when write is set, the key files write puts in a
+// staging directory, as one change: the files take the circuit's place in kd only
+// inside the transaction that registers them, and a failure anywhere leaves the keys
+// directory and the database as they were. It returns the key version registered.
+func installKeys(ctx context.Context, pool *pgxpool.Pool, kd keys.Dir, name string, write func(stage keys.Dir) error, row *cuzksql.Circuit) (int, error) {
+	var stage string
+	if write != nil {
+		var err error
+		// A name starting with '.' is never a circuit's (synth.CircuitNamePattern).
+		if stage, err = os.MkdirTemp(string(kd), ".staging-"); err != nil {
+			return 0, fmt.Errorf("keys dir: %w", err)
+		}
+		defer os.RemoveAll(stage)
+		if err := write(keys.Dir(stage)); err != nil {
+			return 0, err
+		}
+	}
+	tx, err := pool.Begin(ctx)
 	if err != nil {
+		return 0, sqlErr("register circuit", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if err := cuzksql.RegisterCircuit(ctx, tx, row); err != nil {
+		return 0, err
+	}
+	version, _, _, err := cuzksql.CurrentKey(ctx, tx, name)
+	if err != nil {
+		return 0, err
+	}
+	if write == nil {
+		if err := tx.Commit(ctx); err != nil {
+			return 0, sqlErr("register circuit", err)
+		}
+		return version, nil
+	}
+	final, old := filepath.Join(string(kd), name), filepath.Join(stage, ".replaced")
+	replaced := false
+	if _, err := os.Lstat(final); err == nil {
+		if err := os.Rename(final, old); err != nil {
+			return 0, fmt.Errorf("keys dir: %w", err)
+		}
+		replaced = true
+	}
+	restore := func() {
+		if replaced {
+			_ = os.RemoveAll(final)
+			_ = os.Rename(old, final)
+		}
+	}
+	if err := os.Rename(filepath.Join(stage, name), final); err != nil {
+		restore()
+		return 0, fmt.Errorf("keys dir: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		if !replaced {
+			_ = os.RemoveAll(final)
+		}
+		restore()
+		return 0, sqlErr("register circuit", err)
+	}
+	return version, nil
+}
+
+func importCircuit(ctx context.Context, g *globals, pool *pgxpool.Pool, reg *synth.Registry, kd keys.Dir, name, r1csPath, pkPath, vkPath string, force bool) error {
+	// Everything is read and checked before anything is written.
+	r1cs, pk, vk, err := keys.ReadImport(name, r1csPath, pkPath, vkPath)
+	if err != nil {
+		if synth.IsBadInput(err) {
+			return usageError{err.Error()}
+		}
 		return err
 	}
-	compiled, err := circuitLoader(reg, kd)(ctx, name)
-	if err != nil {
-		return err
-	}
-	_, vk, err := kd.Load(name, digest)
+	compiled, err := synth.CompileImported(name, r1cs)
 	if err != nil {
 		return err
 	}
@@ -178,15 +263,30 @@ func importCircuit(ctx context.Context, g *globals, pool *pgxpool.Pool, reg *syn
 	if err != nil {
 		return err
 	}
-	err = cuzksql.New(pool).RegisterCircuit(ctx, &cuzksql.Circuit{
-		Name: name, Constraints: int64(r1cs.GetNbConstraints()), PublicInputs: compiled.NbPublic() - 1,
-		Wires: int64(compiled.NbWires()), VK: vkBytes, PKDigest: digest, Source: "imported",
-		MemEstimateBytes: synth.EstimateBytes(compiled),
-	})
+	_, curVK, registered, err := cuzksql.CurrentKey(ctx, pool, name)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(g.stdout, "imported %s: %d constraints, %d public inputs, pk sha256 %s\n", name, r1cs.GetNbConstraints(), compiled.NbPublic()-1, digest[:16])
+	if registered && !bytes.Equal(curVK, vkBytes) && !force {
+		return errNeedsForce(name, "these keys are not its registered ones")
+	}
+	row := &cuzksql.Circuit{
+		Name: name, Constraints: int64(r1cs.GetNbConstraints()), PublicInputs: compiled.NbPublic() - 1,
+		Wires: int64(compiled.NbWires()), VK: vkBytes, Source: "imported",
+		MemEstimateBytes: synth.EstimateBytes(compiled),
+	}
+	version, err := installKeys(ctx, pool, kd, name, func(stage keys.Dir) (err error) {
+		row.PKDigest, err = stage.WriteImported(name, r1cs, pk, vk)
+		return err
+	}, row)
+	if err != nil {
+		return err
+	}
+	// The compiled cache is rebuilt from the R1CS beside the keys on next use.
+	if err := reg.ForgetImported(name); err != nil {
+		return err
+	}
+	fmt.Fprintf(g.stdout, "imported %s: %d constraints, %d public inputs, pk sha256 %s, key version %d\n", name, r1cs.GetNbConstraints(), compiled.NbPublic()-1, row.PKDigest[:16], version)
 	return nil
 }
 

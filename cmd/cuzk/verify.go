@@ -24,8 +24,8 @@ func (c verifyCmd) Run(ctx context.Context, g *globals) error {
 	}
 	defer pool.Close()
 	rows, err := pool.Query(ctx, `
-		SELECT p.request_id, p.proof, p.public_witness, c.vk
-		  FROM cuzk.proofs p JOIN cuzk.circuits c ON c.name = p.circuit
+		SELECT p.request_id, p.proof, p.public_witness, k.vk
+		  FROM cuzk.proofs p JOIN cuzk.circuit_keys k ON k.circuit = p.circuit AND k.version = p.key_version
 		 WHERE $1 OR p.request_id = ANY($2) ORDER BY p.created_at`, c.All, c.RequestIDs)
 	if err != nil {
 		return sqlErr("verify", err)
