@@ -22,6 +22,11 @@ type Options struct {
 	// fit (for MSM scratch and per-proof buffers); bases that do not fit are streamed
 	// from pinned host memory. Default 8 GiB.
 	ReserveBytes int
+	// PrecomputeCopies > 1 keeps up to that many shifted copies (2^(c·k)·P) of each
+	// resident key base set on the device, made at key load, so each MSM over the set
+	// needs fewer windows' bucket reductions and wider windows (cuzk_bases_precompute);
+	// sets whose copies do not fit beside ReserveBytes stay as they are. 0 or 1: off.
+	PrecomputeCopies int
 }
 
 // CUDA is the prover.Backend on one CUDA device. Its key bases stay resident on the
@@ -34,6 +39,7 @@ type CUDA struct {
 	ordinal int
 	info    DeviceInfo
 	reserve int
+	copies  int // Options.PrecomputeCopies
 
 	mu     sync.Mutex // one Prove or LoadKey at a time: the streams own their scratch
 	s1, s2 *cudaStream
@@ -63,7 +69,7 @@ func NewCUDA(ordinal int, opt Options) (*CUDA, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &CUDA{lib: lib, ctx: c, ordinal: ordinal, info: info, reserve: opt.ReserveBytes}
+	b := &CUDA{lib: lib, ctx: c, ordinal: ordinal, info: info, reserve: opt.ReserveBytes, copies: opt.PrecomputeCopies}
 	if b.reserve == 0 {
 		b.reserve = 8 << 30
 	}
@@ -165,6 +171,17 @@ func (b *CUDA) loadKey(k *cudaKey) error {
 	}
 	if k.b2, err = s.newBasesG2(pk.PK.G2.B, b.reserve, 0); err != nil {
 		return err
+	}
+	if b.copies > 1 {
+		// G2 first: its MSM is the costliest of a proof.
+		for _, set := range []*baseSet{k.b2, k.a, k.b1, k.kz} {
+			if !set.resident() {
+				continue
+			}
+			if _, _, _, err := set.precompute(s, b.copies, b.reserve); err != nil {
+				return err
+			}
+		}
 	}
 	upIdx := func(idx []uint32) (*devBuf, error) {
 		if idx == nil {

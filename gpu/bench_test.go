@@ -106,8 +106,36 @@ func TestGPUBench(t *testing.T) {
 		if logN > 22 || !want("prove") {
 			continue
 		}
-		benchProve(t, logN, q1, q2, cpuRef, report)
+		benchProve(t, logN, q1, q2, Options{}, "prove", cpuRef, report)
+		if copies := envInt("CUZK_GPU_BENCH_PRECOMPUTE", 0); copies > 1 {
+			benchProve(t, logN, q1, q2, Options{PrecomputeCopies: copies}, "prove_pc", false, report)
+		}
 	}
+}
+
+// benchPrecomputed times an MSM again over the same set with CUZK_GPU_BENCH_PRECOMPUTE
+// copies (when set): the precomputation once ("<op>_pcbuild"), then the MSM
+// ("<op>_pc"), whose result must equal ref.
+func benchPrecomputed(t *testing.T, op string, s *cudaStream, set *baseSet, logN int, report reporter,
+	run func() error, same func() bool) {
+	copies := envInt("CUZK_GPU_BENCH_PRECOMPUTE", 0)
+	if copies < 2 {
+		return
+	}
+	t0 := time.Now()
+	c, k, ok, err := set.precompute(s, copies, 4<<30)
+	build := time.Since(t0)
+	if err != nil || !ok {
+		t.Errorf("%s 2^%d: precompute: ok=%v err=%v", op, logN, ok, err)
+		return
+	}
+	report(fmt.Sprintf("%s_pcbuild c=%d copies=%d", op, c, k), logN, []time.Duration{build}, 0)
+	gpu := timeRuns(t, 5, run)
+	if !same() {
+		t.Errorf("%s 2^%d precomputed: result differs", op, logN)
+	}
+	profileOnce(func() { run() })
+	report(op+"_pc", logN, gpu, 0)
 }
 
 type reporter func(op string, logN int, gpu []time.Duration, cpu time.Duration)
@@ -171,6 +199,8 @@ func benchMSMG1Named(t *testing.T, op string, s *cudaStream, q []bls12381.G1Affi
 	windowSweep(t, op, logN, 3, report, func() (err error) { got, err = s.msmG1(set, 0, n, wb, 0, nil); return err },
 		func() bool { return got.Equal(&ref) })
 	got = ref
+	defer benchPrecomputed(t, op, s, set, logN, report, func() (err error) { got, err = s.msmG1(set, 0, n, wb, 0, nil); return err },
+		func() bool { return got.Equal(&ref) })
 	var cpu time.Duration
 	if cpuRef {
 		var want bls12381.G1Jac
@@ -203,6 +233,8 @@ func benchMSMG2(t *testing.T, s *cudaStream, q []bls12381.G2Affine, wb *devBuf, 
 	windowSweep(t, "msm_g2", logN, 2, report, func() (err error) { got, err = s.msmG2(set, 0, n, wb, 0, nil); return err },
 		func() bool { return got.Equal(&ref) })
 	got = ref
+	defer benchPrecomputed(t, "msm_g2", s, set, logN, report, func() (err error) { got, err = s.msmG2(set, 0, n, wb, 0, nil); return err },
+		func() bool { return got.Equal(&ref) })
 	var cpu time.Duration
 	if cpuRef {
 		var want bls12381.G2Jac
@@ -225,6 +257,7 @@ func benchNTT(t *testing.T, s *cudaStream, wb *devBuf, sc []fr.Element, logN int
 		t.Fatal(err)
 	}
 	gpu := timeRuns(t, 5, func() error { return s.ntt(d, wb, 0, 0) })
+	nttTwiddleAB(t, s, d, wb, sc[:n], logN, report)
 	d.close()
 	var cpu time.Duration
 	if cpuRef {
@@ -236,6 +269,35 @@ func benchNTT(t *testing.T, s *cudaStream, wb *devBuf, sc []fr.Element, logN int
 	report("ntt", logN, gpu, cpu)
 	if err := s.uploadFr(wb, 0, sc); err != nil { // restore the scalars
 		t.Fatal(err)
+	}
+}
+
+// nttTwiddleAB times the forward NTT with each twiddle source of the library
+// (CUZK_NTT_SHTW=0: global loads per butterfly, 1: staged in shared memory) when
+// CUZK_GPU_BENCH_NTT_AB=1, and checks that both give the same output.
+func nttTwiddleAB(t *testing.T, s *cudaStream, d *nttDomain, wb *devBuf, in []fr.Element, logN int, report reporter) {
+	if os.Getenv("CUZK_GPU_BENCH_NTT_AB") != "1" {
+		return
+	}
+	defer os.Unsetenv("CUZK_NTT_SHTW")
+	var outs [2][]fr.Element
+	for v := range 2 {
+		os.Setenv("CUZK_NTT_SHTW", fmt.Sprint(v))
+		gpu := timeRuns(t, 5, func() error { return s.ntt(d, wb, 0, 0) })
+		report(fmt.Sprintf("ntt shtw=%d", v), logN, gpu, 0)
+		if err := s.uploadFr(wb, 0, in); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ntt(d, wb, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		outs[v] = make([]fr.Element, len(in))
+		if err := s.downloadFr(wb, 0, outs[v]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !slices.Equal(outs[0], outs[1]) {
+		t.Errorf("ntt 2^%d: the two twiddle sources give different outputs", logN)
 	}
 }
 
@@ -293,16 +355,21 @@ func timingKey(t *testing.T, logN int, q1 []bls12381.G1Affine, q2 []bls12381.G2A
 	return pk, newSol
 }
 
-func benchProve(t *testing.T, logN int, q1 []bls12381.G1Affine, q2 []bls12381.G2Affine, cpuRef bool,
-	report reporter) {
+func benchProve(t *testing.T, logN int, q1 []bls12381.G1Affine, q2 []bls12381.G2Affine, opt Options, op string,
+	cpuRef bool, report reporter) {
 	ctx := context.Background()
 	pk, newSol := timingKey(t, logN, q1, q2)
-	b := testBackend(t)
+	b := testBackendWith(t, opt)
+	t0 := time.Now()
 	key, err := b.LoadKey(ctx, pk)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer key.Close()
+	report(op+"_loadkey", logN, []time.Duration{time.Since(t0)}, 0)
+	defer func() {
+		key.Close()
+		b.Close()
+	}()
 	var gpu []time.Duration
 	var last prover.PhaseTimes
 	for r := range 4 {
@@ -317,13 +384,13 @@ func benchProve(t *testing.T, logN int, q1 []bls12381.G1Affine, q2 []bls12381.G2
 			last = times
 		}
 	}
-	line := fmt.Sprintf("BENCH phases   2^%d h2d=%.1fms ntt=%.1fms msm_g1=%.1fms msm_g2=%.1fms msm=%.1fms total=%.1fms",
-		logN, ms(last.H2D), ms(last.NTT), ms(last.MSMG1), ms(last.MSMG2), ms(last.MSM), ms(last.Total))
+	line := fmt.Sprintf("BENCH phases   %s 2^%d h2d=%.1fms ntt=%.1fms msm_g1=%.1fms msm_g2=%.1fms msm=%.1fms total=%.1fms",
+		op, logN, ms(last.H2D), ms(last.NTT), ms(last.MSMG1), ms(last.MSMG2), ms(last.MSM), ms(last.Total))
 	t.Log(line)
 	fmt.Println(line)
 	// Batch of 4: throughput per proof with the G2/G1 overlap across solutions.
 	sols := []*synth.Solution{newSol(), newSol(), newSol(), newSol()}
-	t0 := time.Now()
+	t0 = time.Now()
 	if _, _, err := b.Prove(ctx, key, sols); err != nil {
 		t.Fatal(err)
 	}
@@ -342,8 +409,8 @@ func benchProve(t *testing.T, logN int, q1 []bls12381.G1Affine, q2 []bls12381.G2
 		cpu = time.Since(t0)
 		ck.Close()
 	}
-	report("prove", logN, gpu, cpu)
-	report("prove/b4", logN, []time.Duration{per}, cpu)
+	report(op, logN, gpu, cpu)
+	report(op+"/b4", logN, []time.Duration{per}, cpu)
 }
 
 // TestGPUBenchGnark times proving on the device beside gnark's own groth16.Prove on

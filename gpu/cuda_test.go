@@ -144,6 +144,24 @@ func scalars(rng *rand.Rand, n int, kind string) []fr.Element {
 	return v
 }
 
+// tiled lays the distinct points q out as layout says: q[src[i]], negated where
+// neg[i], infinity where src[i] < 0.
+func tiled[T any, P interface {
+	*T
+	Neg(*T) *T
+}](q []T, src []int32, neg []bool) []T {
+	b := make([]T, len(src))
+	for i, j := range src {
+		if j >= 0 {
+			b[i] = q[j]
+			if neg[i] {
+				P(&b[i]).Neg(&b[i])
+			}
+		}
+	}
+	return b
+}
+
 // aggregate folds scalars onto the distinct points (negations and infinities
 // resolved), so the reference is one small, duplicate-free MSM.
 func aggregate(m int, src []int32, neg []bool, sc []fr.Element) []fr.Element {
@@ -197,15 +215,7 @@ func TestMSMG1(t *testing.T) {
 				continue
 			}
 			src, neg := layout(rng, n, min(n, m), true)
-			bases := make([]bls12381.G1Affine, n)
-			for i, j := range src {
-				if j >= 0 {
-					bases[i] = q[j]
-					if neg[i] {
-						bases[i].Neg(&bases[i])
-					}
-				}
-			}
+			bases := tiled(q, src, neg)
 			sc := scalars(rng, n, kind)
 			var want bls12381.G1Jac
 			agg := aggregate(m, src, neg, sc)
@@ -240,15 +250,7 @@ func TestMSMG2(t *testing.T) {
 				continue
 			}
 			src, neg := layout(rng, n, min(n, m), true)
-			bases := make([]bls12381.G2Affine, n)
-			for i, j := range src {
-				if j >= 0 {
-					bases[i] = q[j]
-					if neg[i] {
-						bases[i].Neg(&bases[i])
-					}
-				}
-			}
+			bases := tiled(q, src, neg)
 			sc := scalars(rng, n, kind)
 			var want bls12381.G2Jac
 			if _, err := want.MultiExp(q, aggregate(m, src, neg, sc), ecc.MultiExpConfig{}); err != nil {
@@ -489,7 +491,18 @@ func nttLogs(t *testing.T) []int {
 	return out
 }
 
+// TestNTT checks the library's NTTs against gnark-crypto's FFT, with each of the
+// library's twiddle sources (CUZK_NTT_SHTW, read at every call).
 func TestNTT(t *testing.T) {
+	for _, v := range []string{"0", "1"} {
+		t.Run("shtw="+v, func(t *testing.T) {
+			t.Setenv("CUZK_NTT_SHTW", v)
+			testNTT(t)
+		})
+	}
+}
+
+func testNTT(t *testing.T) {
 	c, s := testDevice(t)
 	rng := rand.New(rand.NewPCG(9, 10))
 	for _, logN := range nttLogs(t) {

@@ -34,6 +34,7 @@ typedef struct {
 	int (*bases_destroy)(cuzk_bases*);
 	int (*bases_resident)(const cuzk_bases*);
 	size_t (*bases_device_bytes)(const cuzk_bases*);
+	int (*bases_precompute)(cuzk_stream*, cuzk_bases*, int, size_t, int*, int*);
 	int (*msm)(cuzk_stream*, const cuzk_bases*, size_t, size_t, const cuzk_buf*, size_t, const cuzk_buf*, void*, int*, int*);
 	int (*msm_batch)(cuzk_stream*, const cuzk_bases*, size_t, size_t, const cuzk_buf*, size_t, size_t, int, const cuzk_buf*, void*, int*, int*);
 	int (*msm_host)(cuzk_stream*, const cuzk_bases*, size_t, size_t, const void*, void*, int*, int*);
@@ -77,6 +78,7 @@ static int cuzk_open(const char* path, cuzk_fns* f, char* err, size_t errlen) {
 	SYM(bases_destroy, "cuzk_bases_destroy")
 	SYM(bases_resident, "cuzk_bases_resident")
 	SYM(bases_device_bytes, "cuzk_bases_device_bytes")
+	SYM(bases_precompute, "cuzk_bases_precompute")
 	SYM(msm, "cuzk_msm")
 	SYM(msm_batch, "cuzk_msm_batch")
 	SYM(msm_host, "cuzk_msm_host")
@@ -110,6 +112,7 @@ static int c_bases_create(cuzk_fns* f, cuzk_stream* s, int g, const void* p, siz
 static int c_bases_destroy(cuzk_fns* f, cuzk_bases* b, char* e) { return keep(f, f->bases_destroy(b), e); }
 static int c_bases_resident(cuzk_fns* f, const cuzk_bases* b) { return f->bases_resident(b); }
 static size_t c_bases_device_bytes(cuzk_fns* f, const cuzk_bases* b) { return f->bases_device_bytes(b); }
+static int c_bases_precompute(cuzk_fns* f, cuzk_stream* s, cuzk_bases* b, int m, size_t r, int* c, int* k, char* e) { return keep(f, f->bases_precompute(s, b, m, r, c, k), e); }
 static int c_msm(cuzk_fns* f, cuzk_stream* s, const cuzk_bases* b, size_t bo, size_t n, const cuzk_buf* sc, size_t so, const cuzk_buf* ix, void* out, int* nw, int* c, char* e) { return keep(f, f->msm(s, b, bo, n, sc, so, ix, out, nw, c), e); }
 static int c_msm_batch(cuzk_fns* f, cuzk_stream* s, const cuzk_bases* b, size_t bo, size_t n, const cuzk_buf* sc, size_t so, size_t stride, int nb, const cuzk_buf* ix, void* out, int* nw, int* c, char* e) { return keep(f, f->msm_batch(s, b, bo, n, sc, so, stride, nb, ix, out, nw, c), e); }
 static int c_msm_host(cuzk_fns* f, cuzk_stream* s, const cuzk_bases* b, size_t bo, size_t n, const void* sc, void* out, int* nw, int* c, char* e) { return keep(f, f->msm_host(s, b, bo, n, sc, out, nw, c), e); }
@@ -218,7 +221,22 @@ func (l *cudaLib) call(what string, f func(e *C.char) C.int) error {
 	if rc == C.CUZK_ERR_NODEVICE {
 		return &UnavailableError{Reason: msg}
 	}
-	return fmt.Errorf("cuda %s: %s (code %d)", what, msg, int(rc))
+	return &libError{what: what, msg: msg, code: int(rc)}
+}
+
+// libError is a failed library call: what was asked, the library's message and its
+// return code (CUZK_ERR_*).
+type libError struct {
+	what, msg string
+	code      int
+}
+
+func (e *libError) Error() string { return fmt.Sprintf("cuda %s: %s (code %d)", e.what, e.msg, e.code) }
+
+// outOfMemory says whether err is a device or pinned-memory allocation failure.
+func outOfMemory(err error) bool {
+	var le *libError
+	return errors.As(err, &le) && le.code == C.CUZK_ERR_NOMEM
 }
 
 // DeviceInfo describes a CUDA device as the runtime sees it.
@@ -401,6 +419,21 @@ func (s *cudaStream) newBases(group int, p unsafe.Pointer, n, reserve, flags int
 }
 
 func (b *baseSet) resident() bool { return C.c_bases_resident(b.lib.fns, b.b) != 0 }
+
+// precompute keeps up to maxCopies shifted copies of a resident set on the device
+// (cuzk_bases_precompute) and returns the window width and copy count it chose. It
+// returns ok = false, and leaves the set as it was, when the copies do not fit while
+// keeping reserve bytes free.
+func (b *baseSet) precompute(s *cudaStream, maxCopies, reserve int) (c, copies int, ok bool, err error) {
+	var cc, kk C.int
+	err = s.lib.call("precompute bases", func(e *C.char) C.int {
+		return C.c_bases_precompute(s.lib.fns, s.s, b.b, C.int(maxCopies), C.size_t(reserve), &cc, &kk, e)
+	})
+	if outOfMemory(err) {
+		return 0, 0, false, nil
+	}
+	return int(cc), int(kk), err == nil && kk > 0, err
+}
 func (b *baseSet) deviceBytes() int64 {
 	return int64(C.c_bases_device_bytes(b.lib.fns, b.b))
 }

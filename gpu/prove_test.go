@@ -2,6 +2,7 @@ package gpu
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -17,9 +18,11 @@ import (
 	"github.com/cuzk/cuzk/synth"
 )
 
-func testBackend(t testing.TB) *CUDA {
+func testBackend(t testing.TB) *CUDA { return testBackendWith(t, Options{}) }
+
+func testBackendWith(t testing.TB, opt Options) *CUDA {
 	t.Helper()
-	b, err := NewCUDA(0, Options{})
+	b, err := NewCUDA(0, opt)
 	if err != nil {
 		if IsUnavailable(err) {
 			t.Skipf("no CUDA device: %v", err)
@@ -32,9 +35,16 @@ func testBackend(t testing.TB) *CUDA {
 
 // TestProveBuiltins proves built-in circuits with real keys (gnark Setup) on the
 // device, checks the backend's sums equal the CPU backend's, and verifies the proofs
-// with gnark.
+// with gnark; once with the key's bases as they are and once precomputed.
 func TestProveBuiltins(t *testing.T) {
-	b := testBackend(t)
+	for _, copies := range []int{0, 16} {
+		t.Run(fmt.Sprintf("precompute=%d", copies), func(t *testing.T) {
+			proveBuiltins(t, testBackendWith(t, Options{PrecomputeCopies: copies}))
+		})
+	}
+}
+
+func proveBuiltins(t *testing.T, b *CUDA) {
 	ctx := context.Background()
 	names := []string{"synthetic-k8", "merkle-poseidon2-d3-c1", "sha256-preimage-b32", "synthetic-k16"}
 	if testing.Short() {

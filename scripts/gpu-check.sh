@@ -31,8 +31,13 @@
 #                           (CUZK_MSM_C) at CUZK_GPU_C_SWEEP_LOGS (default 24), operations
 #                           CUZK_GPU_C_SWEEP_OPS (default g1), no CPU reference
 #   CUZK_NCU_KERNEL         a kernel name regex: Nsight Compute reads the counters of its
-#                           first launch in a G1 MSM of 2^CUZK_NCU_LOG (default 22) points
+#                           first launch (CUZK_NCU_COUNT launches) in the benchmark operation
+#                           CUZK_NCU_OPS (default g1) at 2^CUZK_NCU_LOG (default 22)
 #                           (ncu.log; summary lines in the summary)
+#   CUZK_BENCH_FIRST=1      run the main benchmarks before the variants
+#   CUZK_SANITIZE_RUN       a -test.run pattern run under compute-sanitizer (memcheck) with
+#                           each variant library named in CUZK_SANITIZE_VARIANTS ("main" =
+#                           the main build) (sanitize-<name>.log)
 # The tests' own variables pass through (CUZK_GPU_TEST_MAXLOG, CUZK_GPU_BENCH_CPU,
 # CUZK_GPU_BENCH_OPS, CUZK_GPU_BENCH_PROVE_CPU, CUZK_GPU_BENCH_GNARK_LOGS and _RUNS:
 # see gpu/cuda_test.go and gpu/bench_test.go).
@@ -130,6 +135,18 @@ note "tests: $(grep -c '^--- PASS' "$LOG/test.log") passed, $(grep -c '^--- FAIL
 [ $rc -eq 0 ] || fail=1
 pack
 
+main_bench() {
+	# BENCH lines reach the summary as they are printed.
+	(cd gpu && CUZK_GPU_BENCH=1 "$BIN" -test.v -test.run 'TestGPUBench' -test.timeout 15m 2>&1) | tee "$LOG/bench.log" |
+		grep --line-buffered -E '^(BENCH|msm-profile)' >>"$SUMMARY"
+	brc=${PIPESTATUS[0]}
+	[ $brc -eq 0 ] || { note "FAIL bench rc=$brc"; fail=1; }
+	pack
+}
+# CUZK_BENCH_FIRST=1: the main library's benchmarks right after its tests, before the
+# variants (when the call's time may run out before the end).
+[ "${CUZK_SKIP_BENCH:-0}" != 1 ] && [ "${CUZK_BENCH_FIRST:-0}" = 1 ] && [ -z "${BUILD_PID:-}" ] && main_bench
+
 # A/B variants (built above, or prebuilt ones from CUZK_GPU_VARIANT_LIBS="name=path;..."):
 # correctness to a moderate size, then the MSM/NTT timings alone.
 declare -A VLIB
@@ -154,7 +171,8 @@ for name in $(printf '%s\n' "${!VLIB[@]}" | sort); do
 	r=$?
 	note "variant $name tests: rc=$r, $(grep -c '^--- PASS' "$LOG/test-$name.log") passed, $(grep -c '^--- FAIL' "$LOG/test-$name.log") failed"
 	[ $r -eq 0 ] || { fail=1; continue; }
-	(cd gpu && CUZK_GPU_LIB=$vlib CUZK_GPU_BENCH=1 CUZK_GPU_BENCH_CPU=0 CUZK_GPU_BENCH_CS= CUZK_GPU_BENCH_LOGS=${CUZK_GPU_VARIANT_LOGS:-24} CUZK_GPU_BENCH_OPS=${CUZK_GPU_VARIANT_OPS:-${CUZK_GPU_BENCH_OPS:-}} "$BIN" -test.v -test.run 'TestGPUBench$' -test.timeout 10m) >"$LOG/bench-$name.log" 2>&1 || fail=1
+	(cd gpu && CUZK_GPU_LIB=$vlib CUZK_GPU_BENCH=1 CUZK_GPU_BENCH_CPU=0 CUZK_GPU_BENCH_CS= \
+		CUZK_GPU_BENCH_PRECOMPUTE=${CUZK_GPU_VARIANT_PRECOMPUTE:-0} CUZK_GPU_BENCH_NTT_AB=0 CUZK_GPU_BENCH_LOGS=${CUZK_GPU_VARIANT_LOGS:-24} CUZK_GPU_BENCH_OPS=${CUZK_GPU_VARIANT_OPS:-${CUZK_GPU_BENCH_OPS:-}} "$BIN" -test.v -test.run 'TestGPUBench$' -test.timeout 10m) >"$LOG/bench-$name.log" 2>&1 || fail=1
 	grep -h -E '^(BENCH|msm-profile)' "$LOG/bench-$name.log" | sed "s/^/[$name] /" | tee -a "$SUMMARY"
 	pack
 done
@@ -182,12 +200,26 @@ if [ -n "${CUZK_GPU_C_SWEEP:-}" ]; then
 fi
 
 if [ -n "${CUZK_NCU_KERNEL:-}" ]; then
-	(cd gpu && CUZK_GPU_BENCH=1 CUZK_GPU_BENCH_CPU=0 CUZK_GPU_BENCH_LOGS=${CUZK_NCU_LOG:-22} CUZK_GPU_BENCH_OPS=g1 \
-		timeout 300 ncu --clock-control none -k "regex:$CUZK_NCU_KERNEL" -c 1 --section SpeedOfLight --section Occupancy \
+	(cd gpu && CUZK_GPU_BENCH=1 CUZK_GPU_BENCH_CPU=0 CUZK_GPU_BENCH_LOGS=${CUZK_NCU_LOG:-22} CUZK_GPU_BENCH_OPS=${CUZK_NCU_OPS:-g1} \
+		timeout 300 ncu --clock-control none -k "regex:$CUZK_NCU_KERNEL" -c "${CUZK_NCU_COUNT:-1}" --section SpeedOfLight --section Occupancy \
 		--section LaunchStats --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis \
 		--section MemoryWorkloadAnalysis "$BIN" -test.run 'TestGPUBench$' -test.timeout 10m) >"$LOG/ncu.log" 2>&1
 	note "ncu rc=$?"
 	grep -E 'Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|Issue Slots Busy|Issued Ipc|No Eligible|Warp Cycles Per Issued|Compute \(SM\) Throughput|Memory Throughput|L2 Hit|Stall|Pipe|One or More' "$LOG/ncu.log" | head -40 | tee -a "$SUMMARY"
+	pack
+fi
+
+if [ -n "${CUZK_SANITIZE_RUN:-}" ]; then
+	CSAN=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+	for name in ${CUZK_SANITIZE_VARIANTS:-main}; do
+		slib=$LIB
+		[ "$name" = main ] || slib=${VLIB[$name]:-}
+		[ -n "$slib" ] || { note "sanitize $name: no such library"; continue; }
+		(cd gpu && CUZK_GPU_LIB=$slib timeout "${CUZK_SANITIZE_TIMEOUT:-300}" "${CSAN:-compute-sanitizer}" --tool memcheck --print-limit 20 \
+			"$BIN" -test.v -test.run "$CUZK_SANITIZE_RUN" -test.timeout 5m) >"$LOG/sanitize-$name.log" 2>&1
+		note "sanitize $name rc=$?: $(grep -c 'Invalid\|Error' "$LOG/sanitize-$name.log") error lines"
+		grep -m 12 -E 'Invalid|at 0x|by thread|Address|ERROR SUMMARY|--- (PASS|FAIL)' "$LOG/sanitize-$name.log" | tee -a "$SUMMARY"
+	done
 	pack
 fi
 
@@ -206,13 +238,7 @@ if [ -n "${BUILD_PID:-}" ]; then
 	fi
 fi
 
-if [ "${CUZK_SKIP_BENCH:-0}" != 1 ]; then
-	# BENCH lines reach the summary as they are printed.
-	(cd gpu && CUZK_GPU_BENCH=1 "$BIN" -test.v -test.run 'TestGPUBench' -test.timeout 15m 2>&1) | tee "$LOG/bench.log" |
-		grep --line-buffered -E '^(BENCH|msm-profile)' >>"$SUMMARY"
-	brc=${PIPESTATUS[0]}
-	[ $brc -eq 0 ] || { note "FAIL bench rc=$brc"; fail=1; }
-fi
+[ "${CUZK_SKIP_BENCH:-0}" != 1 ] && { [ "${CUZK_BENCH_FIRST:-0}" != 1 ] || [ -n "${BUILD_PID:-}" ]; } && main_bench
 
 echo
 echo "== summary =="

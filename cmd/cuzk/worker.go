@@ -39,6 +39,7 @@ type workerCmd struct {
 	Heartbeat        time.Duration `env:"CUZK_HEARTBEAT" default:"10s" help:"How often the worker records that it is alive (cuzk.workers)."`
 	KeepInputs       bool          `name:"keep-inputs" env:"CUZK_KEEP_INPUTS" help:"Keep private inputs after success (default: scrub them)."`
 	Name             string        `env:"CUZK_NAME" help:"Worker identity in attempt rows (default host/pid)."`
+	GPUPrecompute    int           `name:"gpu-precompute" env:"CUZK_GPU_PRECOMPUTE" default:"0" placeholder:"COPIES" help:"Keep up to this many shifted copies (2..16) of each proving key's bases on the GPU, computed when the key loads: each MSM then reduces one bucket set per COPIES windows and uses wider windows. Costs COPIES times the bases' device memory and some seconds per key load; sets that do not fit are left as they are. 0: off."`
 	PreloadKeys      string        `name:"preload-keys" env:"CUZK_PRELOAD_KEYS" placeholder:"CIRCUITS" help:"Load these circuits' proving keys onto every device at start, in the background: comma-separated names, or all (every registered circuit with keys in --keys-dir). Requests for a circuit wait for its load meanwhile."`
 }
 
@@ -50,7 +51,7 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 	if err != nil {
 		return err
 	}
-	devices, tel, err := openDevices(c.Backend, c.Devices, g.log, true)
+	devices, tel, err := openDevices(c.Backend, c.Devices, g.log, true, gpu.Options{PrecomputeCopies: c.GPUPrecompute})
 	if err != nil {
 		return err
 	}
@@ -147,18 +148,18 @@ func digestLookup(pool *pgxpool.Pool) func(context.Context, string) (string, err
 
 // openBackends builds one prover per selected device.
 func openBackends(kind, devices string, log *slog.Logger) ([]worker.Device, error) {
-	devs, _, err := openDevices(kind, devices, log, false)
+	devs, _, err := openDevices(kind, devices, log, false, gpu.Options{})
 	return devs, err
 }
 
 // openDevices is openBackends for the worker: with telemetry, each GPU's latest NVML
 // reading (utilization, memory used/total, temperature), polled in the background,
 // is stored in its attempt rows. tel is nil on the CPU; Close it after the worker.
-func openDevices(kind, devices string, log *slog.Logger, telemetry bool) (devs []worker.Device, tel *gpu.Telemetry, err error) {
+func openDevices(kind, devices string, log *slog.Logger, telemetry bool, opt gpu.Options) (devs []worker.Device, tel *gpu.Telemetry, err error) {
 	if kind == "cpu" {
 		return []worker.Device{{Backend: prover.NewCPU(), Label: fmt.Sprintf("cpu (%d cores)", runtime.NumCPU())}}, nil, nil
 	}
-	devs, tel, err = cudaBackends(devices, log, telemetry)
+	devs, tel, err = cudaBackends(devices, log, telemetry, opt)
 	if err == nil {
 		return devs, tel, nil
 	}
@@ -169,7 +170,7 @@ func openDevices(kind, devices string, log *slog.Logger, telemetry bool) (devs [
 	return []worker.Device{{Backend: prover.NewCPU(), Label: fmt.Sprintf("cpu (%d cores)", runtime.NumCPU())}}, nil, nil
 }
 
-func cudaBackends(spec string, log *slog.Logger, telemetry bool) ([]worker.Device, *gpu.Telemetry, error) {
+func cudaBackends(spec string, log *slog.Logger, telemetry bool, opt gpu.Options) ([]worker.Device, *gpu.Telemetry, error) {
 	// NVML numbers devices by PCI bus; make CUDA agree before the library loads.
 	os.Setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
 	nv, err := gpu.OpenNVML()
@@ -193,7 +194,7 @@ func cudaBackends(spec string, log *slog.Logger, telemetry bool) ([]worker.Devic
 	driver, _ := nv.DriverVersion() // "" if the driver does not say: the config then lacks it
 	var out []worker.Device
 	for _, d := range sel {
-		b, err := gpu.NewCUDA(d.Index, gpu.Options{})
+		b, err := gpu.NewCUDA(d.Index, opt)
 		if err != nil {
 			for _, o := range out {
 				o.Backend.Close()

@@ -66,3 +66,15 @@ __device__ __forceinline__ void fe_sqr(fp2_t& r, const fp2_t& a) {
     fe_mul(r.c0, s, d);
     fe_add(r.c1, m, m);
 }
+
+// (a0 + a1 u)^-1 = (a0 - a1 u) / (a0^2 + a1^2): one Fp inversion.
+__device__ __forceinline__ void fe_inv(fp2_t& r, const fp2_t& a) {
+    fp_t t0, t1, n;
+    fe_sqr(t0, a.c0);
+    fe_sqr(t1, a.c1);
+    fe_add(n, t0, t1);
+    fe_inv(n, n);
+    fe_mul(r.c0, a.c0, n);
+    fe_mul(t1, a.c1, n);
+    fe_neg(r.c1, t1);
+}

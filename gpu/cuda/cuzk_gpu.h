@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define CUZK_ABI_VERSION 2
+#define CUZK_ABI_VERSION 3
 
 enum {
     CUZK_OK = 0,
@@ -80,6 +80,15 @@ int cuzk_buf_download(cuzk_stream* s, const cuzk_buf* b, size_t offset, void* ho
 int cuzk_bases_create(cuzk_stream* s, int group, const void* host_points, size_t count,
                       size_t reserve_bytes, int flags, cuzk_bases** out);
 int cuzk_bases_destroy(cuzk_bases* b);
+/* Fixed-base precomputation of a resident set: keeps up to max_copies (2..16) copies
+ * of the points on the device, copy k holding 2^(c*k) times each point, so every MSM
+ * over the set runs its windows in ceil(windows/copies) bucket sets with the window
+ * width c chosen here for the set's size. *c and *copies receive the shape (0 when
+ * not precomputed). CUZK_ERR_NOMEM when the copies do not fit while keeping
+ * reserve_bytes free; the set is then unchanged and still usable. Calling it again
+ * does nothing. */
+int cuzk_bases_precompute(cuzk_stream* s, cuzk_bases* b, int max_copies, size_t reserve_bytes, int* c,
+                          int* copies);
 int cuzk_bases_resident(const cuzk_bases* b);
 size_t cuzk_bases_device_bytes(const cuzk_bases* b);
 

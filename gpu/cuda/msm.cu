@@ -8,6 +8,9 @@ int msm_g1(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t n
 int msm_g2(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t n, const fr_t* scalars,
            size_t stride, uint32_t nbatch, const uint32_t* index, void* out, int* nwin, int* c);
 
+int precompute_g1(cuzk_stream* s, cuzk_bases* b, int max_copies, size_t reserve_bytes);
+int precompute_g2(cuzk_stream* s, cuzk_bases* b, int max_copies, size_t reserve_bytes);
+
 // Window size: minimise n*w mixed additions plus R*w*2^(c-1) bucket-reduction work,
 // w = ceil(256/c) windows, with R the cost of one bucket's reduction over one mixed
 // addition as measured on the H200 (G1 about 12.5, G2 about 5.6: G2's additions
@@ -74,4 +77,15 @@ extern "C" int cuzk_msm_host(cuzk_stream* s, const cuzk_bases* bases, size_t bas
     RET(s->scalars.ensure(n * 32 + 32));
     RET(stream_upload(s, s->scalars.p, host_scalars, n * 32));
     return msm_dispatch(s, bases, base_offset, n, s->scalars.as<fr_t>(), 0, 1, nullptr, out, nwin, c);
+}
+
+extern "C" int cuzk_bases_precompute(cuzk_stream* s, cuzk_bases* b, int max_copies, size_t reserve_bytes, int* c,
+                                     int* copies) {
+    if (!s || !b || !c || !copies) return fail(CUZK_ERR_ARG, "NULL argument");
+    if (b->ctx != s->ctx) return fail(CUZK_ERR_ARG, "base set and stream on different devices");
+    RET(set_device(s->ctx));
+    int r = b->group == 1 ? precompute_g1(s, b, max_copies, reserve_bytes) : precompute_g2(s, b, max_copies, reserve_bytes);
+    *c = b->pc_c;
+    *copies = b->pc_f;
+    return r;
 }

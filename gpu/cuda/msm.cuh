@@ -37,9 +37,12 @@ constexpr uint32_t kNegBit = 0x80000000u;
 // Signed c-bit digits of each scalar. blockIdx.y selects the scalar vector of a batch
 // (vector j at scalars + j*stride); the bucket key of digit d of window w of vector j
 // is (j*nwin + w)*nb + d, so each (vector, window) pair has its own buckets.
+// With precomputed bases (pcf > 0 copies pcstride points apart), window w's digit
+// goes to the buckets of window group w / pcf against copy w % pcf of the point, so
+// ngroups = ceil(nwin / pcf) bucket sets serve all windows.
 __global__ void k_digits(const fr_t* __restrict__ scalars, const uint32_t* __restrict__ index, uint32_t n,
-                         size_t stride, int c, int nwin, uint32_t nb, uint32_t* __restrict__ keys,
-                         uint32_t* __restrict__ vals) {
+                         size_t stride, int c, int nwin, uint32_t nb, int pcf, uint32_t pcstride,
+                         uint32_t* __restrict__ keys, uint32_t* __restrict__ vals) {
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     const uint32_t j = blockIdx.y;
@@ -64,8 +67,14 @@ __global__ void k_digits(const fr_t* __restrict__ scalars, const uint32_t* __res
         } else {
             carry = 0;
         }
-        keys[base + (size_t)w * n + i] = (j * nwin + w) * nb + d;
-        vals[base + (size_t)w * n + i] = i | neg;
+        if (pcf) {
+            const uint32_t ng = (nwin + pcf - 1) / pcf;
+            keys[base + (size_t)w * n + i] = (j * ng + w / pcf) * nb + d;
+            vals[base + (size_t)w * n + i] = ((w % pcf) * pcstride + i) | neg;
+        } else {
+            keys[base + (size_t)w * n + i] = (j * nwin + w) * nb + d;
+            vals[base + (size_t)w * n + i] = i | neg;
+        }
     }
 }
 
@@ -130,6 +139,11 @@ __global__ void k_accumulate(const unit_desc* __restrict__ desc, const uint32_t*
     partials[u] = acc;
 }
 
+// The point operations take their operands from registers or the thread's own stack,
+// never as references into global memory: G2's operations are calls, and with the
+// carry-chain product a call given a global reference read out of bounds (H200,
+// compute-sanitizer: "Invalid __local__ read" in k_merge's xyzz_add).
+//
 // One round of the per-bucket tree over unit sums: the unit j of a bucket (j a multiple
 // of 2*stride) adds in unit j+stride. After the rounds, a bucket's first unit holds
 // its sum.
@@ -141,7 +155,8 @@ __global__ void k_tree(const unit_desc* __restrict__ desc, const uint32_t* __res
     uint32_t k = desc[u].bucket, u0 = uoff[k], j = u - u0;
     if ((j & (2 * stride - 1)) != 0 || u + stride >= uoff[k + 1]) return;
     xyzz_t<F> a = partials[u];
-    xyzz_add(a, partials[u + stride]);
+    const xyzz_t<F> b = partials[u + stride];
+    xyzz_add(a, b);
     partials[u] = a;
 }
 
@@ -153,7 +168,8 @@ __global__ void k_merge(const uint32_t* __restrict__ uoff, uint32_t K, const xyz
     uint32_t u0 = uoff[k];
     if (u0 == uoff[k + 1]) return;
     xyzz_t<F> acc = buckets[k];
-    xyzz_add(acc, partials[u0]);
+    const xyzz_t<F> p = partials[u0];
+    xyzz_add(acc, p);
     buckets[k] = acc;
 }
 
@@ -170,7 +186,8 @@ __global__ void k_segments(const xyzz_t<F>* __restrict__ buckets, int nwin, uint
     xyzz_set_inf(run);
     xyzz_set_inf(acc);
     for (uint32_t b = hi; b-- > lo;) {
-        xyzz_add(run, B[b]);
+        const xyzz_t<F> p = B[b];
+        xyzz_add(run, p);
         xyzz_add(acc, run);
     }
     if (lo > 1 && !xyzz_is_inf(run)) {
@@ -188,11 +205,119 @@ __global__ void k_pairsum(const xyzz_t<F>* __restrict__ in, xyzz_t<F>* __restric
     if (t >= (uint32_t)nwin * h) return;
     uint32_t w = t / h, i = t % h;
     xyzz_t<F> a = in[(size_t)w * P + 2 * i];
-    xyzz_add(a, in[(size_t)w * P + 2 * i + 1]);
+    const xyzz_t<F> b = in[(size_t)w * P + 2 * i + 1];
+    xyzz_add(a, b);
     out[(size_t)w * h + i] = a;
 }
 
 inline uint32_t blocks(size_t n, uint32_t tpb) { return (uint32_t)((n + tpb - 1) / tpb); }
+
+constexpr int kMaxCopies = 16;
+
+// Fixed-base precomputation: copy k of point i (at tbl[k*count + i]) becomes
+// 2^(c*k) * P_i, k = 1..f-1, from copy 0. Each thread doubles its point c times per
+// copy in XYZZ and normalises all its copies with one inversion (Montgomery's trick
+// over the f-1 values ZZ*ZZZ), so an inversion costs a few products per copy.
+template <class F>
+__global__ void k_precompute(affine_t<F>* tbl, uint32_t count, int c, int f) {
+    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= count) return;
+    const affine_t<F> p = tbl[i];
+    if (aff_is_inf(p)) {
+        for (int k = 1; k < f; k++) tbl[(size_t)k * count + i] = p;
+        return;
+    }
+    F zz[kMaxCopies], zzz[kMaxCopies], pre[kMaxCopies];
+    xyzz_t<F> q;
+    q.x = p.x;
+    q.y = p.y;
+    fe_one(q.zz);
+    fe_one(q.zzz);
+    fe_one(pre[0]);
+    for (int k = 1; k < f; k++) {
+        for (int s = 0; s < c; s++) xyzz_dbl(q, q);
+        // X and Y wait in the copy's slot until the inversion below.
+        tbl[(size_t)k * count + i] = affine_t<F>{q.x, q.y};
+        zz[k] = q.zz;
+        zzz[k] = q.zzz;
+        F z;
+        fe_mul(z, q.zz, q.zzz);
+        fe_mul(pre[k], pre[k - 1], z);
+    }
+    F inv;
+    fe_inv(inv, pre[f - 1]);  // 1 / (z_1 ... z_{f-1})
+    for (int k = f - 1; k >= 1; k--) {
+        F zi, t;
+        fe_mul(zi, inv, pre[k - 1]);  // 1 / z_k
+        fe_mul(t, zz[k], zzz[k]);
+        fe_mul(inv, inv, t);          // 1 / (z_1 ... z_{k-1})
+        affine_t<F> a = tbl[(size_t)k * count + i];
+        fe_mul(t, zi, zzz[k]);        // 1 / ZZ
+        fe_mul(a.x, a.x, t);
+        fe_mul(t, zi, zz[k]);         // 1 / ZZZ
+        fe_mul(a.y, a.y, t);
+        tbl[(size_t)k * count + i] = a;
+    }
+}
+
+// Chooses the window width for a precomputed set of n points with at most maxf
+// copies: minimises n*nwin additions plus R*groups*2^(c-1) bucket reduction (R as in
+// msm_choose_c), so with all windows in one group c grows until the buckets cost more
+// than the windows they save.
+inline void precompute_shape(size_t n, bool g2, int maxf, int* c_out, int* f_out) {
+    const double R = g2 ? 5.6 : 12.5;
+    double best = 1e300;
+    for (int c = 8; c <= 21; c++) {
+        int nwin = (256 + c - 1) / c;
+        int f = std::min(maxf, nwin);
+        int groups = (nwin + f - 1) / f;
+        f = (nwin + groups - 1) / groups;  // fewest copies for that many groups
+        double cost = (double)n * nwin + R * groups * (double)(1u << (c - 1));
+        if (cost < best) {
+            best = cost;
+            *c_out = c;
+            *f_out = f;
+        }
+    }
+}
+
+template <class F>
+int run_precompute(cuzk_stream* s, cuzk_bases* b, int maxf, size_t reserve_bytes) {
+    if (!b->d) return fail(CUZK_ERR_ARG, "precomputation needs a resident base set");
+    if (b->pc_f) return CUZK_OK;
+    if (maxf < 2 || b->count == 0) return CUZK_OK;
+    maxf = std::min(maxf, kMaxCopies);
+    int c = 0, f = 0;
+    precompute_shape(b->count, sizeof(F) != sizeof(fp_t), maxf, &c, &f);
+    if (f < 2) return CUZK_OK;
+    if ((size_t)(f - 1) * b->count + b->count >= (1ull << 31)) return fail(CUZK_ERR_ARG, "base set too large to precompute");
+    const size_t bytes = b->count * b->elem;
+    size_t fr = 0, tot = 0;
+    CK(cudaMemGetInfo(&fr, &tot));
+    // The new table is allocated before the old copy is freed.
+    if (bytes * f + reserve_bytes > fr) return fail(CUZK_ERR_NOMEM, "precomputed bases do not fit in device memory");
+    void* d = nullptr;
+    if (cudaMalloc(&d, bytes * f) != cudaSuccess) {
+        cudaGetLastError();
+        return fail(CUZK_ERR_NOMEM, "precomputed bases: device allocation failed");
+    }
+    cudaStream_t st = s->s;
+    cudaError_t e = cudaMemcpyAsync(d, b->d, bytes, cudaMemcpyDeviceToDevice, st);
+    if (e == cudaSuccess) {
+        k_precompute<F><<<blocks(b->count, 64), 64, 0, st>>>((affine_t<F>*)d, (uint32_t)b->count, c, f);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess) e = cudaStreamSynchronize(st);
+    if (e != cudaSuccess) {
+        cudaFree(d);
+        return fail(CUZK_ERR_CUDA, std::string("precomputing bases: ") + cudaGetErrorString(e));
+    }
+    cudaFree(b->d);
+    b->d = d;
+    b->pc_c = c;
+    b->pc_f = f;
+    return CUZK_OK;
+}
 
 
 // With CUZK_MSM_PROFILE=1 in the environment each MSM prints one line to stderr with
@@ -252,8 +377,12 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
     }
     int nwin;
     int c = msm_choose_c(n, sizeof(F) != sizeof(fp_t), &nwin);
-    // CUZK_MSM_C=<c> forces the window size (diagnostics: sweeping c in one run).
-    if (const char* e = getenv("CUZK_MSM_C")) {
+    const int pcf = bases->d ? bases->pc_f : 0;
+    if (pcf) {
+        c = bases->pc_c;
+        nwin = (256 + c - 1) / c;
+    } else if (const char* e = getenv("CUZK_MSM_C")) {
+        // CUZK_MSM_C=<c> forces the window size (diagnostics: sweeping c in one run).
         int f = atoi(e);
         if (f >= 4 && f <= 22) {
             c = f;
@@ -261,7 +390,11 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
         }
     }
     const uint32_t nb = (1u << (c - 1)) + 1;  // buckets 0..2^(c-1) per window; 0 is skipped
-    const uint32_t nsets = (uint32_t)nwin * nbatch;  // (vector, window) pairs
+    // Bucket sets: one per (vector, window), or per (vector, window group) when
+    // precomputed copies let a group of windows share buckets.
+    const int ngroups = pcf ? (nwin + pcf - 1) / pcf : nwin;
+    const uint32_t nsets = (uint32_t)ngroups * nbatch;
+    const uint32_t nentries = (uint32_t)nwin * nbatch;  // digits per point
     if ((uint64_t)nsets * nb >= (1ull << 31)) return fail(CUZK_ERR_ARG, "MSM batch too large");
     const uint32_t K = nsets * nb;
     int end_bit = 1;
@@ -270,7 +403,7 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
     // A chunk's digit pairs of all vectors together stay within 2^24 points' worth.
     size_t chunk = s->msm_chunk ? s->msm_chunk : std::max<size_t>(1, ((size_t)1 << 24) / nbatch);
     if (chunk > n) chunk = n;
-    const size_t m_max = chunk * nsets;
+    const size_t m_max = chunk * nentries;
     if (m_max >= (1ull << 31)) return fail(CUZK_ERR_ARG, "MSM chunk too large");
 
     RET(s->keys.ensure(m_max * 4));
@@ -301,7 +434,7 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
     const uint32_t T = 256;
     for (size_t cs = 0; cs < n; cs += chunk) {
         uint32_t cn = (uint32_t)std::min(chunk, n - cs);
-        uint32_t m = cn * nsets;
+        uint32_t m = cn * nentries;
         const A* pts;
         if (bases->d) {
             pts = (const A*)bases->d + base_offset + cs;
@@ -312,7 +445,8 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
         }
         const fr_t* sc = index ? scalars : scalars + cs;
         const uint32_t* ix = index ? index + cs : nullptr;
-        k_digits<<<dim3(blocks(cn, T), nbatch), T, 0, st>>>(sc, ix, cn, stride, c, nwin, nb, s->keys.as<uint32_t>(),
+        k_digits<<<dim3(blocks(cn, T), nbatch), T, 0, st>>>(sc, ix, cn, stride, c, nwin, nb, pcf,
+                                                             (uint32_t)bases->count, s->keys.as<uint32_t>(),
                                                              s->vals.as<uint32_t>());
         CK(cudaGetLastError());
         prof.mark(stage_timer::kDigits);
@@ -332,7 +466,7 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
         // and a heavy one becomes many (summed by the tree below); shorter when that
         // would leave fewer threads than the device runs at once (small MSMs), since
         // then each thread's serial chain of additions sets the time.
-        uint32_t L = std::max<uint32_t>(8, (uint32_t)(2 * (size_t)cn / (nb - 1)));
+        uint32_t L = std::max<uint32_t>(8, (uint32_t)(2 * (size_t)m / ((size_t)nsets * (nb - 1))));
         const size_t busy = (size_t)std::max(s->sm_count, 1) * 1024;
         L = std::min<uint32_t>(L, (uint32_t)std::max<size_t>(4, (m + busy - 1) / busy));
         CK(cudaMemsetAsync(s->umax.p, 0, 4, st));
@@ -404,8 +538,10 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
     CK(cudaStreamSynchronize(st));
     prof.mark(stage_timer::kReduce);
     prof.print(sizeof(F) == sizeof(fp_t) ? "g1" : "g2", n, c, nwin);
-    *nwin_out = nwin;
-    *c_out = c;
+    // The host folds sum_g 2^(c_out*g) * S_g: with precomputed copies a group spans
+    // pcf windows.
+    *nwin_out = ngroups;
+    *c_out = pcf ? c * pcf : c;
     return CUZK_OK;
 }
 

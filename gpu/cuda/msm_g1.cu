@@ -11,3 +11,7 @@ int msm_g1(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t n
            size_t stride, uint32_t nbatch, const uint32_t* index, void* out, int* nwin, int* c) {
     return msm::run_msm<fp_t>(s, bases, base_offset, n, scalars, stride, nbatch, index, out, nwin, c);
 }
+
+int precompute_g1(cuzk_stream* s, cuzk_bases* b, int max_copies, size_t reserve_bytes) {
+    return msm::run_precompute<fp_t>(s, b, max_copies, reserve_bytes);
+}

@@ -4,12 +4,16 @@
 //   coset^rev(i)/n, DIT (bit-reversed -> natural evaluations on the coset);
 //   a = (a*b - c)*den; inverse DIF; scale by coset^-rev(i)/n. h is left bit-reversed.
 #include <algorithm>
+#include <cstdlib>
 #include "bls12_381.cuh"
 #include "runtime.cuh"
 
 namespace {
 
 constexpr int kMaxFused = 10;  // 2^10 elements * 32 B = 32 KiB of shared memory per block
+// Twiddles staged in shared memory: 2^24 forward NTT 8.80 -> 7.74 ms, 2^22 2.03 -> 1.85 ms
+// (H200, same run; docs/BENCHMARKS.md).
+constexpr bool kNttSharedTwiddles = true;
 
 inline uint32_t blocks(size_t n, uint32_t tpb) { return (uint32_t)((n + tpb - 1) / tpb); }
 
@@ -17,6 +21,10 @@ __device__ __forceinline__ uint32_t bitrev(uint32_t i, int log_n) { return log_n
 
 // One pass of K stages on groups of 2^K elements spaced hs = 2^hs_log apart. DIF runs the
 // group's stages from the largest half-size down, DIT from the smallest up.
+// SHTW: the block first copies the 2^K - 1 twiddles its stages use into shared memory
+// (stage with half-size hl at [hl - 1, 2hl - 1)), together with its elements, so no
+// stage waits on a global load after a barrier.
+template <bool SHTW>
 __global__ void k_ntt_pass(fr_t* __restrict__ a, int log_n, int hs_log, int K, bool dit, const fr_t* __restrict__ tw) {
     extern __shared__ fr_t sh[];
     const uint32_t hs = 1u << hs_log;
@@ -24,7 +32,15 @@ __global__ void k_ntt_pass(fr_t* __restrict__ a, int log_n, int hs_log, int K, b
     const uint32_t blk = g >> hs_log, r = g & (hs - 1);
     const size_t base = ((size_t)blk << (hs_log + K)) + r;
     const uint32_t half = 1u << (K - 1);
+    fr_t* tws = sh + (1u << K);
     for (uint32_t j = threadIdx.x; j < (1u << K); j += blockDim.x) sh[j] = a[base + ((size_t)j << hs_log)];
+    if (SHTW) {
+        for (uint32_t x = threadIdx.x; x < (1u << K) - 1; x += blockDim.x) {
+            const int hl_log = 31 - __clz(x + 1);
+            const uint32_t jo = x + 1 - (1u << hl_log);
+            tws[x] = tw[(r + (jo << hs_log)) << (log_n - 1 - hl_log - hs_log)];
+        }
+    }
     __syncthreads();
     for (int s = 0; s < K; s++) {
         int hl_log = dit ? s : K - 1 - s;
@@ -33,8 +49,13 @@ __global__ void k_ntt_pass(fr_t* __restrict__ a, int log_n, int hs_log, int K, b
             uint32_t jo = t & (hl - 1);
             uint32_t j0 = ((t >> hl_log) << (hl_log + 1)) + jo, j1 = j0 + hl;
             // twiddle exponent: (offset in the global 2h block) * n / (2h), h = hl*hs
-            uint32_t e = (r + (jo << hs_log)) << (log_n - 1 - hl_log - hs_log);
-            fr_t w = tw[e];
+            fr_t w;
+            if (SHTW) {
+                w = tws[hl - 1 + jo];
+            } else {
+                uint32_t e = (r + (jo << hs_log)) << (log_n - 1 - hl_log - hs_log);
+                w = tw[e];
+            }
             fr_t x = sh[j0], y = sh[j1];
             if (dit) {
                 fe_mul(y, y, w);
@@ -96,10 +117,22 @@ fr_t fr_one_host() {
     return r;
 }
 
+// CUZK_NTT_SHTW=0 or 1 picks the twiddle source of k_ntt_pass (diagnostics: A/B in one
+// run); the default is the measured faster one.
+bool ntt_shared_twiddles() {
+    const char* e = getenv("CUZK_NTT_SHTW");
+    return e ? e[0] == '1' : kNttSharedTwiddles;
+}
+
 int ntt_core(cudaStream_t st, const cuzk_domain* d, fr_t* a, bool inverse, bool dit) {
     const int log_n = d->log_n;
     if (log_n == 0) return CUZK_OK;
     const fr_t* tw = (const fr_t*)(inverse ? d->tw_inv : d->tw);
+    const bool shtw = ntt_shared_twiddles();
+    if (shtw) {
+        CK(cudaFuncSetAttribute(k_ntt_pass<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)(sizeof(fr_t) << (kMaxFused + 1))));
+    }
     int passes = (log_n + kMaxFused - 1) / kMaxFused;
     int done = 0;  // stages done so far
     for (int p = 0; p < passes; p++) {
@@ -108,7 +141,11 @@ int ntt_core(cudaStream_t st, const cuzk_domain* d, fr_t* a, bool inverse, bool 
         int hs_log = dit ? done : log_n - done - K;
         uint32_t groups = 1u << (log_n - K);
         uint32_t threads = std::min<uint32_t>(1u << (K - 1), 256);
-        k_ntt_pass<<<groups, threads, sizeof(fr_t) << K, st>>>(a, log_n, hs_log, K, dit, tw);
+        if (shtw) {
+            k_ntt_pass<true><<<groups, threads, sizeof(fr_t) << (K + 1), st>>>(a, log_n, hs_log, K, dit, tw);
+        } else {
+            k_ntt_pass<false><<<groups, threads, sizeof(fr_t) << K, st>>>(a, log_n, hs_log, K, dit, tw);
+        }
         CK(cudaGetLastError());
         done += K;
     }

@@ -267,4 +267,6 @@ extern "C" int cuzk_bases_destroy(cuzk_bases* b) {
 }
 
 extern "C" int cuzk_bases_resident(const cuzk_bases* b) { return b && b->d ? 1 : 0; }
-extern "C" size_t cuzk_bases_device_bytes(const cuzk_bases* b) { return b && b->d ? b->count * b->elem : 0; }
+extern "C" size_t cuzk_bases_device_bytes(const cuzk_bases* b) {
+    return b && b->d ? b->count * b->elem * (size_t)std::max(b->pc_f, 1) : 0;
+}

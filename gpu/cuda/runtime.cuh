@@ -65,6 +65,10 @@ struct cuzk_bases {
     size_t count, elem;  // number of points, bytes per point
     void* d = nullptr;     // resident copy, or
     void* host = nullptr;  // pinned host copy streamed per MSM
+    // Fixed-base precomputation (cuzk_bases_precompute): d holds pc_f copies of the
+    // set, copy k at d + k*count being 2^(pc_c*k) times each point, so the MSM's
+    // windows w and w + pc_f share buckets. pc_f = 0: none.
+    int pc_c = 0, pc_f = 0;
 };
 
 struct cuzk_domain {

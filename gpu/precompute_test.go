@@ -1,0 +1,206 @@
+package gpu
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/consensys/gnark-crypto/ecc"
+	bls12381 "github.com/consensys/gnark-crypto/ecc/bls12-381"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+)
+
+// TestMSMPrecomputed checks MSMs over precomputed base sets (shifted copies on the
+// device, windows sharing buckets) against gnark-crypto: G1 and G2, sizes around
+// powers of two, random and witness-like scalars with zeros and r−1, repeated,
+// negated and infinite points, sub-ranges, several copy limits, and batched, indexed
+// and chunked calls.
+func TestMSMPrecomputed(t *testing.T) {
+	c, s := testDevice(t)
+	rng := rand.New(rand.NewPCG(21, 22))
+	const m = 1 << 10
+	q1, q2 := distinctG1(rng, m), distinctG2(rng, 64)
+	maxLog := maxLogFor(t, 20)
+	for i, n := range msmSizes(maxLog) {
+		copies := []int{2, 3, 16}[i%3]
+		for _, kind := range []string{"random", "skewed"} {
+			src, neg := layout(rng, n, min(n, m), true)
+			b1 := tiled(q1, src, neg)
+			sc := scalars(rng, n, kind)
+			off := n / 3
+			var want, wantOff bls12381.G1Jac
+			want.MultiExp(q1, aggregate(m, src, neg, sc), ecc.MultiExpConfig{})
+			wantOff.MultiExp(q1, aggregate(m, src[off:], neg[off:], sc[off:]), ecc.MultiExpConfig{})
+			set, err := s.newBasesG1(b1, 1<<30, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cw, k, ok, err := set.precompute(s, copies, 1<<30)
+			if err != nil || !ok {
+				set.close()
+				t.Fatalf("precompute G1 n=%d copies=%d: ok=%v err=%v", n, copies, ok, err)
+			}
+			got, err := s.msmG1Host(set, 0, sc)
+			if err == nil && !got.Equal(&want) {
+				t.Errorf("G1 n=%d %s c=%d copies=%d: mismatch", n, kind, cw, k)
+			}
+			gotOff, err2 := s.msmG1Host(set, off, sc[off:])
+			set.close()
+			if err = firstErr(err, err2); err != nil {
+				t.Fatal(err)
+			}
+			if !gotOff.Equal(&wantOff) {
+				t.Errorf("G1 n=%d %s c=%d copies=%d from %d: mismatch", n, kind, cw, k, off)
+			}
+		}
+		if n > 1<<16+1 {
+			continue // G2 to 2^16: its reference is slow on the CPU
+		}
+		src, neg := layout(rng, n, min(n, 64), true)
+		b2 := tiled(q2, src, neg)
+		sc := scalars(rng, n, "random")
+		var want bls12381.G2Jac
+		want.MultiExp(q2, aggregate(64, src, neg, sc), ecc.MultiExpConfig{})
+		set, err := s.newBasesG2(b2, 1<<30, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cw, k, ok, err := set.precompute(s, copies, 1<<30)
+		if err != nil || !ok {
+			set.close()
+			t.Fatalf("precompute G2 n=%d copies=%d: ok=%v err=%v", n, copies, ok, err)
+		}
+		got, err := s.msmG2Host(set, 0, sc)
+		set.close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got.Equal(&want) {
+			t.Errorf("G2 n=%d c=%d copies=%d: mismatch", n, cw, k)
+		}
+	}
+
+	// Batched, indexed and chunked calls over one precomputed set of each group.
+	const n, nb, stride, sOff = 3001, 5, 3001 + 7, 3
+	b1 := make([]bls12381.G1Affine, n)
+	b2 := make([]bls12381.G2Affine, n)
+	for i := range b1 {
+		b1[i], b2[i] = q1[rng.IntN(m)], q2[rng.IntN(64)]
+	}
+	w := scalars(rng, sOff+nb*stride, "random")
+	idx := make([]uint32, n)
+	for i := range idx {
+		idx[i] = uint32(rng.IntN(stride))
+	}
+	wb, err := c.alloc(len(w) * fr.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wb.free()
+	ib, err := c.alloc(n * 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ib.free()
+	set1, err := s.newBasesG1(b1, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set1.close()
+	set2, err := s.newBasesG2(b2, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set2.close()
+	for _, set := range []*baseSet{set1, set2} {
+		if _, _, ok, err := set.precompute(s, 4, 0); err != nil || !ok {
+			t.Fatalf("precompute: ok=%v err=%v", ok, err)
+		}
+	}
+	if err := firstErr(s.uploadFr(wb, 0, w), s.uploadU32(ib, idx)); err != nil {
+		t.Fatal(err)
+	}
+	for _, chunk := range []int{0, 777} {
+		if err := s.setMSMChunk(chunk); err != nil {
+			t.Fatal(err)
+		}
+		for _, ix := range []*devBuf{nil, ib} {
+			got1, err := s.msmG1Batch(set1, 0, n, wb, sOff, stride, nb, ix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got2, err := s.msmG2Batch(set2, 0, n, wb, sOff, stride, nb, ix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j := range nb {
+				v := make([]fr.Element, n)
+				for i := range v {
+					if ix != nil {
+						v[i] = w[sOff+j*stride+int(idx[i])]
+					} else {
+						v[i] = w[sOff+j*stride+i]
+					}
+				}
+				var want1 bls12381.G1Jac
+				var want2 bls12381.G2Jac
+				want1.MultiExp(b1, v, ecc.MultiExpConfig{})
+				want2.MultiExp(b2, v, ecc.MultiExpConfig{})
+				if !got1[j].Equal(&want1) || !got2[j].Equal(&want2) {
+					t.Errorf("batch vector %d (chunk %d, indexed %v): G1 ok %v, G2 ok %v", j, chunk,
+						ix != nil, got1[j].Equal(&want1), got2[j].Equal(&want2))
+				}
+			}
+		}
+	}
+	if err := s.setMSMChunk(0); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPrecomputeRefusals: a streamed set cannot be precomputed (a precise error), a
+// set whose copies do not fit stays usable as it was, and a second call changes
+// nothing.
+func TestPrecomputeRefusals(t *testing.T) {
+	_, s := testDevice(t)
+	rng := rand.New(rand.NewPCG(23, 24))
+	pts := distinctG1(rng, 1000)
+	streamed, err := s.newBasesG1(pts, 0, basesForceStreamed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, ok, err := streamed.precompute(s, 4, 0)
+	streamed.close()
+	if ok || err == nil {
+		t.Fatalf("streamed set: ok=%v err=%v, want an error", ok, err)
+	}
+	set, err := s.newBasesG1(pts, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.close()
+	before := set.deviceBytes()
+	if _, _, ok, err := set.precompute(s, 4, 1<<62); ok || err != nil {
+		t.Fatalf("copies beyond device memory: ok=%v err=%v, want not done and no error", ok, err)
+	}
+	if set.deviceBytes() != before {
+		t.Fatalf("device bytes %d after a refused precomputation, want %d", set.deviceBytes(), before)
+	}
+	c1, k1, ok, err := set.precompute(s, 4, 0)
+	if err != nil || !ok || k1 < 2 || set.deviceBytes() != before*int64(k1) {
+		t.Fatalf("precompute: c=%d copies=%d ok=%v err=%v bytes %d (one copy %d)", c1, k1, ok, err, set.deviceBytes(), before)
+	}
+	c2, k2, ok, err := set.precompute(s, 16, 0)
+	if err != nil || !ok || c2 != c1 || k2 != k1 {
+		t.Fatalf("second precompute: c=%d copies=%d ok=%v err=%v, want the first shape %d/%d", c2, k2, ok, err, c1, k1)
+	}
+	sc := scalars(rng, len(pts), "random")
+	var want bls12381.G1Jac
+	want.MultiExp(pts, sc, ecc.MultiExpConfig{})
+	got, err := s.msmG1Host(set, 0, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Equal(&want) {
+		t.Fatal("MSM over the precomputed set: mismatch")
+	}
+}
