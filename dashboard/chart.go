@@ -215,3 +215,23 @@ func ThroughputChart(c CircuitHistory, bucket time.Duration) template.HTML {
 	b.WriteString("</svg>")
 	return template.HTML(b.String())
 }
+
+// GPUChart draws each period's mean GPU utilization, as read at the end of the
+// period's attempts, on the timing chart's periods.
+func GPUChart(c CircuitHistory, bucket time.Duration) template.HTML {
+	f := frame{w: 760, h: 110, left: 64, right: 12, top: 10, bottom: 28, n: len(c.Points), ymax: 100}
+	var b strings.Builder
+	svgOpen(&b, f, "GPU utilization of "+c.Circuit)
+	axes(&b, f, 50, func(v float64) string { return fmt.Sprintf("%g%%", v) }, c.Points, bucket)
+	bw := f.barWidth()
+	for i, p := range c.Points {
+		if p.GPUReadings == 0 {
+			continue
+		}
+		x, y := f.x(i)+(f.slot()-bw)/2, f.y(math.Min(p.GPUUtil, 100))
+		fmt.Fprintf(&b, `<rect class="gpu-util" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#43a047"><title>%s: GPU %.0f%% busy (mean of %d readings)</title></rect>`,
+			x, y, bw, f.y(0)-y, periodLabel(p.Period, bucket, true), p.GPUUtil, p.GPUReadings)
+	}
+	b.WriteString("</svg>")
+	return template.HTML(b.String())
+}

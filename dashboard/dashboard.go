@@ -1,6 +1,7 @@
 // Package dashboard renders an operator's overview page from the database: timing
 // history per circuit as charts (per-phase stacked bars, p50/p95 of the total,
-// throughput), recent failures with their errors, live workers and their GPUs.
+// throughput, GPU utilization where attempts carry telemetry), recent failures (one
+// row per request, long errors folded), live workers and their GPUs.
 // Everything is rendered on the server as HTML and inline SVG, so the page loads on
 // machines with no network beyond the worker itself.
 package dashboard
@@ -16,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dustin/go-humanize"
 
@@ -75,6 +77,8 @@ func New(db DB, opts Options) *Handler {
 	funcs := template.FuncMap{
 		"timing":     TimingChart,
 		"throughput": ThroughputChart,
+		"gpu":        GPUChart,
+		"clip":       clipError,
 		"ms":         FormatMs,
 		"color":      func(p string) template.CSS { return template.CSS(PhaseColors[p]) },
 		"bytes":      func(n uint64) string { return humanize.IBytes(n) },
@@ -102,6 +106,21 @@ func New(db DB, opts Options) *Handler {
 		},
 	}
 	return &Handler{db: db, opts: opts, tmpl: template.Must(template.New("page").Funcs(funcs).Parse(pageHTML))}
+}
+
+// errorPreview is how much of an error the failures table shows before "more".
+const errorPreview = 300
+
+// clipError is the start of s, at most errorPreview bytes, cut at a character boundary.
+func clipError(s string) string {
+	if len(s) <= errorPreview {
+		return s
+	}
+	cut := errorPreview
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }
 
 func optional(p *uint32, format string) string {

@@ -32,6 +32,10 @@ type Point struct {
 	Mean   map[string]float64 // ms, by phase
 	P50    float64            // total_ms
 	P95    float64            // total_ms
+	// GPUUtil is the mean GPU utilization (percent) read at the end of the period's
+	// attempts that carry telemetry; GPUReadings counts them (0: no reading).
+	GPUUtil     float64
+	GPUReadings int64
 }
 
 // PhaseStat is one phase's distribution over the whole window.
@@ -50,13 +54,16 @@ type CircuitHistory struct {
 	PhaseSample int   // the phase table covers only this many latest attempts (0: all in the window)
 	Succeeded   int64 // attempts in the window
 	Failed      int64 // attempts in the window that failed, for good or to be retried
+	GPU         bool  // some period has GPU utilization readings
 }
 
-// Failure is a recent attempt that did not succeed.
+// Failure is a request with a recent attempt that did not succeed: its latest failed
+// attempt, and how many attempts the request has had in all.
 type Failure struct {
-	RequestID, Circuit, Outcome, Error, Worker string
-	Attempt                                    int
-	FinishedAt                                 time.Time
+	RequestID, Circuit, State string // State: the request's state now
+	Outcome, Error, Worker    string // of the latest failed attempt
+	Attempts                  int64  // every attempt of the request, failed or not
+	LastAttemptAt             time.Time
 }
 
 // LiveWorker is a row of cuzk.workers seen recently.
@@ -206,6 +213,10 @@ func loadHistory(ctx context.Context, db DB, d *Data) error {
 		return err
 	}
 
+	if err := gpuUtilization(ctx, db, d, get, points); err != nil {
+		return err
+	}
+
 	end := d.Now.Truncate(time.Second)
 	for name, c := range byCircuit {
 		sort.Slice(c.Phases, func(i, j int) bool { return phaseOrder(c.Phases[i].Phase) < phaseOrder(c.Phases[j].Phase) })
@@ -326,17 +337,7 @@ func historyFromAttempts(ctx context.Context, db DB, d *Data, get func(string) *
 	var period time.Time
 	var n int64
 	var p50, p95 float64
-	point := func(name string, period time.Time) *Point {
-		if points[name] == nil {
-			points[name] = map[time.Time]*Point{}
-		}
-		p := points[name][period]
-		if p == nil {
-			p = &Point{Period: period, Mean: map[string]float64{}}
-			points[name][period] = p
-		}
-		return p
-	}
+	point := func(name string, period time.Time) *Point { return pointAt(points, name, period) }
 	means := make([]*float64, len(allPhases))
 	dest := []any{&name, &period, &n, &p50, &p95}
 	for i := range means {
@@ -372,6 +373,49 @@ func historyFromAttempts(ctx context.Context, db DB, d *Data, get func(string) *
 	return nil
 }
 
+// gpuUtilization adds to each period the mean GPU utilization of the attempts finished
+// in it that carry telemetry, among each circuit's latest phaseSample attempts in the
+// window: bounded like the phase table, however long the window.
+func gpuUtilization(ctx context.Context, db DB, d *Data, get func(string) *CircuitHistory,
+	points map[string]map[time.Time]*Point) error {
+	rows, err := db.Query(ctx, `
+		SELECT c.name, date_bin(make_interval(secs => $1), t.finished_at, timestamptz '2000-01-01'), avg(t.util), count(*)
+		  FROM cuzk.circuits c
+		 CROSS JOIN LATERAL (SELECT a.finished_at, (a.telemetry->>'gpu_util_pct')::float8 AS util
+		                       FROM cuzk.proof_attempts a
+		                      WHERE a.circuit = c.name AND a.finished_at >= now() - make_interval(secs => $2)
+		                      ORDER BY a.finished_at DESC LIMIT $3) t
+		 WHERE t.util IS NOT NULL
+		 GROUP BY 1, 2`, secs(d.Bucket), secs(d.Window), phaseSample)
+	if err != nil {
+		return err
+	}
+	var name string
+	var period time.Time
+	var util float64
+	var n int64
+	_, err = pgx.ForEachRow(rows, []any{&name, &period, &util, &n}, func() error {
+		p := pointAt(points, name, period)
+		p.GPUUtil, p.GPUReadings = util, n
+		get(name).GPU = true
+		return nil
+	})
+	return err
+}
+
+// pointAt is circuit name's point of period, added empty if points lacks it.
+func pointAt(points map[string]map[time.Time]*Point, name string, period time.Time) *Point {
+	if points[name] == nil {
+		points[name] = map[time.Time]*Point{}
+	}
+	p := points[name][period]
+	if p == nil {
+		p = &Point{Period: period, Mean: map[string]float64{}}
+		points[name][period] = p
+	}
+	return p
+}
+
 // phaseSample bounds the attempts per circuit behind the dashboard's phase table.
 const phaseSample = 20000
 
@@ -389,18 +433,34 @@ func phaseOrder(p string) int {
 	return math.MaxInt
 }
 
+// failureScan bounds the failed attempts read for the failures table: the latest ones,
+// enough for its rows unless a few requests failed hundreds of times each.
+const failureScan = 50
+
+// loadFailures lists the requests of the latest failed attempts, one row each.
 func loadFailures(ctx context.Context, db DB, d *Data, limit int) error {
 	rows, err := db.Query(ctx, `
-		SELECT request_id, circuit, attempt, outcome, coalesce(error, ''), worker, coalesce(finished_at, started_at)
-		  FROM cuzk.proof_attempts
-		 WHERE outcome IN ('failed', 'retryable', 'interrupted')
-		 ORDER BY coalesce(finished_at, started_at) DESC
-		 LIMIT $1`, limit)
+		WITH recent AS (
+		    SELECT request_id, max(coalesce(finished_at, started_at)) AS failed_at
+		      FROM (SELECT request_id, finished_at, started_at FROM cuzk.proof_attempts
+		             WHERE outcome IN ('failed', 'retryable', 'interrupted')
+		             ORDER BY coalesce(finished_at, started_at) DESC LIMIT $2) f
+		     GROUP BY request_id
+		     ORDER BY failed_at DESC LIMIT $1)
+		SELECT r.request_id, l.circuit, coalesce(p.state, ''), l.outcome, coalesce(l.error, ''), l.worker, n.attempts, n.last_at
+		  FROM recent r
+		 CROSS JOIN LATERAL (SELECT a.circuit, a.outcome, a.error, a.worker FROM cuzk.proof_attempts a
+		                      WHERE a.request_id = r.request_id AND a.outcome IN ('failed', 'retryable', 'interrupted')
+		                      ORDER BY a.attempt DESC LIMIT 1) l
+		 CROSS JOIN LATERAL (SELECT count(*) AS attempts, max(coalesce(a.finished_at, a.started_at)) AS last_at
+		                       FROM cuzk.proof_attempts a WHERE a.request_id = r.request_id) n
+		  LEFT JOIN cuzk.proof_requests p ON p.request_id = r.request_id
+		 ORDER BY r.failed_at DESC`, limit, limit*failureScan)
 	if err != nil {
 		return err
 	}
 	var f Failure
-	_, err = pgx.ForEachRow(rows, []any{&f.RequestID, &f.Circuit, &f.Attempt, &f.Outcome, &f.Error, &f.Worker, &f.FinishedAt},
+	_, err = pgx.ForEachRow(rows, []any{&f.RequestID, &f.Circuit, &f.State, &f.Outcome, &f.Error, &f.Worker, &f.Attempts, &f.LastAttemptAt},
 		func() error { d.Failures = append(d.Failures, f); return nil })
 	return err
 }

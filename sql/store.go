@@ -304,6 +304,25 @@ func SetRequestOutcome(ctx context.Context, tx pgx.Tx, requestID string, attempt
 	return nil
 }
 
+// DiscardJob ends the running River job of a request that failed for good as
+// discarded, with errMsg as the attempt's entry in the job's errors. It runs in the
+// transaction that marks the request failed, so River shows every failed request the
+// same way whether it ran out of attempts or failed at once (bad input), which River
+// would otherwise show as cancelled. River's own completion of the job afterwards
+// changes nothing: it updates running jobs only. A job rescued meanwhile and running
+// another attempt is left alone.
+func DiscardJob(ctx context.Context, tx pgx.Tx, jobID int64, attempt int, at time.Time, errMsg string) error {
+	_, err := tx.Exec(ctx, `
+		UPDATE public.river_job
+		   SET state = 'discarded', finalized_at = now(),
+		       errors = array_append(errors, jsonb_build_object('at', $3::timestamptz, 'attempt', $2::int, 'error', $4::text, 'trace', ''))
+		 WHERE id = $1 AND state = 'running' AND attempt = $2`, jobID, attempt, at, CapError(errMsg))
+	if err != nil {
+		return fmt.Errorf("discard job %d: %w", jobID, err)
+	}
+	return nil
+}
+
 // HandBack returns a request whose attempt was stopped by a worker shutdown to the
 // queue and gives back the attempt it counted: the attempt row stays (outcome
 // 'interrupted'), but it does not use up one of max_attempts, matching River, which

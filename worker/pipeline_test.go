@@ -279,8 +279,8 @@ func TestPipelineRequestLargerThanMemoryFailsAtOnce(t *testing.T) {
 			break
 		}
 	}
-	if jobState != "cancelled" {
-		t.Errorf("River job is %s, want cancelled (no retry)", jobState)
+	if jobState != "discarded" {
+		t.Errorf("River job is %s, want discarded (failed, no retry)", jobState)
 	}
 }
 

@@ -627,7 +627,7 @@ func (w *Worker) totalMs(it *item) *float64 {
 }
 
 // fail records a failed attempt and tells River what to do with the job: bad input and
-// requests that can never fit end at once (cancelled job, request failed, no retry); a
+// requests that can never fit end at once (request failed, job discarded, no retry); a
 // cancelled request is recorded as such; a worker shutdown hands the job back without
 // using an attempt (River's snooze); anything else is retried with backoff until
 // max_attempts.
@@ -675,7 +675,13 @@ func (w *Worker) fail(ctx context.Context, it *item, log *slog.Logger) error {
 			if handBack {
 				return cuzksql.HandBack(ctx, tx, it.req.RequestID, it.req.Attempt, err.Error())
 			}
-			return cuzksql.SetRequestOutcome(ctx, tx, it.req.RequestID, it.req.Attempt, err.Error(), final)
+			if err := cuzksql.SetRequestOutcome(ctx, tx, it.req.RequestID, it.req.Attempt, err.Error(), final); err != nil {
+				return err
+			}
+			if it.att.Outcome == "failed" {
+				return cuzksql.DiscardJob(ctx, tx, it.job.ID, it.job.Attempt, it.start, err.Error())
+			}
+			return nil
 		})
 	})
 	// What is logged and what River keeps in the job's errors is bounded like the
@@ -697,6 +703,8 @@ func (w *Worker) fail(ctx context.Context, it *item, log *slog.Logger) error {
 		return river.JobSnooze(0) // available again at once, attempt not counted
 	case permanent:
 		log.Warn("attempt failed", "outcome", it.att.Outcome, "err", err)
+		// The job is discarded above already; should that write have failed, a
+		// cancelled job at least is not retried.
 		return river.JobCancel(err)
 	}
 	log.Warn("attempt failed", "outcome", it.att.Outcome, "err", err)

@@ -107,7 +107,7 @@ func (o *observability) handler(ctx context.Context, f httpFlags, log *slog.Logg
 	}
 	ui, err := riverui.NewHandler(&riverui.HandlerOpts{
 		Endpoints:                riverui.NewEndpoints(rc, nil),
-		JobListHideArgsByDefault: true,
+		JobListHideArgsByDefault: false, // the args are the request id and circuit: what an operator looks for
 		Logger:                   log.With("component", "riverui"),
 		Prefix:                   "/riverui",
 	})
