@@ -104,14 +104,20 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 	kd := keys.Dir(c.KeysDir)
 	reg := synth.NewRegistry(c.CacheDir)
 	digests := digestLookup(pool)
-	cat := worker.NewCatalog(circuitLoader(reg, kd), func(ctx context.Context, name string) (*groth16bls.ProvingKey, *groth16bls.VerifyingKey, error) {
+	cat := worker.NewCatalog(circuitLoader(reg, kd), func(ctx context.Context, name string, progress func(read, total int64)) (*groth16bls.ProvingKey, *groth16bls.VerifyingKey, error) {
 		d, err := digests(ctx, name)
 		if err != nil {
 			return nil, nil, err
 		}
-		pk, vk, _, err := kd.LoadLogged(name, d, g.log)
+		pk, vk, _, err := kd.LoadWith(name, d, keys.LoadOptions{Log: g.log, Progress: progress})
 		return pk, vk, err
 	})
+	obs.keys = cat
+	if c.PreloadKeys != "" {
+		if cfg.PreloadKeys, err = preloadNames(ctx, c.PreloadKeys, pool, kd); err != nil {
+			g.log.Warn("preloading proving keys", "err", err)
+		}
+	}
 	w, err := worker.New(pool, cfg, cat, devices, g.log)
 	if err != nil {
 		return usageError{err.Error()}
@@ -125,9 +131,6 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 			return err
 		}
 		defer srv.Close()
-	}
-	if c.PreloadKeys != "" {
-		go preloadKeys(ctx, g.log, c.PreloadKeys, pool, kd, cat, devices)
 	}
 	return w.Run(ctx)
 }
