@@ -45,6 +45,8 @@ type Options struct {
 	Comparison ComparisonFunc
 	// GPUs, if set, are this process's devices' live readings (nil on CPU hosts).
 	GPUs gpu.LatestSamples
+	// Keys, if set, fills the "Proving keys" section; it is left out when nil.
+	Keys KeysFunc
 	// QueryTimeout bounds the page's queries; default 10s.
 	QueryTimeout time.Duration
 	Log          *slog.Logger
@@ -105,7 +107,7 @@ func New(db DB, opts Options) *Handler {
 			return ""
 		},
 	}
-	return &Handler{db: db, opts: opts, tmpl: template.Must(template.New("page").Funcs(funcs).Parse(pageHTML))}
+	return &Handler{db: db, opts: opts, tmpl: template.Must(template.Must(template.New("page").Funcs(funcs).Parse(pageHTML)).Parse(keysHTML))}
 }
 
 // errorPreview is how much of an error the failures table shows before "more".
@@ -166,6 +168,8 @@ type page struct {
 	ShowCompare bool
 	CompareErr  string
 	Stack       []string
+	ShowKeys    bool
+	Keys        []Key
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -199,6 +203,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		for _, s := range h.opts.GPUs.LatestAll() {
 			d.GPUs = append(d.GPUs, GPU{Device: fmt.Sprintf("%d %s", s.Index, s.UUID), Worker: "this worker", Sample: s, Live: true})
 		}
+	}
+	if h.opts.Keys != nil {
+		p.ShowKeys, p.Keys = true, h.opts.Keys()
 	}
 	if h.opts.Comparison != nil {
 		p.ShowCompare = true

@@ -201,6 +201,18 @@ func setupEnv(t *testing.T, url string, pool *pgxpool.Pool) *env {
 	return e
 }
 
+// pkFile is the path of circuit's pk.bin in the test's keys and its content, to put
+// back after a test spoils it.
+func (e *env) pkFile(circuit string) (string, []byte) {
+	e.t.Helper()
+	path := filepath.Join(e.keys, circuit, "pk.bin")
+	saved, err := os.ReadFile(path)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return path, saved
+}
+
 // cuzk runs a cuzk command against the test's database and returns its stdout.
 func (e *env) cuzk(args ...string) string {
 	e.t.Helper()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,11 +19,7 @@ import (
 func TestMissingKeyRetriedThenFailedThenRetried(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	pk := filepath.Join(e.keys, small, "pk.bin")
-	saved, err := os.ReadFile(pk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	pk, saved := e.pkFile(small)
 	if err := os.Remove(pk); err != nil {
 		t.Fatal(err)
 	}

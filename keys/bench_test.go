@@ -5,18 +5,95 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
 
 	"github.com/cuzk/cuzk/prover"
 	"github.com/cuzk/cuzk/synth"
 )
 
+// benchDir holds a key shaped like circuit (random but valid points) with its dump,
+// generated on first use into a directory under os.TempDir that later runs reuse:
+// making a 2^20 key takes minutes on 2 cores. It returns the dir and the pk digest.
+func benchDir(b *testing.B, circuit string) (Dir, string) {
+	b.Helper()
+	root := filepath.Join(os.TempDir(), "cuzk-bench-keys")
+	d := Dir(filepath.Join(root, "keys"))
+	if fileSize(d.Path(circuit, DumpSumFile)) > 0 {
+		digest, err := FileDigest(d.Path(circuit, PKFile))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return d, digest
+	}
+	compiled, err := synth.NewRegistry(filepath.Join(root, "circuits")).Get(context.Background(), circuit)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pk, err := prover.RandomKeyFor(circuit, compiled.CS)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.MkdirAll(d.Path(circuit, ""), dirPerm); err != nil {
+		b.Fatal(err)
+	}
+	if err := writeAtomic(d.Path(circuit, PKFile), func(w io.Writer) error { _, err := pk.WriteTo(w); return err }); err != nil {
+		b.Fatal(err)
+	}
+	digest, err := FileDigest(d.Path(circuit, PKFile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Load reads a verifying key too: one with the key's points (no proof is made).
+	vk := new(groth16bls.VerifyingKey)
+	vk.G1.Alpha, vk.G1.Beta, vk.G1.Delta = pk.G1.Alpha, pk.G1.Beta, pk.G1.Delta
+	vk.G2.Beta, vk.G2.Delta, vk.G2.Gamma = pk.G2.Beta, pk.G2.Delta, pk.G2.Delta
+	vk.G1.K = pk.G1.A[:compiled.NbPublic()]
+	if err := writeAtomic(d.Path(circuit, VKFile), func(w io.Writer) error { _, err := vk.WriteTo(w); return err }); err != nil {
+		b.Fatal(err)
+	}
+	if err := d.writeDump(circuit, pk, digest, fileSize(d.Path(circuit, PKFile))); err != nil {
+		b.Fatal(err)
+	}
+	return d, digest
+}
+
+// BenchmarkLoadKey is a worker's key load (LoadWith from pk.dump: sidecar checks,
+// SHA-256 of the whole dump, ReadDump) at 2^16, 2^18 and 2^20 constraints, reported
+// per byte of the dump so that one sees it scale linearly. 2^20 runs only with
+// CUZK_BENCH_LARGE=1 (its key takes minutes to make the first time):
+//
+//	go test -run '^$' -bench LoadKey ./keys/
+//	CUZK_BENCH_LARGE=1 go test -run '^$' -bench LoadKey ./keys/
+func BenchmarkLoadKey(b *testing.B) {
+	for _, k := range []int{16, 18, 20} {
+		name := fmt.Sprintf("synthetic-k%d", k)
+		b.Run(name, func(b *testing.B) {
+			if k >= 20 && os.Getenv("CUZK_BENCH_LARGE") != "1" {
+				b.Skip("2^20: set CUZK_BENCH_LARGE=1")
+			}
+			d, digest := benchDir(b, name)
+			size := fileSize(d.Path(name, DumpFile))
+			b.SetBytes(size)
+			b.ResetTimer()
+			for range b.N {
+				if _, _, st, err := d.LoadWith(name, digest, LoadOptions{}); err != nil || st.Source != SourceDump {
+					b.Fatalf("load: %+v, %v", st, err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(int64(b.N)*size), "ns/byte")
+		})
+	}
+}
+
 // BenchmarkKeyLoad compares reading a proving key from pk.bin (gnark ReadFrom of the
 // compressed encoding with its digest check, the only path before pk.dump) with the
 // dump path (sidecar checks, SHA-256 of the whole dump, ReadDump), and prints the
-// ratio. Keys are random but valid points shaped like the circuits named in
+// ratio. Keys are those of BenchmarkLoadKey, shaped like the circuits named in
 // CUZK_KEYLOAD_BENCH (comma-separated; default synthetic-k16, as parsing pk.bin at
 // synthetic-k18 takes minutes on 2 cores):
 //
@@ -26,36 +103,12 @@ func BenchmarkKeyLoad(b *testing.B) {
 	if s := os.Getenv("CUZK_KEYLOAD_BENCH"); s != "" {
 		names = s
 	}
-	reg := synth.NewRegistry(b.TempDir())
 	for _, name := range strings.Split(names, ",") {
-		compiled, err := reg.Get(context.Background(), name)
-		if err != nil {
-			b.Fatal(err)
-		}
-		pk, err := prover.RandomKeyFor(name, compiled.CS)
-		if err != nil {
-			b.Fatal(err)
-		}
-		d := Dir(b.TempDir())
-		if err := os.MkdirAll(d.Path(name, ""), dirPerm); err != nil {
-			b.Fatal(err)
-		}
-		if err := writeAtomic(d.Path(name, PKFile), func(w io.Writer) error { _, err := pk.WriteTo(w); return err }); err != nil {
-			b.Fatal(err)
-		}
-		digest, err := FileDigest(d.Path(name, PKFile))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := d.writeDump(name, pk, digest); err != nil {
-			b.Fatal(err)
-		}
-		pk = nil
-
+		d, digest := benchDir(b, name)
 		var old, dump time.Duration
 		b.Run(name+"/"+PKFile, func(b *testing.B) {
 			for range b.N {
-				if _, _, err := d.readPK(name, digest); err != nil {
+				if _, _, err := d.readPK(name, digest, nil); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -63,11 +116,11 @@ func BenchmarkKeyLoad(b *testing.B) {
 		})
 		b.Run(name+"/"+DumpFile, func(b *testing.B) {
 			for range b.N {
-				s, err := d.readSum(name, digest)
+				s, err := d.readSum(name, digest, fileSize(d.Path(name, PKFile)))
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := d.readDump(name, s); err != nil {
+				if _, err := d.readDump(name, s, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

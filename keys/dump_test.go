@@ -81,7 +81,7 @@ func raw(t *testing.T, pk *groth16bls.ProvingKey) []byte {
 // pkBinKey is the key as pk.bin holds it, parsed the old way.
 func pkBinKey(t *testing.T, d Dir) *groth16bls.ProvingKey {
 	t.Helper()
-	pk, _, err := d.readPK("cube", "")
+	pk, _, err := d.readPK("cube", "", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +239,7 @@ func TestBadDumpIsRebuilt(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
-		{"truncated", "bytes, its sidecar says", func(t *testing.T, d Dir) {
+		{"truncated", DumpFile + " has ", func(t *testing.T, d Dir) {
 			p := d.Path("cube", DumpFile)
 			if err := os.Truncate(p, fileSize(p)-100); err != nil {
 				t.Fatal(err)
@@ -299,7 +299,7 @@ func TestStaleDumpAfterReplacedKey(t *testing.T) {
 	if err := os.WriteFile(d.Path("cube", PKFile), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, _, err := d.LoadLogged("cube", strings.Repeat("cd", 32), nil); err == nil || !strings.Contains(err.Error(), "the database registered") {
+	if _, _, _, err := d.LoadLogged("cube", strings.Repeat("cd", 32), nil); err == nil || !strings.Contains(err.Error(), "cuzk.circuits.pk_digest of cube is "+strings.Repeat("cd", 32)) {
 		t.Errorf("load with a digest neither file has: err = %v", err)
 	}
 	pk, _, st, log := load(t, d, "")

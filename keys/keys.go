@@ -106,7 +106,7 @@ func (d Dir) Write(circuit string, pk *groth16bls.ProvingKey, vk *groth16bls.Ver
 	if err := writeAtomic(d.Path(circuit, VKFile), func(w io.Writer) error { _, err := vk.WriteTo(w); return err }); err != nil {
 		return "", fmt.Errorf("write verifying key of %s: %w", circuit, err)
 	}
-	if err := d.writeDump(circuit, pk, digest); err != nil {
+	if err := d.writeDump(circuit, pk, digest, fileSize(d.Path(circuit, PKFile))); err != nil {
 		return "", err
 	}
 	return digest, nil
@@ -204,24 +204,45 @@ type LoadStats struct {
 
 // Load reads circuit's keys, checking the proving key against digest when it is set.
 func (d Dir) Load(circuit, digest string) (*groth16bls.ProvingKey, *groth16bls.VerifyingKey, error) {
-	pk, vk, _, err := d.LoadLogged(circuit, digest, nil)
+	pk, vk, _, err := d.LoadWith(circuit, digest, LoadOptions{})
 	return pk, vk, err
 }
 
-// LoadLogged is Load that says on log (nil: nowhere) when it starts, from which file,
-// and when it ends, and returns how it went.
+// LoadLogged is Load that says on log (nil: nowhere) how it goes (LoadWith).
+func (d Dir) LoadLogged(circuit, digest string, log *slog.Logger) (*groth16bls.ProvingKey, *groth16bls.VerifyingKey, LoadStats, error) {
+	return d.LoadWith(circuit, digest, LoadOptions{Log: log})
+}
+
+// LoadOptions say where a load reports how it goes.
+type LoadOptions struct {
+	// Log gets a line when the load starts (from which file), progress lines for a
+	// large key (bytes read, percent, every few seconds or tenth), and a line when it
+	// ends (bytes, ms, MB/s). nil: nowhere.
+	Log *slog.Logger
+	// Progress, when set, is told the bytes read so far and the bytes the load expects
+	// to read (a dump is read twice: hashed, then decoded), from the loading goroutine.
+	Progress func(read, total int64)
+
+	progress *progressLimits // when progress is logged; nil: defaultProgress
+}
+
+// LoadWith reads circuit's keys, checking the proving key against digest when it is
+// set, and reports how it goes to o.
 //
 // The proving key comes from pk.dump when its sidecar has this build's format and
-// names the pk digest, and the dump hashes to the SHA-256 the sidecar records; pk.bin
-// is then not read at all. Otherwise pk.bin is parsed (and checked against digest) and
-// a new dump is written for the next load; a dump that fails a check is logged and
-// replaced, never used. A dump that cannot be written (a read-only keys directory) is
-// logged and the key returned all the same.
+// names the pk digest (and pk.bin's size, when it records it), and the dump hashes to
+// the SHA-256 the sidecar records; pk.bin is then not read at all. Otherwise pk.bin is
+// parsed (and checked against digest) and a new dump is written for the next load; a
+// dump that fails a check is logged and replaced, never used. A dump that cannot be
+// written (a read-only keys directory) is logged and the key returned all the same.
+// A pk.bin that is truncated or damaged fails the load with an error naming the file,
+// its size and SHA-256 and what was expected.
 //
 // With digest "" (no registered circuit to compare with) the dump must have been made
 // from the pk.bin there now, so pk.bin is hashed (a second or two at 2^22, without
 // parsing it) to tell whether a stale dump outlived a replaced key.
-func (d Dir) LoadLogged(circuit, digest string, log *slog.Logger) (*groth16bls.ProvingKey, *groth16bls.VerifyingKey, LoadStats, error) {
+func (d Dir) LoadWith(circuit, digest string, o LoadOptions) (*groth16bls.ProvingKey, *groth16bls.VerifyingKey, LoadStats, error) {
+	log := o.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -233,15 +254,17 @@ func (d Dir) LoadLogged(circuit, digest string, log *slog.Logger) (*groth16bls.P
 		return nil, nil, st, fmt.Errorf("load proving key of %s: %w", circuit, err)
 	}
 	pkBytes, dumpBytes := fileSize(d.Path(circuit, PKFile)), fileSize(d.Path(circuit, DumpFile))
+	prog := newLoadProgress(circuit, log, o.Progress, o.progress)
 
 	want := digest
 	var sum *dumpSum
 	var err error
 	if want == "" && fileSize(d.Path(circuit, DumpSumFile)) >= 0 {
-		want, err = FileDigest(d.Path(circuit, PKFile))
+		prog.expect(pkBytes)
+		want, err = hashFile(d.Path(circuit, PKFile), func(r io.Reader) io.Reader { return prog.reader(r, PKFile+" (hash)") })
 	}
 	if err == nil {
-		sum, err = d.readSum(circuit, want)
+		sum, err = d.readSum(circuit, want, pkBytes)
 	}
 	if err != nil && !errors.Is(err, errNoDump) {
 		log.Warn("proving key dump not used; it will be rebuilt from "+PKFile, "circuit", circuit, "reason", err)
@@ -253,17 +276,19 @@ func (d Dir) LoadLogged(circuit, digest string, log *slog.Logger) (*groth16bls.P
 
 	var pk *groth16bls.ProvingKey
 	if sum != nil {
-		if pk, err = d.readDump(circuit, sum); err != nil {
+		prog.expect(2 * dumpBytes)
+		if pk, err = d.readDump(circuit, sum, prog); err != nil {
 			log.Warn("proving key dump not used; it will be rebuilt from "+PKFile, "circuit", circuit, "reason", err)
 			st.Source = SourcePK
 		}
 	}
 	if pk == nil {
+		prog.expect(pkBytes)
 		var got string
-		if pk, got, err = d.readPK(circuit, digest); err != nil {
+		if pk, got, err = d.readPK(circuit, digest, prog); err != nil {
 			return nil, nil, st, err
 		}
-		if err := d.writeDump(circuit, pk, got); err != nil {
+		if err := d.writeDump(circuit, pk, got, pkBytes); err != nil {
 			log.Warn("cannot write the proving key dump; the next load parses "+PKFile+" again", "circuit", circuit, "err", err)
 		} else {
 			st.DumpWritten = true
@@ -279,16 +304,21 @@ func (d Dir) LoadLogged(circuit, digest string, log *slog.Logger) (*groth16bls.P
 		return nil, nil, st, fmt.Errorf("load verifying key of %s: %w", circuit, err)
 	}
 	st.Duration = time.Since(start)
-	log.Info("proving key loaded", "circuit", circuit, "from", st.Source, "ms", st.Duration.Milliseconds(), "dump_written", st.DumpWritten)
+	log.Info("proving key loaded", "circuit", circuit, "from", st.Source, "bytes", st.Bytes, "ms", st.Duration.Milliseconds(),
+		"mb_per_s", mbPerSecond(st.Bytes, st.Duration), "dump_written", st.DumpWritten)
 	return pk, vk, st, nil
 }
 
 // readPK parses pk.bin (every point decompressed and subgroup-checked) and checks it
 // against digest when set; it returns the key and pk.bin's digest.
-func (d Dir) readPK(circuit, digest string) (*groth16bls.ProvingKey, string, error) {
+func (d Dir) readPK(circuit, digest string, prog *loadProgress) (*groth16bls.ProvingKey, string, error) {
+	path := d.Path(circuit, PKFile)
 	pk := groth16.NewProvingKey(ecc.BLS12_381).(*groth16bls.ProvingKey)
 	h := sha256.New()
-	err := readFile(d.Path(circuit, PKFile), func(r io.Reader) error {
+	err := readFile(path, func(r io.Reader) error {
+		if prog != nil {
+			r = prog.reader(r, PKFile)
+		}
 		_, err := pk.ReadFrom(io.TeeReader(r, h))
 		if err == nil {
 			_, err = io.Copy(h, r) // hash any trailing bytes too
@@ -296,14 +326,32 @@ func (d Dir) readPK(circuit, digest string) (*groth16bls.ProvingKey, string, err
 		return err
 	})
 	if err != nil {
-		return nil, "", fmt.Errorf("load proving key of %s: %w", circuit, err)
+		return nil, "", d.damagedPK(circuit, digest, err)
 	}
 	got := hex.EncodeToString(h.Sum(nil))
 	if digest != "" && got != digest {
-		return nil, "", fmt.Errorf("proving key of %s at %s has digest %s, the database registered %s (run cuzk setup again or fix --keys-dir)",
-			circuit, d.Path(circuit, PKFile), got[:16], digest[:min(16, len(digest))])
+		return nil, "", fmt.Errorf("proving key %s has SHA-256 %s, but cuzk.circuits.pk_digest of %s is %s: not the registered key (run cuzk setup again or fix --keys-dir)",
+			path, got, circuit, digest)
 	}
 	return pk, got, nil
+}
+
+// damagedPK is the error of a pk.bin that does not decode: the file, its size and
+// SHA-256, and what they should be as far as the digest and the dump's sidecar say.
+func (d Dir) damagedPK(circuit, digest string, err error) error {
+	path := d.Path(circuit, PKFile)
+	size := fileSize(path)
+	what := fmt.Sprintf("%d bytes", size)
+	if s := d.rawSum(circuit); s != nil && s.PKBytes > 0 && (digest == "" || s.PKDigest == digest) && s.PKBytes != size {
+		what += fmt.Sprintf(", %d expected (%s)", s.PKBytes, DumpSumFile)
+	}
+	if got, herr := FileDigest(path); herr == nil {
+		what += ", SHA-256 " + got
+		if digest != "" {
+			what += ", cuzk.circuits.pk_digest " + digest
+		}
+	}
+	return fmt.Errorf("proving key %s of %s is truncated or damaged (%s): %w", path, circuit, what, err)
 }
 
 // fileSize is path's size, or -1 when it cannot be read.
@@ -317,13 +365,22 @@ func fileSize(path string) int64 {
 
 // FileDigest is the hex SHA-256 of the file at path (of pk.bin: the pk digest).
 func FileDigest(path string) (string, error) {
+	return hashFile(path, nil)
+}
+
+// hashFile is FileDigest reading through wrap (nil: directly).
+func hashFile(path string, wrap func(io.Reader) io.Reader) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, bufio.NewReaderSize(f, bufSize)); err != nil {
+	var r io.Reader = bufio.NewReaderSize(f, bufSize)
+	if wrap != nil {
+		r = wrap(r)
+	}
+	if _, err := io.Copy(h, r); err != nil {
 		return "", fmt.Errorf("hash %s: %w", path, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil

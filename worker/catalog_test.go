@@ -13,7 +13,7 @@ func TestLoadOnceWaiterCountsAsLoading(t *testing.T) {
 	release, started := make(chan struct{}), make(chan struct{})
 	first := make(chan bool)
 	go func() {
-		_, loaded, _ := o.get(context.Background(), "k", func() (int, error) {
+		_, loaded, _ := o.get(context.Background(), "k", func(context.Context) (int, error) {
 			close(started)
 			<-release
 			return 1, nil
@@ -23,7 +23,7 @@ func TestLoadOnceWaiterCountsAsLoading(t *testing.T) {
 	<-started
 	waiter := make(chan bool)
 	go func() {
-		v, loaded, err := o.get(context.Background(), "k", func() (int, error) { t.Error("loaded twice"); return 0, nil })
+		v, loaded, err := o.get(context.Background(), "k", func(context.Context) (int, error) { t.Error("loaded twice"); return 0, nil })
 		if v != 1 || err != nil {
 			t.Errorf("waiter got %d, %v", v, err)
 		}

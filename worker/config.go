@@ -25,6 +25,9 @@ type Config struct {
 	ScrubInputs      bool          // delete private inputs once the proof is stored
 	Build            string        // recorded in attempt rows; default BuildString()
 	Observer         Observer      // told about each finished attempt; may be nil
+	// PreloadKeys are circuits whose keys are made resident on every device at start,
+	// in the background, before those of the circuits with queued requests.
+	PreloadKeys []string
 }
 
 // DefaultConfig is a sensible single-host configuration.

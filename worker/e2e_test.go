@@ -66,7 +66,7 @@ func (k *testKeys) setup(t testing.TB, name string) (*synth.Compiled, *groth16bl
 	return c, k.pk[name], k.vk[name]
 }
 
-func (k *testKeys) load(_ context.Context, name string) (*groth16bls.ProvingKey, *groth16bls.VerifyingKey, error) {
+func (k *testKeys) load(_ context.Context, name string, _ func(read, total int64)) (*groth16bls.ProvingKey, *groth16bls.VerifyingKey, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	pk, ok := k.pk[name]
@@ -113,6 +113,12 @@ func startWorker(t testing.TB, pool *pgxpool.Pool, mutate func(*worker.Config)) 
 // (default: slog's default).
 func startWorkerWith(t testing.TB, pool *pgxpool.Pool, devices []worker.Device, log *slog.Logger, mutate func(*worker.Config)) *runningWorker {
 	t.Helper()
+	return startWorkerCatalog(t, pool, worker.NewCatalog(keys.reg.Get, keys.load), devices, log, mutate)
+}
+
+// startWorkerCatalog is startWorkerWith with the catalog cat.
+func startWorkerCatalog(t testing.TB, pool *pgxpool.Pool, cat worker.Catalog, devices []worker.Device, log *slog.Logger, mutate func(*worker.Config)) *runningWorker {
+	t.Helper()
 	if devices == nil {
 		devices = []worker.Device{{Backend: prover.NewCPU()}}
 	}
@@ -123,7 +129,6 @@ func startWorkerWith(t testing.TB, pool *pgxpool.Pool, devices []worker.Device, 
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	cat := worker.NewCatalog(keys.reg.Get, keys.load)
 	w, err := worker.New(pool, cfg, cat, devices, log)
 	if err != nil {
 		t.Fatal(err)

@@ -164,6 +164,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}()
 
 	w.loadTimeouts(ctx)
+	go w.preload(ctx)
 	// Before claiming anything: a predecessor under the same name that is gone gets its
 	// running jobs handed back now, not after --rescue-after.
 	w.predecessorID = w.takeOver(ctx)
@@ -236,6 +237,7 @@ type item struct {
 	res         *Reservation
 	sol         *synth.Solution
 	synthDone   time.Time
+	keyWait     time.Duration // after synthesis, for the key to be read (Catalog.Prepare)
 	key         *ResidentKey
 	proof       *groth16bls.Proof
 	public      []byte
@@ -318,10 +320,30 @@ func (w *Worker) work(ctx context.Context, job *river.Job[jobs.ProveArgs]) error
 	return w.persist(ctx, it, log)
 }
 
-// startBatch runs a flushed batch through memory reservation and synthesis, then hands
-// the solved part to the provers through the bounded channel.
+// startBatch runs a flushed batch through memory reservation and synthesis, while its
+// circuit's proving key is read into memory, then hands the solved part to the provers
+// through the bounded channel. The key is read here rather than by the prover, so a
+// batch whose key is still loading waits for that load without holding a device that
+// a batch of another circuit, whose key is resident, could use.
 func (w *Worker) startBatch(b *batch) {
 	go func() {
+		ctxs := make([]context.Context, len(b.items))
+		for i, it := range b.items {
+			ctxs[i] = it.ctx
+		}
+		keyCtx, stopKey := allDone(ctxs)
+		defer stopKey()
+		type prepared struct {
+			loaded bool      // the key was not in memory: read or waited for
+			at     time.Time // when it was
+			err    error
+		}
+		keyDone := make(chan prepared, 1)
+		go func() {
+			waited, err := w.catalog.Prepare(keyCtx, b.circuit)
+			keyDone <- prepared{waited > 0, time.Now(), err}
+		}()
+
 		var wg sync.WaitGroup
 		for _, it := range b.items {
 			it.att.BatchID = b.id
@@ -343,6 +365,24 @@ func (w *Worker) startBatch(b *batch) {
 			}
 		}
 		if len(solved) == 0 {
+			return
+		}
+		// The srs phase is what the batch waited for its key once synthesized.
+		synthesized := time.Now()
+		k := <-keyDone
+		err, wait := k.err, time.Duration(0)
+		if k.loaded && k.at.After(synthesized) {
+			wait = k.at.Sub(synthesized)
+		}
+		for _, it := range solved {
+			it.keyWait = wait
+			if err != nil {
+				it.att.SrsMs = msPtr(wait)
+				it.sol = nil
+				it.finish(fmt.Errorf("load proving key of %q: %w", b.circuit, err))
+			}
+		}
+		if err != nil {
 			return
 		}
 		b.items = solved
@@ -435,7 +475,7 @@ func (w *Worker) proveBatch(d *Device, b *batch) {
 	picked := time.Now()
 	live := b.items[:0:0]
 	for _, it := range b.items {
-		it.att.ProveWaitMs = msPtr(picked.Sub(it.synthDone))
+		it.att.ProveWaitMs = msPtr(picked.Sub(it.synthDone) - it.keyWait)
 		it.att.Backend = d.Backend.Name()
 		it.att.Device = d.Label
 		if err := context.Cause(it.ctx); err != nil {
@@ -455,7 +495,8 @@ func (w *Worker) proveBatch(d *Device, b *batch) {
 		}
 	}
 
-	// The key is shared by the batch; loading it is the srs phase of every attempt in it.
+	// The key is shared by the batch; loading it (reading it after synthesis, then
+	// making it resident here) is the srs phase of every attempt in it.
 	// One request's cancel must not abort the others' proofs; when all are cancelled
 	// (a shutdown past its grace period), the batch's proof stops.
 	ctxs := make([]context.Context, len(live))
@@ -466,7 +507,7 @@ func (w *Worker) proveBatch(d *Device, b *batch) {
 	defer stop()
 	key, loaded, err := w.catalog.Key(ctx, b.circuit, d.Backend)
 	for _, it := range live {
-		it.att.SrsMs = msPtr(loaded)
+		it.att.SrsMs = msPtr(it.keyWait + loaded)
 	}
 	if err != nil {
 		fail(fmt.Errorf("load proving key of %q on %s: %w", b.circuit, d.Backend.Name(), err))

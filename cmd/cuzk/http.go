@@ -34,6 +34,7 @@ type observability struct {
 	metrics  *metrics.Metrics
 	gpus     gpu.LatestSamples // nil on CPU hosts
 	backends []string
+	keys     worker.KeyStates // the worker's proving keys; nil before it has a catalog
 }
 
 // newObservability registers the metrics that do not need the worker (queue depth,
@@ -98,6 +99,11 @@ func (o *observability) handler(ctx context.Context, f httpFlags, log *slog.Logg
 			return
 		}
 		fmt.Fprintf(w, "ready: database reachable, backend %s\n", strings.Join(o.backends, ", "))
+		if o.keys != nil {
+			for _, k := range o.keys.KeyStates() {
+				fmt.Fprintln(w, keyLine(k))
+			}
+		}
 	})
 
 	// An insert-only client (no queues): River UI reads and changes jobs through it.
@@ -127,6 +133,7 @@ func (o *observability) handler(ctx context.Context, f httpFlags, log *slog.Logg
 	mux.Handle("/", dashboard.New(o.pool, dashboard.Options{
 		Window:     f.DashboardWindow,
 		GPUs:       o.gpus,
+		Keys:       o.dashboardKeys(),
 		Comparison: comparisonPanel(o.pool),
 		Log:        log.With("component", "dashboard"),
 	}))
@@ -153,4 +160,43 @@ func (o *observability) serve(ctx context.Context, f httpFlags, log *slog.Logger
 	}()
 	log.Info("serving http", "addr", ln.Addr().String(), "riverui_writable", f.RiverUIWritable)
 	return srv, nil
+}
+
+// keyLine is one proving key's state on /readyz, e.g.
+//
+//	key synthetic-k22 files: loading 1234567 of 4937433088 bytes (0%), 1.2s
+//	key synthetic-k22 on cuda:0: resident 4937433088 bytes, 3.1s
+//	key synthetic-k22 files: failed after 20ms: proving key ... is truncated or damaged (...)
+func keyLine(k worker.KeyState) string {
+	where := "files"
+	if k.Device != "" {
+		where = "on " + k.Device
+	}
+	took := k.Elapsed.Round(time.Millisecond)
+	switch k.State {
+	case worker.KeyLoading:
+		if k.Total > 0 {
+			return fmt.Sprintf("key %s %s: loading %d of %d bytes (%d%%), %v", k.Circuit, where, k.Bytes, k.Total, 100*k.Bytes/k.Total, took)
+		}
+		return fmt.Sprintf("key %s %s: loading, %v", k.Circuit, where, took)
+	case worker.KeyFailed:
+		return fmt.Sprintf("key %s %s: failed after %v: %s", k.Circuit, where, took, k.Err)
+	}
+	return fmt.Sprintf("key %s %s: %s %d bytes, %v", k.Circuit, where, k.State, k.Total, took)
+}
+
+// dashboardKeys is the dashboard's "Proving keys" section's provider; nil (no section)
+// without a catalog.
+func (o *observability) dashboardKeys() dashboard.KeysFunc {
+	if o.keys == nil {
+		return nil
+	}
+	return func() []dashboard.Key {
+		states := o.keys.KeyStates()
+		out := make([]dashboard.Key, len(states))
+		for i, k := range states {
+			out[i] = dashboard.Key{Circuit: k.Circuit, Device: k.Device, State: k.State, Bytes: k.Bytes, Total: k.Total, Elapsed: k.Elapsed, Err: k.Err}
+		}
+		return out
+	}
 }

@@ -95,6 +95,10 @@ func TestWorkerHTTPEndpoints(t *testing.T) {
 	if code != 200 || !strings.Contains(body, "database reachable, backend cpu") {
 		t.Errorf("/readyz: %d %q", code, body)
 	}
+	// The keys the worker loaded, read from disk and resident on its device.
+	if !regexp.MustCompile(`\nkey synthetic-k6 files: resident \d+ bytes, \S+\nkey synthetic-k6 on cpu: resident \d+ bytes, \S+\n`).MatchString(body) {
+		t.Errorf("/readyz does not list synthetic-k6's key as resident: %q", body)
+	}
 
 	// The attempt row is written before the observer hears of it: poll briefly.
 	var metrics string
@@ -127,6 +131,9 @@ func TestWorkerHTTPEndpoints(t *testing.T) {
 	code, body = httpDo(t, "GET", base+"/")
 	if code != 200 || !strings.Contains(body, "<h3>synthetic-k6</h3>") || !strings.Contains(body, "<svg") {
 		t.Errorf("dashboard: %d, circuit or chart missing", code)
+	}
+	if !regexp.MustCompile(`<h2>Proving keys</h2>[\s\S]*<td>synthetic-k6</td><td>cpu</td><td>resident</td>`).MatchString(body) {
+		t.Error("dashboard: the Proving keys section does not show synthetic-k6 resident on cpu")
 	}
 
 	code, body = httpDo(t, "GET", base+"/riverui/")

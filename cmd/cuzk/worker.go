@@ -40,7 +40,7 @@ type workerCmd struct {
 	KeepInputs       bool          `name:"keep-inputs" env:"CUZK_KEEP_INPUTS" help:"Keep private inputs after success (default: scrub them)."`
 	Name             string        `env:"CUZK_NAME" help:"Worker identity in attempt rows (default host/pid)."`
 	GPUPrecompute    int           `name:"gpu-precompute" env:"CUZK_GPU_PRECOMPUTE" default:"0" placeholder:"COPIES" help:"Keep up to this many shifted copies (2..16) of each proving key's bases on the GPU, computed when the key loads: each MSM then reduces one bucket set per COPIES windows and uses wider windows. Costs COPIES times the bases' device memory and some seconds per key load; sets that do not fit are left as they are. 0: off."`
-	PreloadKeys      string        `name:"preload-keys" env:"CUZK_PRELOAD_KEYS" placeholder:"CIRCUITS" help:"Load these circuits' proving keys onto every device at start, in the background: comma-separated names, or all (every registered circuit with keys in --keys-dir). Requests for a circuit wait for its load meanwhile."`
+	PreloadKeys      string        `name:"preload-keys" env:"CUZK_PRELOAD_KEYS" placeholder:"CIRCUITS" help:"Load these circuits' proving keys onto every device at start, in the background: comma-separated names, or all (every registered circuit with keys in --keys-dir). The keys of circuits with queued requests load at start too, after these. A request for a circuit waits for its load meanwhile, without holding a device."`
 }
 
 func (c workerCmd) Run(ctx context.Context, g *globals) error {
@@ -105,14 +105,20 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 	kd := keys.Dir(c.KeysDir)
 	reg := synth.NewRegistry(c.CacheDir)
 	digests := digestLookup(pool)
-	cat := worker.NewCatalog(circuitLoader(reg, kd), func(ctx context.Context, name string) (*groth16bls.ProvingKey, *groth16bls.VerifyingKey, error) {
+	cat := worker.NewCatalog(circuitLoader(reg, kd), func(ctx context.Context, name string, progress func(read, total int64)) (*groth16bls.ProvingKey, *groth16bls.VerifyingKey, error) {
 		d, err := digests(ctx, name)
 		if err != nil {
 			return nil, nil, err
 		}
-		pk, vk, _, err := kd.LoadLogged(name, d, g.log)
+		pk, vk, _, err := kd.LoadWith(name, d, keys.LoadOptions{Log: g.log, Progress: progress})
 		return pk, vk, err
 	})
+	obs.keys = cat
+	if c.PreloadKeys != "" {
+		if cfg.PreloadKeys, err = preloadNames(ctx, c.PreloadKeys, pool, kd); err != nil {
+			g.log.Warn("preloading proving keys", "err", err)
+		}
+	}
 	w, err := worker.New(pool, cfg, cat, devices, g.log)
 	if err != nil {
 		return usageError{err.Error()}
@@ -126,9 +132,6 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 			return err
 		}
 		defer srv.Close()
-	}
-	if c.PreloadKeys != "" {
-		go preloadKeys(ctx, g.log, c.PreloadKeys, pool, kd, cat, devices)
 	}
 	return w.Run(ctx)
 }

@@ -1,0 +1,61 @@
+package dashboard
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/dustin/go-humanize"
+)
+
+// Key is where one proving key of this process stands: being read or made resident,
+// resident, or failed (the worker's key catalog, not the database: keys are per
+// process).
+type Key struct {
+	Circuit string
+	Device  string // "" while the key's files are read, before any device
+	State   string // loading, resident or failed
+	Bytes   int64  // read so far
+	Total   int64  // to read in all
+	Elapsed time.Duration
+	Err     string
+}
+
+// KeysFunc lists this process's proving keys for the "Proving keys" section.
+type KeysFunc func() []Key
+
+// keysHTML is the "Proving keys" section, left out when there is no provider.
+const keysHTML = `{{define "keys"}}{{if .ShowKeys}}
+<h2>Proving keys</h2>
+{{if .Keys}}
+<table id="keys"><tr><th>circuit</th><th>device</th><th>state</th><th>bytes</th><th>elapsed</th><th>error</th></tr>
+{{range .Keys}}<tr><td>{{.Circuit}}</td><td>{{.Where}}</td><td{{if eq .State "failed"}} class="bad"{{end}}>{{.State}}</td><td class="num">{{.Size}}</td><td class="num">{{.Took}}</td><td class="err">{{.Err}}</td></tr>
+{{end}}</table>
+{{else}}<p class="muted">no proving key loaded or loading in this worker yet</p>{{end}}
+{{end}}{{end}}`
+
+// Where names the key's device, or its files being read into memory.
+func (k Key) Where() string {
+	if k.Device == "" {
+		return "files → memory"
+	}
+	return k.Device
+}
+
+// Size is what the load has read: all of it, or so much of so much while loading.
+func (k Key) Size() string {
+	switch {
+	case k.Total <= 0:
+		return "–"
+	case k.State == "loading" && k.Bytes < k.Total:
+		return fmt.Sprintf("%s / %s (%d%%)", humanize.IBytes(uint64(max(k.Bytes, 0))), humanize.IBytes(uint64(k.Total)), 100*k.Bytes/k.Total)
+	}
+	return humanize.IBytes(uint64(k.Total))
+}
+
+// Took is the load's time, to the millisecond under a second, else to a tenth.
+func (k Key) Took() string {
+	if k.Elapsed < time.Second {
+		return k.Elapsed.Round(time.Millisecond).String()
+	}
+	return k.Elapsed.Round(100 * time.Millisecond).String()
+}

@@ -1,0 +1,53 @@
+package dashboard_test
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cuzk/cuzk/dashboard"
+	"github.com/cuzk/cuzk/internal/pgtest"
+)
+
+// The "Proving keys" section shows each key this process loads: which device, its
+// state, bytes (so far, while loading), time and error; without a provider it is left
+// out.
+func TestDashboardProvingKeys(t *testing.T) {
+	db := pgtest.New(t)
+	keys := []dashboard.Key{
+		{Circuit: "big", State: "loading", Bytes: 1 << 30, Total: 4 << 30, Elapsed: 3200 * time.Millisecond},
+		{Circuit: "big", Device: "cuda:0", State: "loading", Elapsed: 3200 * time.Millisecond},
+		{Circuit: "small", Device: "cuda:0", State: "resident", Bytes: 2 << 20, Total: 2 << 20, Elapsed: 40 * time.Millisecond},
+		{Circuit: "torn", State: "failed", Elapsed: time.Second, Err: "proving key /k/torn/pk.bin of torn is truncated or damaged"},
+	}
+	srv := httptest.NewServer(dashboard.New(db.Pool, dashboard.Options{Keys: func() []dashboard.Key { return keys }}))
+	defer srv.Close()
+	code, body := get(t, srv.URL+"/")
+	if code != http.StatusOK {
+		t.Fatalf("GET /: %d\n%s", code, body)
+	}
+	for _, want := range []string{
+		"<h2>Proving keys</h2>",
+		`<tr><td>big</td><td>files → memory</td><td>loading</td><td class="num">1.0 GiB / 4.0 GiB (25%)</td><td class="num">3.2s</td>`,
+		`<tr><td>big</td><td>cuda:0</td><td>loading</td><td class="num">–</td>`,
+		`<tr><td>small</td><td>cuda:0</td><td>resident</td><td class="num">2.0 MiB</td><td class="num">40ms</td>`,
+		`<td class="bad">failed</td>`,
+		"proving key /k/torn/pk.bin of torn is truncated or damaged",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("dashboard lacks %q", want)
+		}
+	}
+
+	keys = nil
+	if _, body := get(t, srv.URL+"/"); !strings.Contains(body, "no proving key loaded or loading") {
+		t.Error("with no keys the section does not say so")
+	}
+	plain := httptest.NewServer(dashboard.New(db.Pool, dashboard.Options{}))
+	defer plain.Close()
+	if _, body := get(t, plain.URL+"/"); strings.Contains(body, "Proving keys") {
+		t.Error("the keys section shows without a provider")
+	}
+}

@@ -1,0 +1,64 @@
+package worker
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// preload makes proving keys resident on every device in the background at start, so
+// the first request for them does not pay a load of minutes: the keys of
+// Config.PreloadKeys, then those of the registered circuits with queued requests (most
+// urgent first). It goes through the catalog: a request arriving meanwhile waits for
+// the same load instead of starting another, and a request for a circuit not loaded
+// yet starts its own rather than waiting its turn here. Circuits load one after
+// another (each key's memory once at a time), each onto all devices at once. Failures
+// are logged; a request retries them.
+func (w *Worker) preload(ctx context.Context) {
+	names := slices.Clone(w.cfg.PreloadKeys)
+	queued, err := w.queuedCircuits(ctx)
+	if err != nil && ctx.Err() == nil {
+		w.log.Warn("finding the circuits of queued requests to preload their keys", "err", err)
+	}
+	for _, n := range queued {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	w.log.Info("preloading proving keys", "circuits", strings.Join(names, ","), "queued", strings.Join(queued, ","), "devices", len(w.devices))
+	for _, name := range names {
+		var wg sync.WaitGroup
+		for _, d := range w.devices {
+			wg.Go(func() {
+				start := time.Now()
+				if _, _, err := w.catalog.Key(ctx, name, d.Backend); err != nil {
+					if ctx.Err() == nil {
+						w.log.Warn("preloading proving key", "circuit", name, "device", d.Backend.Name(), "err", err)
+					}
+					return
+				}
+				w.log.Info("proving key preloaded", "circuit", name, "device", d.Backend.Name(), "ms", time.Since(start).Milliseconds())
+			})
+		}
+		wg.Wait()
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// queuedCircuits are the registered circuits with queued requests, most urgent first.
+func (w *Worker) queuedCircuits(ctx context.Context) ([]string, error) {
+	rows, _ := w.pool.Query(ctx, `
+		SELECT r.circuit FROM cuzk.proof_requests r JOIN cuzk.circuits c ON c.name = r.circuit
+		 WHERE r.state = 'queued'
+		 GROUP BY r.circuit ORDER BY min(r.priority), min(r.created_at)`)
+	return pgx.CollectRows(rows, pgx.RowTo[string])
+}
