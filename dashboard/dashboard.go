@@ -19,7 +19,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 
-	"github.com/cuzk/cuzk/gpu"
+	"github.com/cuzk/cuzk/gpu/devinfo"
 )
 
 // Comparison is the content of the "last comparison between the two most recent
@@ -42,7 +42,7 @@ type Options struct {
 	// Comparison, if set, fills the build comparison panel; the panel is left out when nil.
 	Comparison ComparisonFunc
 	// GPUs, if set, are this process's devices' live readings (nil on CPU hosts).
-	GPUs gpu.LatestSamples
+	GPUs devinfo.LatestSamples
 	// QueryTimeout bounds the page's queries; default 10s.
 	QueryTimeout time.Duration
 	Log          *slog.Logger

@@ -10,6 +10,7 @@ import (
 	bls12381 "github.com/consensys/gnark-crypto/ecc/bls12-381"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 
+	"github.com/cuzk/cuzk/gpu/devinfo"
 	"github.com/cuzk/cuzk/prover"
 	"github.com/cuzk/cuzk/synth"
 )
@@ -32,7 +33,7 @@ type CUDA struct {
 	lib     *cudaLib
 	ctx     *cudaCtx
 	ordinal int
-	info    DeviceInfo
+	info    devinfo.Device
 	reserve int
 
 	mu     sync.Mutex // one Prove or LoadKey at a time: the streams own their scratch
@@ -81,7 +82,7 @@ func NewCUDA(ordinal int, opt Options) (*CUDA, error) {
 func (b *CUDA) Name() string { return fmt.Sprintf("cuda:%d", b.ordinal) }
 
 // Device describes the GPU.
-func (b *CUDA) Device() DeviceInfo { return b.info }
+func (b *CUDA) Device() devinfo.Device { return b.info }
 
 // Close implements prover.Backend.
 func (b *CUDA) Close() error {
