@@ -209,6 +209,8 @@ func TestOversizedRequestRefusedAtInsert(t *testing.T) {
 		t.Fatal(err)
 	}
 	addCircuit(t, db, "old")
+	_, err := db.Pool.Exec(ctx, `UPDATE cuzk.circuits SET max_inputs_bytes = 1000 WHERE name = 'old'`)
+	wantError(t, err, "23514", "circuits_request_limits")
 	_, sub := login(t, db, "submitter", "cuzk_submitter")
 	var def *string
 	if err := sub.QueryRow(ctx, `SELECT value FROM cuzk.settings WHERE name = 'max_request_bytes'`).Scan(&def); err != nil {
@@ -229,7 +231,7 @@ func TestOversizedRequestRefusedAtInsert(t *testing.T) {
 		return `{"a": "` + strings.Repeat("7", n-9) + `"}`
 	}
 	const derived = `the 200-byte limit for circuit "c" (derived from its 2 input variables)`
-	_, err := sub.Exec(ctx, `SELECT cuzk.submit_proof('big-fn', 'c', $1::jsonb)`, inputs(201))
+	_, err = sub.Exec(ctx, `SELECT cuzk.submit_proof('big-fn', 'c', $1::jsonb)`, inputs(201))
 	wantError(t, err, "54000", `request "big-fn": inputs of 201 bytes exceed `+derived)
 	_, err = sub.Exec(ctx, `INSERT INTO cuzk.proof_requests (request_id, circuit, inputs) VALUES ('big-insert', 'c', $1::jsonb)`, inputs(8_000_000))
 	wantError(t, err, "54000", `request "big-insert": inputs of 8000000 bytes exceed `+derived)

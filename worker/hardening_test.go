@@ -140,7 +140,7 @@ func TestGiantErrorsAreStoredCut(t *testing.T) {
 	ctx := context.Background()
 	// Longer than any valid inputs: it reaches the worker only for a circuit whose
 	// limit is not recorded (registered before limits were), so this one's is cleared.
-	if _, err := db.Pool.Exec(ctx, `UPDATE cuzk.circuits SET max_inputs_bytes = NULL WHERE name = $1`, circuit); err != nil {
+	if _, err := db.Pool.Exec(ctx, `UPDATE cuzk.circuits SET secret_inputs = NULL, max_inputs_bytes = NULL WHERE name = $1`, circuit); err != nil {
 		t.Fatal(err)
 	}
 	key := strings.Repeat("k", 1<<20)

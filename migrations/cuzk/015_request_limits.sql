@@ -11,7 +11,9 @@ ALTER TABLE cuzk.circuits
     ADD COLUMN secret_inputs int CHECK (secret_inputs >= 0),
     ADD COLUMN max_inputs_bytes bigint CHECK (max_inputs_bytes > 0),
     -- gnark's witness.MarshalBinary: 12 bytes of header, 32 per public and secret input.
-    ADD COLUMN max_witness_bytes bigint GENERATED ALWAYS AS (12 + 32 * (public_inputs + secret_inputs::bigint)) STORED;
+    ADD COLUMN max_witness_bytes bigint GENERATED ALWAYS AS (12 + 32 * (public_inputs + secret_inputs::bigint)) STORED,
+    -- Both recorded (cuzk setup) or neither (a circuit registered before).
+    ADD CONSTRAINT circuits_request_limits CHECK ((secret_inputs IS NULL) = (max_inputs_bytes IS NULL));
 COMMENT ON COLUMN cuzk.circuits.secret_inputs IS
     'Secret input variables; public_inputs + secret_inputs are the keys of a request''s inputs. NULL for a circuit registered before it was recorded.';
 COMMENT ON COLUMN cuzk.circuits.max_inputs_bytes IS
