@@ -16,8 +16,11 @@ install:
 demo:
 	$(GO) run ./cmd/cuzk demo
 
+# The packages that only read device information build without cgo (no C toolchain,
+# no NVML): CGO_ENABLED=0 checks that none of them comes to need it.
 vet:
 	$(GO) vet ./...
+	CGO_ENABLED=0 $(GO) build ./dashboard/ ./metrics/ ./gpu/devinfo/
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
 
 # Needs PostgreSQL on 127.0.0.1:5432 (or CUZK_TEST_DATABASE_URL). GPU tests skip
@@ -26,7 +29,7 @@ test: vet
 	$(GO) test -count=1 -timeout 15m ./...
 	@echo "GPU tests on this machine:"; $(GO) test -count=1 -v -run "MSM|NTT|NVML|Prove" ./gpu/ 2>&1 | grep -E -- "--- (SKIP|PASS|FAIL)|skip" | head -5 || true
 	$(GO) test -count=1 -race -timeout 10m ./worker/ ./metrics/
-	$(GO) test -count=1 -race -timeout 10m -run "Poller|Concurren|Registry" ./gpu/ ./synth/
+	$(GO) test -count=1 -race -timeout 10m -run "Poller|Concurren|Registry" ./gpu/devinfo/ ./synth/
 
 gpu-lib:
 	$(MAKE) -C gpu/cuda

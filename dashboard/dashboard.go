@@ -21,7 +21,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 
-	"github.com/cuzk/cuzk/gpu"
+	"github.com/cuzk/cuzk/gpu/devinfo"
 )
 
 // Comparison is the content of the "last comparison between the two most recent
@@ -44,7 +44,7 @@ type Options struct {
 	// Comparison, if set, fills the build comparison panel; the panel is left out when nil.
 	Comparison ComparisonFunc
 	// GPUs, if set, are this process's devices' live readings (nil on CPU hosts).
-	GPUs gpu.LatestSamples
+	GPUs devinfo.LatestSamples
 	// Keys, if set, fills the "Proving keys" section; it is left out when nil.
 	Keys KeysFunc
 	// QueryTimeout bounds the page's queries; default 10s.

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/cuzk/cuzk/dashboard"
-	"github.com/cuzk/cuzk/gpu"
+	"github.com/cuzk/cuzk/gpu/devinfo"
 	"github.com/cuzk/cuzk/internal/pgtest"
 )
 
@@ -177,7 +177,7 @@ func TestDashboardDatabaseDown(t *testing.T) {
 func TestDashboardLiveGPUs(t *testing.T) {
 	db := pgtest.New(t)
 	util, temp, power := uint32(77), uint32(58), uint32(412000)
-	live := gpu.Fixed{{Index: 1, UUID: "GPU-live", At: time.Now(), GPUUtilPct: &util, TemperatureC: &temp,
+	live := devinfo.Fixed{{Index: 1, UUID: "GPU-live", At: time.Now(), GPUUtilPct: &util, TemperatureC: &temp,
 		PowerMW: &power, MemUsedBytes: 3 << 30, MemTotalBytes: 80 << 30}}
 	srv := httptest.NewServer(dashboard.New(db.Pool, dashboard.Options{GPUs: live}))
 	defer srv.Close()

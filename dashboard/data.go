@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cuzk/cuzk/gpu"
+	"github.com/cuzk/cuzk/gpu/devinfo"
 )
 
 // DB is what the dashboard reads through (*pgxpool.Pool has it).
@@ -78,7 +78,7 @@ type LiveWorker struct {
 // GPU is a device's latest telemetry, from attempt rows or this process's poller.
 type GPU struct {
 	Device, Worker string
-	Sample         gpu.Sample
+	Sample         devinfo.Sample
 	Live           bool // from this process's poller, not an attempt row
 }
 

@@ -10,6 +10,7 @@ import (
 	bls12381 "github.com/consensys/gnark-crypto/ecc/bls12-381"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 
+	"github.com/cuzk/cuzk/gpu/devinfo"
 	"github.com/cuzk/cuzk/prover"
 	"github.com/cuzk/cuzk/synth"
 )
@@ -37,7 +38,7 @@ type CUDA struct {
 	lib     *cudaLib
 	ctx     *cudaCtx
 	ordinal int
-	info    DeviceInfo
+	info    devinfo.Device
 	reserve int
 	copies  int // Options.PrecomputeCopies
 
@@ -87,7 +88,7 @@ func NewCUDA(ordinal int, opt Options) (*CUDA, error) {
 func (b *CUDA) Name() string { return fmt.Sprintf("cuda:%d", b.ordinal) }
 
 // Device describes the GPU.
-func (b *CUDA) Device() DeviceInfo { return b.info }
+func (b *CUDA) Device() devinfo.Device { return b.info }
 
 // Close implements prover.Backend.
 func (b *CUDA) Close() error {

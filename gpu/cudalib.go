@@ -134,6 +134,8 @@ import (
 	bls12381 "github.com/consensys/gnark-crypto/ecc/bls12-381"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr/fft"
+
+	"github.com/cuzk/cuzk/gpu/devinfo"
 )
 
 // LibraryName is the file name of the CUDA library built by `make -C gpu/cuda`.
@@ -239,16 +241,6 @@ func outOfMemory(err error) bool {
 	return errors.As(err, &le) && le.code == C.CUZK_ERR_NOMEM
 }
 
-// DeviceInfo describes a CUDA device as the runtime sees it.
-type DeviceInfo struct {
-	Name           string
-	UUID           string
-	TotalMem       uint64
-	FreeMem        uint64
-	SMs            int
-	CCMajor, CCMin int
-}
-
 func (l *cudaLib) deviceCount() (int, error) {
 	var n C.int
 	if err := l.call("device count", func(e *C.char) C.int { return C.c_device_count(l.fns, &n, e) }); err != nil {
@@ -257,15 +249,16 @@ func (l *cudaLib) deviceCount() (int, error) {
 	return int(n), nil
 }
 
-func (l *cudaLib) deviceInfo(dev int) (DeviceInfo, error) {
+// deviceInfo describes a CUDA device as the runtime sees it (Index is its ordinal).
+func (l *cudaLib) deviceInfo(dev int) (devinfo.Device, error) {
 	var d C.cuzk_device_info_t
 	if err := l.call("device info", func(e *C.char) C.int { return C.c_device_info(l.fns, C.int(dev), &d, e) }); err != nil {
-		return DeviceInfo{}, err
+		return devinfo.Device{}, err
 	}
-	return DeviceInfo{
-		Name: C.GoString(&d.name[0]), UUID: "GPU-" + C.GoString(&d.uuid[0]),
-		TotalMem: uint64(d.total_mem), FreeMem: uint64(d.free_mem),
-		SMs: int(d.sm_count), CCMajor: int(d.cc_major), CCMin: int(d.cc_minor),
+	return devinfo.Device{
+		Index: dev, Name: C.GoString(&d.name[0]), UUID: "GPU-" + C.GoString(&d.uuid[0]),
+		MemoryTotal: uint64(d.total_mem), MemoryFree: uint64(d.free_mem),
+		SMs: int(d.sm_count), ComputeMajor: int(d.cc_major), ComputeMinor: int(d.cc_minor),
 	}, nil
 }
 

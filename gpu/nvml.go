@@ -9,6 +9,8 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/dl"
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/cuzk/cuzk/gpu/devinfo"
 )
 
 // nvmlLibrary is the soname go-nvml dlopens at Init.
@@ -20,7 +22,7 @@ const nvmlLibrary = "libnvidia-ml.so.1"
 var ErrNVMLUnavailable = errors.New("unavailable")
 
 // NVML is one initialised NVML session: OpenNVML starts it, Close ends it. It
-// lists devices and implements Sampler; it is safe for concurrent use.
+// lists devices and implements devinfo.Sampler; it is safe for concurrent use.
 type NVML struct {
 	lib nvml.Interface
 
@@ -36,7 +38,7 @@ type nvmlHandle struct {
 	uuid string
 }
 
-var _ Sampler = (*NVML)(nil)
+var _ devinfo.Sampler = (*NVML)(nil)
 
 // OpenNVML loads libnvidia-ml.so.1 and initialises NVML. Without a usable
 // driver it returns an error wrapping ErrNVMLUnavailable that says why,
@@ -138,11 +140,11 @@ func (n *NVML) with(index int, f func(h nvmlHandle) error) error {
 }
 
 // Devices lists every device with its current free memory.
-func (n *NVML) Devices(ctx context.Context) ([]Device, error) {
+func (n *NVML) Devices(ctx context.Context) ([]devinfo.Device, error) {
 	n.mu.RLock()
 	count := len(n.handles)
 	n.mu.RUnlock()
-	out := make([]Device, count)
+	out := make([]devinfo.Device, count)
 	for i := range count {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -157,20 +159,20 @@ func (n *NVML) Devices(ctx context.Context) ([]Device, error) {
 	return out, nil
 }
 
-func describe(index int, h nvmlHandle) (Device, error) {
-	d := Device{Index: index, UUID: h.uuid}
+func describe(index int, h nvmlHandle) (devinfo.Device, error) {
+	d := devinfo.Device{Index: index, UUID: h.uuid}
 	var ret nvml.Return
 	if d.Name, ret = h.dev.GetName(); ret != nvml.SUCCESS {
-		return Device{}, fmt.Errorf("nvml: device %d: name: %w", index, ret)
+		return devinfo.Device{}, fmt.Errorf("nvml: device %d: name: %w", index, ret)
 	}
 	mem, ret := h.dev.GetMemoryInfo()
 	if ret != nvml.SUCCESS {
-		return Device{}, fmt.Errorf("nvml: device %d: memory info: %w", index, ret)
+		return devinfo.Device{}, fmt.Errorf("nvml: device %d: memory info: %w", index, ret)
 	}
 	d.MemoryTotal, d.MemoryFree = mem.Total, mem.Free
 	pci, ret := h.dev.GetPciInfo()
 	if ret != nvml.SUCCESS {
-		return Device{}, fmt.Errorf("nvml: device %d: pci info: %w", index, ret)
+		return devinfo.Device{}, fmt.Errorf("nvml: device %d: pci info: %w", index, ret)
 	}
 	d.PCIBusID = cString(pci.BusId[:])
 	// Old drivers lack this query; the capability then stays unknown (0.0).
@@ -180,13 +182,13 @@ func describe(index int, h nvmlHandle) (Device, error) {
 	return d, nil
 }
 
-// Sample implements Sampler. Readings the device does not support are left
+// Sample implements devinfo.Sampler. Readings the device does not support are left
 // nil; any other failure (a lost GPU, say) fails the whole sample.
-func (n *NVML) Sample(ctx context.Context, index int) (Sample, error) {
+func (n *NVML) Sample(ctx context.Context, index int) (devinfo.Sample, error) {
 	if err := ctx.Err(); err != nil {
-		return Sample{}, err
+		return devinfo.Sample{}, err
 	}
-	var s Sample
+	var s devinfo.Sample
 	err := n.with(index, func(h nvmlHandle) (err error) {
 		s, err = sample(index, h)
 		return err
@@ -194,33 +196,33 @@ func (n *NVML) Sample(ctx context.Context, index int) (Sample, error) {
 	return s, err
 }
 
-func sample(index int, h nvmlHandle) (Sample, error) {
-	s := Sample{Index: index, UUID: h.uuid, At: time.Now()}
+func sample(index int, h nvmlHandle) (devinfo.Sample, error) {
+	s := devinfo.Sample{Index: index, UUID: h.uuid, At: time.Now()}
 	mem, ret := h.dev.GetMemoryInfo()
 	if ret != nvml.SUCCESS {
-		return Sample{}, fmt.Errorf("nvml: device %d: memory info: %w", index, ret)
+		return devinfo.Sample{}, fmt.Errorf("nvml: device %d: memory info: %w", index, ret)
 	}
 	s.MemUsedBytes, s.MemTotalBytes = mem.Used, mem.Total
 
 	var err error
 	util, ret := h.dev.GetUtilizationRates()
 	if s.GPUUtilPct, err = reading(util.Gpu, ret, index, "utilization"); err != nil {
-		return Sample{}, err
+		return devinfo.Sample{}, err
 	}
 	if s.GPUUtilPct != nil {
 		s.MemUtilPct = new(util.Memory)
 	}
 	temp, ret := h.dev.GetTemperature(nvml.TEMPERATURE_GPU)
 	if s.TemperatureC, err = reading(temp, ret, index, "temperature"); err != nil {
-		return Sample{}, err
+		return devinfo.Sample{}, err
 	}
 	power, ret := h.dev.GetPowerUsage()
 	if s.PowerMW, err = reading(power, ret, index, "power"); err != nil {
-		return Sample{}, err
+		return devinfo.Sample{}, err
 	}
 	clock, ret := h.dev.GetClockInfo(nvml.CLOCK_SM)
 	if s.SMClockMHz, err = reading(clock, ret, index, "sm clock"); err != nil {
-		return Sample{}, err
+		return devinfo.Sample{}, err
 	}
 	return s, nil
 }

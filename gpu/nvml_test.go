@@ -11,6 +11,8 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+
+	"github.com/cuzk/cuzk/gpu/devinfo"
 )
 
 // openOrSkip opens the host's NVML. Without it the test is skipped with the
@@ -74,24 +76,23 @@ func TestNVMLReal(t *testing.T) {
 	}
 
 	// Selecting by UUID must find what discovery listed.
-	sel, err := SelectDevices(devs[len(devs)-1].UUID, devs)
+	sel, err := devinfo.SelectDevices(devs[len(devs)-1].UUID, devs)
 	if err != nil || len(sel) != 1 || sel[0].Index != devs[len(devs)-1].Index {
 		t.Fatalf("SelectDevices by UUID = %v, %v", sel, err)
 	}
 
-	// The poller over the real driver, as the worker runs it.
+	// The poller over the real driver, as the worker runs it: every device's first
+	// sample is taken before StartTelemetry returns.
 	indices := make([]int, len(devs))
 	for i, d := range devs {
 		indices[i] = d.Index
 	}
-	p := NewPoller(n, indices, 10*time.Millisecond, func(i int, err error) { t.Errorf("poll device %d: %v", i, err) })
-	pctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); p.Run(pctx) }()
-	waitFor(t, "a polled sample of every device", func() bool { return len(p.LatestAll()) == len(devs) })
-	cancel()
-	<-done
-	for i, s := range p.LatestAll() {
+	tel := devinfo.StartTelemetry(n, indices, 10*time.Millisecond, func(i int, err error) { t.Errorf("poll device %d: %v", i, err) })
+	tel.Close()
+	if got := tel.LatestAll(); len(got) != len(devs) {
+		t.Fatalf("%d polled samples, want one of each of %d devices", len(got), len(devs))
+	}
+	for i, s := range tel.LatestAll() {
 		checkSane(t, devs[i], s)
 	}
 }
@@ -111,7 +112,7 @@ func BenchmarkNVMLSample(b *testing.B) {
 	}
 }
 
-func checkSane(t *testing.T, d Device, s Sample) {
+func checkSane(t *testing.T, d devinfo.Device, s devinfo.Sample) {
 	t.Helper()
 	if s.Index != d.Index || s.UUID != d.UUID {
 		t.Errorf("sample of device %d is labelled %d %s", d.Index, s.Index, s.UUID)
@@ -216,7 +217,7 @@ func TestNVMLDevicesMock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Device{
+	want := []devinfo.Device{
 		{Index: 0, Name: "NVIDIA H200", UUID: "GPU-a", MemoryTotal: 100, MemoryFree: 60, PCIBusID: "00000000:1B:00.0", ComputeMajor: 9},
 		{Index: 1, Name: "NVIDIA H200", UUID: "GPU-b", MemoryTotal: 100, MemoryFree: 60, PCIBusID: "00000000:1B:00.0"},
 	}

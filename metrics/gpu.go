@@ -5,12 +5,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/cuzk/cuzk/gpu"
+	"github.com/cuzk/cuzk/gpu/devinfo"
 )
 
-// WatchGPUs adds per-GPU gauges from the latest telemetry samples (a gpu.Poller).
+// WatchGPUs adds per-GPU gauges from the latest telemetry samples (a devinfo.Poller).
 // A reading the device does not support is left out rather than reported as 0.
-func (m *Metrics) WatchGPUs(s gpu.LatestSamples) error {
+func (m *Metrics) WatchGPUs(s devinfo.LatestSamples) error {
 	return m.reg.Register(gpuCollector{s})
 }
 
@@ -33,7 +33,7 @@ var (
 		"Unix time of the GPU's latest telemetry sample (stale when polling fails).", gpuLabels, nil)
 )
 
-type gpuCollector struct{ s gpu.LatestSamples }
+type gpuCollector struct{ s devinfo.LatestSamples }
 
 func (c gpuCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{gpuUtilDesc, gpuMemUtilDesc, gpuMemUsedDesc, gpuMemTotalDesc, gpuTempDesc, gpuPowerDesc, gpuSampleAgeDesc} {

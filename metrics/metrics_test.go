@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/cuzk/cuzk/gpu"
+	"github.com/cuzk/cuzk/gpu/devinfo"
 	"github.com/cuzk/cuzk/internal/pgtest"
 	"github.com/cuzk/cuzk/metrics"
 	cuzksql "github.com/cuzk/cuzk/sql"
@@ -144,7 +144,7 @@ func TestQueueDepthFromDatabase(t *testing.T) {
 func TestGPUGauges(t *testing.T) {
 	u := func(v uint32) *uint32 { return &v }
 	m := metrics.New()
-	err := m.WatchGPUs(gpu.Fixed{
+	err := m.WatchGPUs(devinfo.Fixed{
 		{Index: 0, UUID: "GPU-aaa", At: time.Unix(1700000000, 0), GPUUtilPct: u(87), MemUtilPct: u(40),
 			MemUsedBytes: 10 << 30, MemTotalBytes: 80 << 30, TemperatureC: u(64), PowerMW: u(350500)},
 		// A device without utilization or temperature readings.

@@ -193,41 +193,90 @@ func TestSubmitProofSameIDOtherInputsIsAnError(t *testing.T) {
 	}
 }
 
-// Inputs or a witness larger than cuzk.settings max_request_bytes (64 MiB unless
-// changed) are refused at insert, through submit_proof and a plain insert alike, with
-// an error naming the request, the size and the limit.
+// Inputs or a witness longer than any valid request of their circuit (its
+// max_inputs_bytes and max_witness_bytes, recorded at setup) are refused at insert,
+// through submit_proof and a plain insert alike, with an error naming the request, the
+// size, the limit and where the limit comes from. cuzk.settings max_request_bytes is
+// unset by default; set, it caps every circuit besides its own limit. A circuit
+// registered without its limits has 64 MiB.
 func TestOversizedRequestRefusedAtInsert(t *testing.T) {
 	db := pgtest.New(t)
 	ctx := context.Background()
-	addCircuit(t, db, "c")
+	// 1 public and 1 secret input: a full witness of 12 + 2*32 bytes.
+	if _, err := db.Pool.Exec(ctx, `
+		INSERT INTO cuzk.circuits (name, constraints, public_inputs, secret_inputs, wires, vk, pk_digest, max_inputs_bytes)
+		VALUES ('c', 1, 1, 1, 3, '\x00', 'd', 200)`); err != nil {
+		t.Fatal(err)
+	}
+	addCircuit(t, db, "old")
+	_, err := db.Pool.Exec(ctx, `UPDATE cuzk.circuits SET max_inputs_bytes = 1000 WHERE name = 'old'`)
+	wantError(t, err, "23514", "circuits_request_limits")
 	_, sub := login(t, db, "submitter", "cuzk_submitter")
-	var def string
+	var def *string
 	if err := sub.QueryRow(ctx, `SELECT value FROM cuzk.settings WHERE name = 'max_request_bytes'`).Scan(&def); err != nil {
 		t.Fatal(err)
 	}
-	if def != "67108864" {
-		t.Errorf("default max_request_bytes %s, want 67108864 (64 MiB)", def)
+	if def != nil {
+		t.Errorf("default max_request_bytes %s, want NULL (each circuit's own limit)", *def)
 	}
+	var witnessLimit int
+	if err := sub.QueryRow(ctx, `SELECT max_witness_bytes FROM cuzk.circuits WHERE name = 'c'`).Scan(&witnessLimit); err != nil {
+		t.Fatal(err)
+	}
+	if witnessLimit != 76 {
+		t.Errorf("max_witness_bytes %d for 2 input variables, want 12 + 2*32 = 76", witnessLimit)
+	}
+
+	inputs := func(n int) string { // jsonb text of n bytes
+		return `{"a": "` + strings.Repeat("7", n-9) + `"}`
+	}
+	const derived = `the 200-byte limit for circuit "c" (derived from its 2 input variables)`
+	_, err = sub.Exec(ctx, `SELECT cuzk.submit_proof('big-fn', 'c', $1::jsonb)`, inputs(201))
+	wantError(t, err, "54000", `request "big-fn": inputs of 201 bytes exceed `+derived)
+	_, err = sub.Exec(ctx, `INSERT INTO cuzk.proof_requests (request_id, circuit, inputs) VALUES ('big-insert', 'c', $1::jsonb)`, inputs(8_000_000))
+	wantError(t, err, "54000", `request "big-insert": inputs of 8000000 bytes exceed `+derived)
+	_, err = sub.Exec(ctx, `INSERT INTO cuzk.proof_requests (request_id, circuit, witness) VALUES ('big-witness', 'c', $1)`, make([]byte, 77))
+	wantError(t, err, "54000", `request "big-witness": witness of 77 bytes exceeds the 76-byte limit for circuit "c" (derived from its 2 input variables)`)
+	for id, q := range map[string]string{
+		"fits":         `SELECT cuzk.submit_proof('fits', 'c', '` + inputs(200) + `'::jsonb)`,
+		"fits-witness": `SELECT cuzk.submit_proof('fits-witness', 'c', witness => '\x` + strings.Repeat("00", 76) + `')`,
+	} {
+		if _, err := sub.Exec(ctx, q); err != nil {
+			t.Errorf("%s: a request at the limit: %v", id, err)
+		}
+	}
+
+	// A cap over the circuit's own limit changes nothing; under it, it is the limit.
 	if _, err := db.Pool.Exec(ctx, `UPDATE cuzk.settings SET value = '1000' WHERE name = 'max_request_bytes'`); err != nil {
 		t.Fatal(err)
 	}
-	big := `{"a": "` + strings.Repeat("7", 2000) + `"}`
-	_, err := sub.Exec(ctx, `SELECT cuzk.submit_proof('big-fn', 'c', $1::jsonb)`, big)
-	wantError(t, err, "54000", `request "big-fn": inputs of 2009 bytes is over the limit of 1000 bytes`)
-	_, err = sub.Exec(ctx, `INSERT INTO cuzk.proof_requests (request_id, circuit, inputs) VALUES ('big-insert', 'c', $1::jsonb)`, big)
-	wantError(t, err, "54000", `request "big-insert": inputs of 2009 bytes is over the limit of 1000 bytes`)
-	_, err = sub.Exec(ctx, `INSERT INTO cuzk.proof_requests (request_id, circuit, witness) VALUES ('big-witness', 'c', $1)`, make([]byte, 1001))
-	wantError(t, err, "54000", `request "big-witness": witness of 1001 bytes is over the limit of 1000 bytes`)
-	if _, err := sub.Exec(ctx, `SELECT cuzk.submit_proof('fits', 'c', '{"a": "1"}'::jsonb)`); err != nil {
-		t.Errorf("a request under the limit: %v", err)
+	_, err = sub.Exec(ctx, `SELECT cuzk.submit_proof('over-own', 'c', $1::jsonb)`, inputs(201))
+	wantError(t, err, "54000", `inputs of 201 bytes exceed `+derived)
+	_, err = sub.Exec(ctx, `SELECT cuzk.submit_proof('capped-old', 'old', $1::jsonb)`, inputs(1001))
+	wantError(t, err, "54000", `request "capped-old": inputs of 1001 bytes exceed the 1000-byte limit set by cuzk.settings max_request_bytes`)
+	if _, err := db.Pool.Exec(ctx, `UPDATE cuzk.settings SET value = '100' WHERE name = 'max_request_bytes'`); err != nil {
+		t.Fatal(err)
 	}
+	_, err = sub.Exec(ctx, `SELECT cuzk.submit_proof('capped', 'c', $1::jsonb)`, inputs(150))
+	wantError(t, err, "54000", `request "capped": inputs of 150 bytes exceed the 100-byte limit set by cuzk.settings max_request_bytes`)
 	_, err = db.Pool.Exec(ctx, `UPDATE cuzk.settings SET value = 'lots' WHERE name = 'max_request_bytes'`)
 	wantError(t, err, "23514", "settings_max_request_bytes")
+
+	// Unset again: a circuit without recorded limits has the default.
+	if _, err := db.Pool.Exec(ctx, `UPDATE cuzk.settings SET value = NULL WHERE name = 'max_request_bytes'`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = sub.Exec(ctx, `INSERT INTO cuzk.proof_requests (request_id, circuit, witness) VALUES ('old-witness', 'old', $1)`, make([]byte, 64<<20+1))
+	wantError(t, err, "54000", `request "old-witness": witness of 67108865 bytes exceeds the 67108864-byte limit for circuit "old" (the default: the circuit's own limit is not recorded)`)
+	if _, err := sub.Exec(ctx, `SELECT cuzk.submit_proof('old-fits', 'old', $1::jsonb)`, inputs(1001)); err != nil {
+		t.Errorf("a request under the default limit: %v", err)
+	}
+
 	var n int
 	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM cuzk.proof_requests`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
-	if n != 1 {
-		t.Errorf("%d requests stored, want only the one under the limit", n)
+	if n != 3 {
+		t.Errorf("%d requests stored, want only the 3 within their limits", n)
 	}
 }

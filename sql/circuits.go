@@ -16,11 +16,15 @@ type Circuit struct {
 	Name             string
 	Constraints      int64
 	PublicInputs     int // excluding the constant one wire
+	SecretInputs     int
 	Wires            int64
 	VK               []byte // gnark VerifyingKey.WriteTo
 	PKDigest         string
 	Source           string // builtin | imported
 	MemEstimateBytes int64
+	// MaxInputsBytes is the longest valid inputs JSON (synth.Compiled.MaxInputsBytes):
+	// longer requests are refused at insert.
+	MaxInputsBytes int64
 }
 
 // RegisterCircuit inserts or updates a circuit. A vk the circuit never had becomes
@@ -44,12 +48,14 @@ func RegisterCircuit(ctx context.Context, db Execer, c *Circuit) error {
 		src = "builtin"
 	}
 	_, err := db.Exec(ctx, `
-		INSERT INTO cuzk.circuits (name, constraints, public_inputs, wires, vk, pk_digest, source, mem_estimate_bytes)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		INSERT INTO cuzk.circuits (name, constraints, public_inputs, secret_inputs, wires, vk, pk_digest, source,
+		                           mem_estimate_bytes, max_inputs_bytes)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 		ON CONFLICT (name) DO UPDATE SET constraints = EXCLUDED.constraints, public_inputs = EXCLUDED.public_inputs,
-		    wires = EXCLUDED.wires, vk = EXCLUDED.vk, pk_digest = EXCLUDED.pk_digest, source = EXCLUDED.source,
-		    mem_estimate_bytes = EXCLUDED.mem_estimate_bytes, updated_at = now()`,
-		c.Name, c.Constraints, c.PublicInputs, c.Wires, c.VK, c.PKDigest, src, c.MemEstimateBytes)
+		    secret_inputs = EXCLUDED.secret_inputs, wires = EXCLUDED.wires, vk = EXCLUDED.vk, pk_digest = EXCLUDED.pk_digest,
+		    source = EXCLUDED.source, mem_estimate_bytes = EXCLUDED.mem_estimate_bytes,
+		    max_inputs_bytes = EXCLUDED.max_inputs_bytes, updated_at = now()`,
+		c.Name, c.Constraints, c.PublicInputs, c.SecretInputs, c.Wires, c.VK, c.PKDigest, src, c.MemEstimateBytes, c.MaxInputsBytes)
 	if err != nil {
 		return fmt.Errorf("register circuit %q: %w", c.Name, err)
 	}

@@ -161,6 +161,11 @@ func (p *jsonParser) document() error {
 
 // members reads "key": value pairs up to the closing brace of an object at node.
 func (p *jsonParser) members(node *schemaNode, top bool) error {
+	if !top && !p.dec.More() {
+		// Refused so that every member of valid inputs gives an input: what bounds
+		// their length (MaxInputsBytes).
+		return badField(node.path, "empty object: give its fields or leave it out")
+	}
 	for p.dec.More() {
 		tok, err := p.dec.Token()
 		if err != nil {

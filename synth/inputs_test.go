@@ -98,6 +98,13 @@ func TestBadInputs(t *testing.T) {
 		{"huge decimal", marshal(t, with(flat, "Root", strings.Repeat("9", 79))), "Root", "value has 79 decimal digits, a field element at most 78"},
 		{"64 hex digits, not below r", marshal(t, with(flat, "Root", "0x"+strings.Repeat("f", 64))), "Root", "not less than"},
 		{"huge field name", marshal(t, with(flat, strings.Repeat("k", 5000), "1")), strings.Repeat("k", 5000), "unknown field"},
+		// Refused by the digit count before any parsing: a huge value costs no more
+		// than reading it.
+		{"8M decimal digits", marshal(t, with(flat, "Root", strings.Repeat("1", 8_000_000))), "Root", "value has 8000000 decimal digits, a field element at most 78"},
+		{"100k-digit number", []byte(`{"Root": ` + strings.Repeat("9", 100_000) + `}`), "Root", "value has 100000 decimal digits, a field element at most 78"},
+		{"huge negative number", []byte(`{"Root": -1` + strings.Repeat("0", 100_000) + `}`), "Root", "negative value -10000000000"},
+		{"empty object", marshal(t, with(nested, "Path", map[string]any{})), "Path", "empty object"},
+		{"empty nested object", marshal(t, with(flat, "Path", map[string]any{"0": map[string]any{}})), "Path.0", "empty object"},
 		{"negative", marshal(t, with(flat, "Leaves.1", "-5")), "Leaves.1", "negative value -5"},
 		{"negative hex", marshal(t, with(flat, "Leaves.1", "-0x5")), "Leaves.1", "negative value"},
 		{"non-numeric", marshal(t, with(flat, "Leaves.1", "abc")), "Leaves.1", `"abc" is not a decimal or 0x-hex integer`},

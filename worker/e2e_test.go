@@ -89,9 +89,9 @@ func register(t testing.TB, pool *pgxpool.Pool, name string) {
 	}
 	sum := sha256.Sum256(pkBuf.Bytes())
 	err := cuzksql.New(pool).RegisterCircuit(context.Background(), &cuzksql.Circuit{
-		Name: name, Constraints: int64(c.NbConstraints()), PublicInputs: c.NbPublic() - 1,
+		Name: name, Constraints: int64(c.NbConstraints()), PublicInputs: c.NbPublic() - 1, SecretInputs: c.NbSecret(),
 		Wires: int64(c.NbWires()), VK: vkBuf.Bytes(), PKDigest: hex.EncodeToString(sum[:]),
-		MemEstimateBytes: synth.EstimateBytes(c),
+		MemEstimateBytes: synth.EstimateBytes(c), MaxInputsBytes: c.MaxInputsBytes(),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -3,11 +3,14 @@ package worker_test
 import (
 	"bufio"
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cuzk/cuzk/internal/pgtest"
@@ -15,9 +18,11 @@ import (
 	"github.com/cuzk/cuzk/synth"
 )
 
-// A value with far more digits than any field element (8M decimal digits, 100 hex
-// digits) or a huge JSON number (as jsonb writes -1e100000) fails its request at once with a short error naming
-// the field, and the worker goes on to the next request.
+// A value just over the digits of any field element (79 decimal, 65 hex, a 79-digit
+// JSON number) fails its request at once with a short error naming the field, and the
+// worker goes on to the next request. A value far longer (8M digits, a 100k-digit
+// number, -1e100000 as jsonb writes it) never reaches the worker: such inputs are
+// longer than any valid inputs of the circuit, and the insert refuses them.
 func TestOverlongValuesFailNamingTheField(t *testing.T) {
 	db := pgtest.New(t)
 	const circuit = "synthetic-k6"
@@ -27,15 +32,28 @@ func TestOverlongValuesFailNamingTheField(t *testing.T) {
 		t.Fatal(err)
 	}
 	field, _ := firstField(t, good)
-	cases := []struct{ id, raw, want string }{
-		{"decimal-8m", `"` + strings.Repeat("1", 8_000_000) + `"`, "value has 8000000 decimal digits, a field element at most 78"},
-		{"hex-100", `"0x` + strings.Repeat("f", 100) + `"`, "value has 100 hex digits, a field element at most 64"},
-		// jsonb keeps numbers as numeric, at most 131072 digits; -1e100000 comes back
-		// written out, 100001 digits.
-		{"number-100k", strings.Repeat("9", 100_000), "value has 100000 decimal digits, a field element at most 78"},
-		{"exponent", `-1e100000`, "negative value -10000000000"},
-	}
 	ctx := context.Background()
+	limit := scalar(t, db.Pool, `SELECT max_inputs_bytes FROM cuzk.circuits WHERE name = $1`, circuit)
+	for id, raw := range map[string]string{
+		"decimal-8m": `"` + strings.Repeat("1", 8_000_000) + `"`,
+		// jsonb keeps numbers as numeric, at most 131072 digits; -1e100000 is written
+		// out, 100001 digits.
+		"number-100k": strings.Repeat("9", 100_000),
+		"exponent":    `-1e100000`,
+	} {
+		_, err := db.Pool.Exec(ctx, `INSERT INTO cuzk.proof_requests (request_id, circuit, inputs) VALUES ($1, $2, $3::jsonb)`,
+			id, circuit, jsonWith(t, good, field, raw))
+		var pe *pgconn.PgError
+		want := fmt.Sprintf(`the %d-byte limit for circuit "%s"`, limit, circuit)
+		if !errors.As(err, &pe) || pe.Code != "54000" || !strings.Contains(pe.Message, want) {
+			t.Errorf("insert %s: %v; want refused (SQLSTATE 54000) over %s", id, err, want)
+		}
+	}
+	cases := []struct{ id, raw, want string }{
+		{"decimal-79", `"` + strings.Repeat("1", 79) + `"`, "value has 79 decimal digits, a field element at most 78"},
+		{"hex-65", `"0x` + strings.Repeat("f", 65) + `"`, "value has 65 hex digits, a field element at most 64"},
+		{"number-79", strings.Repeat("9", 79), "value has 79 decimal digits, a field element at most 78"},
+	}
 	for _, c := range cases {
 		if _, err := db.Pool.Exec(ctx, `INSERT INTO cuzk.proof_requests (request_id, circuit, inputs) VALUES ($1, $2, $3::jsonb)`,
 			c.id, circuit, jsonWith(t, good, field, c.raw)); err != nil {
@@ -54,6 +72,49 @@ func TestOverlongValuesFailNamingTheField(t *testing.T) {
 		}
 	}
 	waitSucceeded(t, db.Pool, "good-after", 1)
+	if n := scalar(t, db.Pool, `SELECT count(*) FROM cuzk.proof_requests`); n != len(cases)+1 {
+		t.Errorf("%d requests stored, want %d (none of the refused ones)", n, len(cases)+1)
+	}
+}
+
+// A circuit's recorded limits are those of its real requests: its full-witness binary
+// is exactly max_witness_bytes (one more byte is refused at insert), and its inputs in
+// the usual flat form are well under max_inputs_bytes.
+func TestRequestLimitsOfARegisteredCircuit(t *testing.T) {
+	db := pgtest.New(t)
+	const circuit = "merkle-poseidon2-d4-c2"
+	register(t, db.Pool, circuit)
+	c, _, _ := keys.setup(t, circuit)
+	inputs, err := synth.Inputs(circuit, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Witness(inputs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wit, err := w.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := scalar(t, db.Pool, `SELECT max_witness_bytes FROM cuzk.circuits WHERE name = $1`, circuit); n != len(wit) {
+		t.Errorf("max_witness_bytes %d, the witness binary is %d bytes", n, len(wit))
+	}
+	if n := scalar(t, db.Pool, `SELECT max_inputs_bytes FROM cuzk.circuits WHERE name = $1`, circuit); int64(n) != c.MaxInputsBytes() || n < len(inputs) {
+		t.Errorf("max_inputs_bytes %d; want synth's %d, over the %d bytes of real inputs", n, c.MaxInputsBytes(), len(inputs))
+	}
+	ctx := context.Background()
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO cuzk.proof_requests (request_id, circuit, witness) VALUES ('w', $1, $2)`, circuit, wit); err != nil {
+		t.Errorf("the witness binary: %v", err)
+	}
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO cuzk.proof_requests (request_id, circuit, inputs) VALUES ('i', $1, $2::jsonb)`, circuit, string(inputs)); err != nil {
+		t.Errorf("the inputs: %v", err)
+	}
+	_, err = db.Pool.Exec(ctx, `INSERT INTO cuzk.proof_requests (request_id, circuit, witness) VALUES ('w+1', $1, $2)`, circuit, append(wit, 0))
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "54000" || !strings.Contains(pe.Message, fmt.Sprintf("witness of %d bytes exceeds the %d-byte limit", len(wit)+1, len(wit))) {
+		t.Errorf("a witness one byte longer: %v; want refused (SQLSTATE 54000)", err)
+	}
 }
 
 func scalar(t *testing.T, pool *pgxpool.Pool, q string, args ...any) int {
@@ -77,6 +138,11 @@ func TestGiantErrorsAreStoredCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
+	// Longer than any valid inputs: it reaches the worker only for a circuit whose
+	// limit is not recorded (registered before limits were), so this one's is cleared.
+	if _, err := db.Pool.Exec(ctx, `UPDATE cuzk.circuits SET secret_inputs = NULL, max_inputs_bytes = NULL WHERE name = $1`, circuit); err != nil {
+		t.Fatal(err)
+	}
 	key := strings.Repeat("k", 1<<20)
 	if _, err := db.Pool.Exec(ctx, `INSERT INTO cuzk.proof_requests (request_id, circuit, inputs) VALUES ('giant-key', $1, $2::jsonb)`,
 		circuit, jsonWith(t, good, key, `"1"`)); err != nil {

@@ -16,7 +16,7 @@ import (
 	"riverqueue.com/riverui"
 
 	"github.com/cuzk/cuzk/dashboard"
-	"github.com/cuzk/cuzk/gpu"
+	"github.com/cuzk/cuzk/gpu/devinfo"
 	"github.com/cuzk/cuzk/metrics"
 	"github.com/cuzk/cuzk/worker"
 )
@@ -32,7 +32,7 @@ type httpFlags struct {
 type observability struct {
 	pool     *pgxpool.Pool
 	metrics  *metrics.Metrics
-	gpus     gpu.LatestSamples // nil on CPU hosts
+	gpus     devinfo.LatestSamples // nil on CPU hosts
 	backends []string
 	keys     worker.KeyStates // the worker's proving keys; nil before it has a catalog
 }
@@ -40,7 +40,7 @@ type observability struct {
 // newObservability registers the metrics that do not need the worker (queue depth,
 // GPU telemetry). Set the result's metrics as the worker's Observer, then call
 // watchWorker once the worker exists.
-func newObservability(pool *pgxpool.Pool, devices []worker.Device, gpus gpu.LatestSamples) (*observability, error) {
+func newObservability(pool *pgxpool.Pool, devices []worker.Device, gpus devinfo.LatestSamples) (*observability, error) {
 	o := &observability{pool: pool, metrics: metrics.New()}
 	for _, d := range devices {
 		o.backends = append(o.backends, d.Backend.Name())

@@ -112,11 +112,16 @@ func TestImportedAndBuiltinProvedByWorker(t *testing.T) {
 	if !strings.HasPrefix(r.stdout, "imported cube: ") || !strings.Contains(r.stdout, " 1 public inputs") {
 		t.Errorf("import report: %q", r.stdout)
 	}
-	if got, want := psql(t, db.URL, "SELECT public_inputs || ' ' || source || ' ' || pk_digest FROM cuzk.circuits WHERE name = 'cube';"),
-		"1 imported "+fileSHA256(t, files.pk); got != want {
+	// Request limits: a witness of 12 + 2*32 bytes; inputs of at most 2 + 2*(1 + 8 + 80)
+	// bytes (synth.Compiled.MaxInputsBytes).
+	if got, want := psql(t, db.URL, "SELECT concat_ws(' ', public_inputs, secret_inputs, max_witness_bytes, max_inputs_bytes, source, pk_digest) FROM cuzk.circuits WHERE name = 'cube';"),
+		"1 1 76 180 imported "+fileSHA256(t, files.pk); got != want {
 		t.Errorf("cuzk.circuits row for cube: %q, want %q", got, want)
 	}
 	mustOK(t, cuzkDB(t, db.URL, "setup", "--circuit", "synthetic-k6", "--keys-dir", keysDir, "--cache-dir", cacheDir))
+	if got := psql(t, db.URL, "SELECT max_inputs_bytes > 0 AND max_witness_bytes > 12 FROM cuzk.circuits WHERE name = 'synthetic-k6';"); got != "t" {
+		t.Errorf("synthetic-k6's request limits recorded: %q, want t", got)
+	}
 
 	// X = 3: 27 + 3 + 5 = 35. A full witness, as gnark serializes it.
 	full, err := frontend.NewWitness(&cubeCircuit{X: 3, Y: 35}, ecc.BLS12_381.ScalarField())

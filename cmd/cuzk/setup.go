@@ -125,10 +125,7 @@ func setupBuiltin(ctx context.Context, g *globals, pool *pgxpool.Pool, reg *synt
 	if err != nil {
 		return err
 	}
-	row := &cuzksql.Circuit{
-		Name: name, Constraints: int64(compiled.NbConstraints()), PublicInputs: compiled.NbPublic() - 1,
-		Wires: int64(compiled.NbWires()), Source: "builtin", MemEstimateBytes: synth.EstimateBytes(compiled),
-	}
+	row := circuitRow(compiled, "builtin")
 	var version int
 	if kd.Has(name) && !force {
 		fmt.Fprintf(g.stderr, "keys for %s exist in %s; reusing them (--force to run the ceremony again)\n", name, kd)
@@ -270,11 +267,8 @@ func importCircuit(ctx context.Context, g *globals, pool *pgxpool.Pool, reg *syn
 	if registered && !bytes.Equal(curVK, vkBytes) && !force {
 		return errNeedsForce(name, "these keys are not its registered ones")
 	}
-	row := &cuzksql.Circuit{
-		Name: name, Constraints: int64(r1cs.GetNbConstraints()), PublicInputs: compiled.NbPublic() - 1,
-		Wires: int64(compiled.NbWires()), VK: vkBytes, Source: "imported",
-		MemEstimateBytes: synth.EstimateBytes(compiled),
-	}
+	row := circuitRow(compiled, "imported")
+	row.VK = vkBytes
 	version, err := installKeys(ctx, pool, kd, name, func(stage keys.Dir) (err error) {
 		row.PKDigest, err = stage.WriteImported(name, r1cs, pk, vk)
 		return err
@@ -288,6 +282,15 @@ func importCircuit(ctx context.Context, g *globals, pool *pgxpool.Pool, reg *syn
 	}
 	fmt.Fprintf(g.stdout, "imported %s: %d constraints, %d public inputs, pk sha256 %s, key version %d\n", name, r1cs.GetNbConstraints(), compiled.NbPublic()-1, row.PKDigest[:16], version)
 	return nil
+}
+
+// circuitRow is compiled's row of cuzk.circuits, without its keys.
+func circuitRow(compiled *synth.Compiled, source string) *cuzksql.Circuit {
+	return &cuzksql.Circuit{
+		Name: compiled.Name, Constraints: int64(compiled.NbConstraints()), PublicInputs: compiled.NbPublic() - 1,
+		SecretInputs: compiled.NbSecret(), Wires: int64(compiled.NbWires()), Source: source,
+		MemEstimateBytes: synth.EstimateBytes(compiled), MaxInputsBytes: compiled.MaxInputsBytes(),
+	}
 }
 
 func encodeVK(vk *groth16bls.VerifyingKey) ([]byte, error) {

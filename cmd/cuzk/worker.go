@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cuzk/cuzk/gpu"
+	"github.com/cuzk/cuzk/gpu/devinfo"
 	"github.com/cuzk/cuzk/keys"
 	"github.com/cuzk/cuzk/prover"
 	"github.com/cuzk/cuzk/synth"
@@ -92,7 +93,7 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 	cfg.DeadAfter = c.DeadAfter
 	cfg.HeartbeatEvery = c.Heartbeat
 	cfg.ScrubInputs = !c.KeepInputs
-	var gpus gpu.LatestSamples // nil on CPU hosts (a nil *gpu.Telemetry in it would not be)
+	var gpus devinfo.LatestSamples // nil on CPU hosts (a nil *devinfo.Telemetry in it would not be)
 	if tel != nil {
 		gpus = tel
 	}
@@ -158,7 +159,7 @@ func openBackends(kind, devices string, log *slog.Logger) ([]worker.Device, erro
 // openDevices is openBackends for the worker: with telemetry, each GPU's latest NVML
 // reading (utilization, memory used/total, temperature), polled in the background,
 // is stored in its attempt rows. tel is nil on the CPU; Close it after the worker.
-func openDevices(kind, devices string, log *slog.Logger, telemetry bool, opt gpu.Options) (devs []worker.Device, tel *gpu.Telemetry, err error) {
+func openDevices(kind, devices string, log *slog.Logger, telemetry bool, opt gpu.Options) (devs []worker.Device, tel *devinfo.Telemetry, err error) {
 	if kind == "cpu" {
 		return []worker.Device{{Backend: prover.NewCPU(), Label: fmt.Sprintf("cpu (%d cores)", runtime.NumCPU())}}, nil, nil
 	}
@@ -173,7 +174,7 @@ func openDevices(kind, devices string, log *slog.Logger, telemetry bool, opt gpu
 	return []worker.Device{{Backend: prover.NewCPU(), Label: fmt.Sprintf("cpu (%d cores)", runtime.NumCPU())}}, nil, nil
 }
 
-func cudaBackends(spec string, log *slog.Logger, telemetry bool, opt gpu.Options) ([]worker.Device, *gpu.Telemetry, error) {
+func cudaBackends(spec string, log *slog.Logger, telemetry bool, opt gpu.Options) ([]worker.Device, *devinfo.Telemetry, error) {
 	// NVML numbers devices by PCI bus; make CUDA agree before the library loads.
 	os.Setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
 	nv, err := gpu.OpenNVML()
@@ -190,7 +191,7 @@ func cudaBackends(spec string, log *slog.Logger, telemetry bool, opt gpu.Options
 	if err != nil {
 		return nil, nil, err
 	}
-	sel, err := gpu.SelectDevices(spec, all)
+	sel, err := devinfo.SelectDevices(spec, all)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -213,7 +214,7 @@ func cudaBackends(spec string, log *slog.Logger, telemetry bool, opt gpu.Options
 	for i, d := range sel {
 		indices[i] = d.Index
 	}
-	tel := gpu.StartTelemetry(nv, indices, 0, func(index int, err error) {
+	tel := devinfo.StartTelemetry(nv, indices, 0, func(index int, err error) {
 		log.Warn("GPU telemetry", "device", index, "err", err)
 	})
 	tel.OnClose(func() { nv.Close() })

@@ -1,4 +1,9 @@
-package gpu
+// Package devinfo describes GPUs without talking to them: the device model, --devices
+// selection and periodic telemetry (Sample, Poller). It needs neither cgo nor a GPU,
+// so what only reads device information (metrics, the dashboard) builds with
+// CGO_ENABLED=0; package gpu supplies the real Device list and Sampler (NVML) and the
+// CUDA backend.
+package devinfo
 
 import (
 	"context"
@@ -11,11 +16,7 @@ import (
 	"time"
 )
 
-// This file holds the device model, --devices selection and periodic telemetry.
-// None of it touches NVML, so it builds and is tested on machines without a GPU;
-// nvml.go supplies the real Device list and Sampler.
-
-// Device is one GPU as discovery saw it.
+// Device is one GPU as discovery (NVML) or the CUDA runtime saw it.
 type Device struct {
 	Index        int    `json:"index"` // NVML index; CUDA's ordinal when CUDA_DEVICE_ORDER=PCI_BUS_ID
 	Name         string `json:"name"`
@@ -25,6 +26,7 @@ type Device struct {
 	PCIBusID     string `json:"pci_bus_id"`
 	ComputeMajor int    `json:"compute_major,omitempty"` // 0 when NVML could not tell
 	ComputeMinor int    `json:"compute_minor,omitempty"`
+	SMs          int    `json:"sm_count,omitempty"` // streaming multiprocessors; 0 when unknown (NVML does not tell)
 }
 
 // ComputeCapability is "major.minor" (e.g. "9.0"), or "" when unknown.

@@ -1,4 +1,4 @@
-package gpu
+package devinfo
 
 // Fixed is a LatestSamples that always answers the same readings: telemetry recorded
 // elsewhere (an attempt row's jsonb) replayed, or readings on a host without a GPU.
