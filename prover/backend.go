@@ -2,6 +2,7 @@ package prover
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	bls12381 "github.com/consensys/gnark-crypto/ecc/bls12-381"
@@ -25,6 +26,17 @@ type Backend interface {
 	// Close releases everything the backend holds.
 	Close() error
 }
+
+// Errors a Backend wraps so that its callers can react to them (errors.Is).
+var (
+	// ErrOutOfMemory: LoadKey or Prove could not get the device (or pinned host)
+	// memory it needed. Freeing resident keys of the same backend may let it succeed.
+	ErrOutOfMemory = errors.New("device out of memory")
+	// ErrDeviceReset: the device failed in a way that lost its state (a sticky CUDA
+	// fault) and the backend reset it. The call failed; every Key the backend returned
+	// before is gone (its Close is still safe) and must be loaded again.
+	ErrDeviceReset = errors.New("device was reset after a fault; its resident keys are gone")
+)
 
 // Key is a proving key made resident by a Backend.
 type Key interface {
