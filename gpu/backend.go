@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bls12381 "github.com/consensys/gnark-crypto/ecc/bls12-381"
@@ -44,6 +45,10 @@ type CUDA struct {
 
 	mu     sync.Mutex // one Prove or LoadKey at a time: the streams own their scratch
 	s1, s2 *cudaStream
+	// gen counts device resets: a key loaded in an earlier generation is gone. live is
+	// the number of keys of this generation not yet closed.
+	gen, live  atomic.Int64
+	stagingOpt int
 }
 
 var _ prover.Backend = (*CUDA)(nil)
@@ -70,7 +75,8 @@ func NewCUDA(ordinal int, opt Options) (*CUDA, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &CUDA{lib: lib, ctx: c, ordinal: ordinal, info: info, reserve: opt.ReserveBytes, copies: opt.PrecomputeCopies}
+	b := &CUDA{lib: lib, ctx: c, ordinal: ordinal, info: info, reserve: opt.ReserveBytes, copies: opt.PrecomputeCopies,
+		stagingOpt: opt.StagingBytes}
 	if b.reserve == 0 {
 		b.reserve = 8 << 30
 	}
@@ -97,8 +103,43 @@ func (b *CUDA) Close() error {
 	return errors.Join(b.s1.close(), b.s2.close(), b.ctx.close())
 }
 
+// fault classifies a failed library call for the caller: an allocation failure wraps
+// prover.ErrOutOfMemory; a CUDA error after which the device no longer answers (a
+// sticky fault) resets the device and new streams are made, and the error wraps
+// prover.ErrDeviceReset, since every key loaded before is gone. Call with b.mu held.
+func (b *CUDA) fault(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case outOfMemory(err):
+		return fmt.Errorf("%w: %w", prover.ErrOutOfMemory, err)
+	case !deviceError(err):
+		return err
+	}
+	if b.ctx.check() == nil {
+		return err // the device still works: this call failed, nothing else is lost
+	}
+	b.gen.Add(1)
+	b.live.Store(0)
+	rerr := b.ctx.reset()
+	b.s1.close() // stale: only the handles are freed
+	b.s2.close()
+	b.s1, b.s2 = nil, nil
+	if rerr == nil {
+		if b.s1, rerr = b.ctx.newStream(b.stagingOpt); rerr == nil {
+			b.s2, rerr = b.ctx.newStream(b.stagingOpt)
+		}
+	}
+	if rerr != nil {
+		return fmt.Errorf("%w, and the reset failed (%v): %w", prover.ErrDeviceReset, rerr, err)
+	}
+	return fmt.Errorf("%w: %w", prover.ErrDeviceReset, err)
+}
+
 // cudaKey is a proving key resident on the device.
 type cudaKey struct {
+	owner       *CUDA
+	gen         int64 // the owner's generation when loaded
 	pk          *prover.ProvingKey
 	a, b1, kz   *baseSet // G1
 	b2          *baseSet // G2
@@ -117,6 +158,9 @@ func (k *cudaKey) Bytes() int64 { return k.bytes }
 
 func (k *cudaKey) Close() error {
 	k.closeOnce.Do(func() {
+		if k.owner != nil && k.owner.gen.Load() == k.gen {
+			k.owner.live.Add(-1)
+		}
 		k.releaseErrs = errors.Join(k.a.close(), k.b1.close(), k.kz.close(), k.b2.close(),
 			k.idxA.free(), k.idxB.free(), k.dom.close(), k.wh[0].free(), k.wh[1].free(), k.hb.free(), k.hc.free(),
 			k.whBatch.free())
@@ -148,29 +192,42 @@ func (b *CUDA) LoadKey(ctx context.Context, pk *prover.ProvingKey) (prover.Key, 
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.s1 == nil {
+		return nil, fmt.Errorf("%s: load key %s: %w (the device did not come back)", b.Name(), pk.Circuit, prover.ErrDeviceReset)
+	}
 	k := &cudaKey{pk: pk}
 	err := b.loadKey(k)
 	if err != nil {
+		err = b.fault(err)
 		k.Close()
 		return nil, fmt.Errorf("%s: load key %s: %w", b.Name(), pk.Circuit, err)
 	}
+	k.owner, k.gen = b, b.gen.Load()
+	b.live.Add(1)
 	return k, nil
 }
 
 func (b *CUDA) loadKey(k *cudaKey) error {
 	pk, s := k.pk, b.s1
 	n := pk.DomainSize()
+	// While other keys are resident, bases that do not fit fail the load with
+	// prover.ErrOutOfMemory, so the caller can evict a key and try again; alone on the
+	// device, they are streamed from pinned host memory instead.
+	flags := 0
+	if b.live.Load() > 0 {
+		flags = basesResidentOnly
+	}
 	var err error
-	if k.a, err = s.newBasesG1(pk.PK.G1.A, b.reserve, 0); err != nil {
+	if k.a, err = s.newBasesG1(pk.PK.G1.A, b.reserve, flags); err != nil {
 		return err
 	}
-	if k.b1, err = s.newBasesG1(pk.PK.G1.B, b.reserve, 0); err != nil {
+	if k.b1, err = s.newBasesG1(pk.PK.G1.B, b.reserve, flags); err != nil {
 		return err
 	}
-	if k.kz, err = s.newBasesG1(pk.KZ, b.reserve, 0); err != nil {
+	if k.kz, err = s.newBasesG1(pk.KZ, b.reserve, flags); err != nil {
 		return err
 	}
-	if k.b2, err = s.newBasesG2(pk.PK.G2.B, b.reserve, 0); err != nil {
+	if k.b2, err = s.newBasesG2(pk.PK.G2.B, b.reserve, flags); err != nil {
 		return err
 	}
 	if b.copies > 1 {
@@ -260,6 +317,9 @@ func (b *CUDA) Prove(ctx context.Context, key prover.Key, sols []*synth.Solution
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if k.gen != b.gen.Load() || b.s1 == nil {
+		return nil, times, fmt.Errorf("%s: prove %s: %w (the key was loaded before it)", b.Name(), pk.Circuit, prover.ErrDeviceReset)
+	}
 	start := time.Now()
 	parts := make([]prover.Parts, len(sols))
 	if k.batch > 1 && len(sols) > 1 {
@@ -267,7 +327,7 @@ func (b *CUDA) Prove(ctx context.Context, key prover.Key, sols []*synth.Solution
 		times.Total = time.Since(start)
 		times.MSM = times.Total - times.H2D - times.NTT
 		if err != nil {
-			return nil, times, fmt.Errorf("%s: prove %s: %w", b.Name(), pk.Circuit, err)
+			return nil, times, fmt.Errorf("%s: prove %s: %w", b.Name(), pk.Circuit, b.fault(err))
 		}
 		return parts, times, nil
 	}
@@ -304,7 +364,7 @@ func (b *CUDA) Prove(ctx context.Context, key prover.Key, sols []*synth.Solution
 	times.Total = time.Since(start)
 	times.MSM = times.Total - times.H2D - times.NTT
 	if err != nil {
-		return nil, times, fmt.Errorf("%s: prove %s: %w", b.Name(), pk.Circuit, err)
+		return nil, times, fmt.Errorf("%s: prove %s: %w", b.Name(), pk.Circuit, b.fault(err))
 	}
 	return parts, times, nil
 }

@@ -22,6 +22,8 @@ typedef struct {
 	int (*device_info)(int, cuzk_device_info_t*);
 	int (*ctx_create)(int, cuzk_ctx**);
 	int (*ctx_destroy)(cuzk_ctx*);
+	int (*ctx_check)(cuzk_ctx*);
+	int (*ctx_reset)(cuzk_ctx*);
 	int (*stream_create)(cuzk_ctx*, size_t, cuzk_stream**);
 	int (*stream_destroy)(cuzk_stream*);
 	int (*stream_sync)(cuzk_stream*);
@@ -66,6 +68,8 @@ static int cuzk_open(const char* path, cuzk_fns* f, char* err, size_t errlen) {
 	SYM(device_info, "cuzk_device_info")
 	SYM(ctx_create, "cuzk_ctx_create")
 	SYM(ctx_destroy, "cuzk_ctx_destroy")
+	SYM(ctx_check, "cuzk_ctx_check")
+	SYM(ctx_reset, "cuzk_ctx_reset")
 	SYM(stream_create, "cuzk_stream_create")
 	SYM(stream_destroy, "cuzk_stream_destroy")
 	SYM(stream_sync, "cuzk_stream_sync")
@@ -101,6 +105,8 @@ static int c_device_count(cuzk_fns* f, int* n, char* e) { return keep(f, f->devi
 static int c_device_info(cuzk_fns* f, int d, cuzk_device_info_t* o, char* e) { return keep(f, f->device_info(d, o), e); }
 static int c_ctx_create(cuzk_fns* f, int d, cuzk_ctx** o, char* e) { return keep(f, f->ctx_create(d, o), e); }
 static int c_ctx_destroy(cuzk_fns* f, cuzk_ctx* c, char* e) { return keep(f, f->ctx_destroy(c), e); }
+static int c_ctx_check(cuzk_fns* f, cuzk_ctx* c, char* e) { return keep(f, f->ctx_check(c), e); }
+static int c_ctx_reset(cuzk_fns* f, cuzk_ctx* c, char* e) { return keep(f, f->ctx_reset(c), e); }
 static int c_stream_create(cuzk_fns* f, cuzk_ctx* c, size_t b, cuzk_stream** o, char* e) { return keep(f, f->stream_create(c, b, o), e); }
 static int c_stream_destroy(cuzk_fns* f, cuzk_stream* s, char* e) { return keep(f, f->stream_destroy(s), e); }
 static int c_stream_set_msm_chunk(cuzk_fns* f, cuzk_stream* s, size_t n, char* e) { return keep(f, f->stream_set_msm_chunk(s, n), e); }
@@ -235,6 +241,12 @@ type libError struct {
 
 func (e *libError) Error() string { return fmt.Sprintf("cuda %s: %s (code %d)", e.what, e.msg, e.code) }
 
+// deviceError says whether err is a failed CUDA call (not a bad argument or memory).
+func deviceError(err error) bool {
+	var le *libError
+	return errors.As(err, &le) && le.code == C.CUZK_ERR_CUDA
+}
+
 // outOfMemory says whether err is a device or pinned-memory allocation failure.
 func outOfMemory(err error) bool {
 	var le *libError
@@ -282,6 +294,16 @@ func (l *cudaLib) newCtx(dev int) (*cudaCtx, error) {
 		return nil, err
 	}
 	return &cudaCtx{lib: l, c: c, dev: dev}, nil
+}
+
+// check waits for all the device's work; an error means a sticky fault (reset needed).
+func (c *cudaCtx) check() error {
+	return c.lib.call("device check", func(e *C.char) C.int { return C.c_ctx_check(c.lib.fns, c.c, e) })
+}
+
+// reset resets the device: everything made on it before is released (and stale).
+func (c *cudaCtx) reset() error {
+	return c.lib.call("device reset", func(e *C.char) C.int { return C.c_ctx_reset(c.lib.fns, c.c, e) })
 }
 
 func (c *cudaCtx) close() error {
@@ -383,7 +405,10 @@ type baseSet struct {
 }
 
 // Flags for newBases.
-const basesForceStreamed = C.CUZK_BASES_FORCE_STREAMED
+const (
+	basesForceStreamed = C.CUZK_BASES_FORCE_STREAMED
+	basesResidentOnly  = C.CUZK_BASES_RESIDENT_ONLY
+)
 
 func (s *cudaStream) newBasesG1(pts []bls12381.G1Affine, reserve int, flags int) (*baseSet, error) {
 	var p unsafe.Pointer

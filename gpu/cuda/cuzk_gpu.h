@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define CUZK_ABI_VERSION 3
+#define CUZK_ABI_VERSION 4
 
 enum {
     CUZK_OK = 0,
@@ -58,6 +58,15 @@ int cuzk_device_info(int dev, cuzk_device_info_t* out);
 
 int cuzk_ctx_create(int dev, cuzk_ctx** out);
 int cuzk_ctx_destroy(cuzk_ctx* ctx);
+/* Waits for all the device's work; an error there means the device faulted (a sticky
+ * error: every later call fails too) and needs cuzk_ctx_reset. */
+int cuzk_ctx_check(cuzk_ctx* ctx);
+/* Resets the device (cudaDeviceReset): all device and pinned memory of the process on
+ * it is released, and every stream, buffer, base set and domain made before becomes
+ * stale: their destroy functions then only free the handle. Make new ones. */
+int cuzk_ctx_reset(cuzk_ctx* ctx);
+/* Tests: CUZK_FAULT_INJECT=error:N (a CUDA error) or trap:N (a kernel trap, a sticky
+ * fault) makes the N-th MSM call of the process fail. */
 
 /* staging_bytes: size of the stream's reusable pinned host buffer (0 = default 64 MiB). */
 int cuzk_stream_create(cuzk_ctx* ctx, size_t staging_bytes, cuzk_stream** out);
@@ -77,6 +86,7 @@ int cuzk_buf_download(cuzk_stream* s, const cuzk_buf* b, size_t offset, void* ho
  * otherwise (or with CUZK_BASES_FORCE_STREAMED) it is kept in pinned host memory and
  * streamed to the device in chunks by each MSM. */
 #define CUZK_BASES_FORCE_STREAMED 1
+#define CUZK_BASES_RESIDENT_ONLY 2 /* CUZK_ERR_NOMEM instead of streaming when it does not fit */
 int cuzk_bases_create(cuzk_stream* s, int group, const void* host_points, size_t count,
                       size_t reserve_bytes, int flags, cuzk_bases** out);
 int cuzk_bases_destroy(cuzk_bases* b);

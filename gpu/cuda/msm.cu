@@ -42,6 +42,7 @@ namespace {
 int msm_dispatch(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t n, const fr_t* scalars,
                  size_t stride, uint32_t nbatch, const uint32_t* index, void* out, int* nwin, int* c) {
     if (base_offset > bases->count || n > bases->count - base_offset) return fail(CUZK_ERR_ARG, "MSM range exceeds base set");
+    RET(fault_point(s->s));
     if (bases->group == 1) return msm_g1(s, bases, base_offset, n, scalars, stride, nbatch, index, out, nwin, c);
     return msm_g2(s, bases, base_offset, n, scalars, stride, nbatch, index, out, nwin, c);
 }

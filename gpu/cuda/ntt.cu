@@ -160,6 +160,7 @@ extern "C" int cuzk_domain_create(cuzk_stream* s, int log_n, const cuzk_domain_c
     RET(set_device(s->ctx));
     cuzk_domain* d = new cuzk_domain();
     d->ctx = s->ctx;
+    d->gen = s->ctx->gen;
     d->log_n = log_n;
     d->k = *k;
     size_t n = (size_t)1 << log_n, nh = std::max<size_t>(n / 2, 1);
@@ -189,6 +190,10 @@ extern "C" int cuzk_domain_create(cuzk_stream* s, int log_n, const cuzk_domain_c
 
 extern "C" int cuzk_domain_destroy(cuzk_domain* d) {
     if (!d) return CUZK_OK;
+    if (stale(d->ctx, d->gen)) {
+        delete d;
+        return CUZK_OK;
+    }
     cudaSetDevice(d->ctx->dev);
     cudaFree(d->tw);
     cudaFree(d->tw_inv);

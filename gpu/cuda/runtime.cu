@@ -3,6 +3,8 @@
 #include <cstring>
 #include <string>
 #include <algorithm>
+#include <mutex>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 #include "runtime.cuh"
@@ -85,6 +87,57 @@ extern "C" int cuzk_ctx_destroy(cuzk_ctx* ctx) {
     return CUZK_OK;
 }
 
+extern "C" int cuzk_ctx_check(cuzk_ctx* ctx) {
+    if (!ctx) return fail(CUZK_ERR_ARG, "NULL argument");
+    RET(set_device(ctx));
+    CK(cudaDeviceSynchronize());
+    return CUZK_OK;
+}
+
+extern "C" int cuzk_ctx_reset(cuzk_ctx* ctx) {
+    if (!ctx) return fail(CUZK_ERR_ARG, "NULL argument");
+    cudaSetDevice(ctx->dev);
+    cudaError_t e = cudaDeviceReset();
+    ctx->gen++;  // even on failure: what was made before cannot be trusted
+    if (e != cudaSuccess) return fail(CUZK_ERR_CUDA, std::string("cudaDeviceReset: ") + cudaGetErrorString(e));
+    cudaGetLastError();
+    CK(cudaSetDevice(ctx->dev));
+    CK(cudaFree(0));  // the new primary context
+    return CUZK_OK;
+}
+
+namespace {
+__global__ void k_trap() { __trap(); }
+std::mutex fault_mu;
+std::string fault_spec;  // the value the count below belongs to
+long fault_calls = 0;
+}  // namespace
+
+// CUZK_FAULT_INJECT=error:N or trap:N makes the N-th MSM call (counted from 1 since
+// the variable took this value) fail: error returns a CUDA error and leaves the device
+// usable, trap runs a kernel that traps, a sticky fault that only a device reset clears.
+int fault_point(cudaStream_t st) {
+    const char* e = getenv("CUZK_FAULT_INJECT");
+    if (!e || !*e) return CUZK_OK;
+    const char* colon = strchr(e, ':');
+    if (!colon) return CUZK_OK;
+    long n = atol(colon + 1);
+    {
+        std::lock_guard<std::mutex> g(fault_mu);
+        if (fault_spec != e) {
+            fault_spec = e;
+            fault_calls = 0;
+        }
+        if (n <= 0 || ++fault_calls != n) return CUZK_OK;
+    }
+    if (strncmp(e, "trap:", 5) == 0) {
+        k_trap<<<1, 1, 0, st>>>();
+        CK(cudaStreamSynchronize(st));
+        return fail(CUZK_ERR_CUDA, "injected trap did not fault");
+    }
+    return fail(CUZK_ERR_CUDA, "injected fault (CUZK_FAULT_INJECT)");
+}
+
 extern "C" int cuzk_stream_create(cuzk_ctx* ctx, size_t staging_bytes, cuzk_stream** out) {
     if (!ctx || !out) return fail(CUZK_ERR_ARG, "NULL argument");
     RET(set_device(ctx));
@@ -92,6 +145,7 @@ extern "C" int cuzk_stream_create(cuzk_ctx* ctx, size_t staging_bytes, cuzk_stre
     staging_bytes = (staging_bytes + 255) & ~(size_t)255;
     cuzk_stream* s = new cuzk_stream();
     s->ctx = ctx;
+    s->gen = ctx->gen;
     cudaError_t e = cudaStreamCreateWithFlags(&s->s, cudaStreamNonBlocking);
     if (e == cudaSuccess) e = cudaEventCreateWithFlags(&s->ev[0], cudaEventDisableTiming);
     if (e == cudaSuccess) e = cudaEventCreateWithFlags(&s->ev[1], cudaEventDisableTiming);
@@ -108,6 +162,10 @@ extern "C" int cuzk_stream_create(cuzk_ctx* ctx, size_t staging_bytes, cuzk_stre
 
 extern "C" int cuzk_stream_destroy(cuzk_stream* s) {
     if (!s) return CUZK_OK;
+    if (stale(s->ctx, s->gen)) {
+        delete s;
+        return CUZK_OK;
+    }
     cudaSetDevice(s->ctx->dev);
     cudaStreamSynchronize(s->s);
     dev_scratch* all[] = {&s->keys, &s->vals, &s->keys_alt, &s->vals_alt, &s->sort_tmp, &s->bstart,
@@ -190,12 +248,16 @@ extern "C" int cuzk_buf_alloc(cuzk_ctx* ctx, size_t bytes, cuzk_buf** out) {
     RET(set_device(ctx));
     void* d = nullptr;
     CK(cudaMalloc(&d, bytes ? bytes : 1));
-    *out = new cuzk_buf{ctx, d, bytes};
+    *out = new cuzk_buf{ctx, d, bytes, ctx->gen};
     return CUZK_OK;
 }
 
 extern "C" int cuzk_buf_free(cuzk_buf* b) {
     if (!b) return CUZK_OK;
+    if (stale(b->ctx, b->gen)) {
+        delete b;
+        return CUZK_OK;
+    }
     cudaSetDevice(b->ctx->dev);
     cudaError_t e = cudaFree(b->d);
     delete b;
@@ -226,6 +288,7 @@ extern "C" int cuzk_bases_create(cuzk_stream* s, int group, const void* host_poi
     RET(set_device(s->ctx));
     cuzk_bases* b = new cuzk_bases();
     b->ctx = s->ctx;
+    b->gen = s->ctx->gen;
     b->group = group;
     b->count = count;
     b->elem = group == 1 ? 96 : 192;
@@ -233,6 +296,11 @@ extern "C" int cuzk_bases_create(cuzk_stream* s, int group, const void* host_poi
     size_t fr = 0, tot = 0;
     CK(cudaMemGetInfo(&fr, &tot));
     bool resident = !(flags & CUZK_BASES_FORCE_STREAMED) && bytes + reserve_bytes <= fr;
+    if (!resident && (flags & CUZK_BASES_RESIDENT_ONLY)) {
+        delete b;
+        return fail(CUZK_ERR_NOMEM, "bases of " + std::to_string(bytes) + " bytes do not fit in device memory (" +
+                                        std::to_string(fr) + " free, " + std::to_string(reserve_bytes) + " kept free)");
+    }
     if (resident && cudaMalloc(&b->d, bytes ? bytes : 1) != cudaSuccess) {
         cudaGetLastError();  // clear; fall back to streaming
         b->d = nullptr;
@@ -259,6 +327,10 @@ extern "C" int cuzk_bases_create(cuzk_stream* s, int group, const void* host_poi
 
 extern "C" int cuzk_bases_destroy(cuzk_bases* b) {
     if (!b) return CUZK_OK;
+    if (stale(b->ctx, b->gen)) {
+        delete b;
+        return CUZK_OK;
+    }
     cudaSetDevice(b->ctx->dev);
     if (b->d) cudaFree(b->d);
     if (b->host) cudaFreeHost(b->host);

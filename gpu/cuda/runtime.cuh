@@ -35,12 +35,17 @@ struct dev_scratch {
     T* as() const { return (T*)p; }
 };
 
+// A device. gen counts device resets (cuzk_ctx_reset): every object records the gen it
+// was made in, and one from an earlier gen is only deleted on the host, since the
+// reset already released its device and pinned memory.
 struct cuzk_ctx {
     int dev;
+    int gen = 0;
 };
 
 struct cuzk_stream {
     cuzk_ctx* ctx;
+    int gen = 0;
     cudaStream_t s;
     // Pinned staging: two halves so a host memcpy overlaps the previous DMA.
     uint8_t* pinned = nullptr;
@@ -57,10 +62,12 @@ struct cuzk_buf {
     cuzk_ctx* ctx;
     void* d;
     size_t bytes;
+    int gen;
 };
 
 struct cuzk_bases {
     cuzk_ctx* ctx;
+    int gen = 0;
     int group;
     size_t count, elem;  // number of points, bytes per point
     void* d = nullptr;     // resident copy, or
@@ -73,6 +80,7 @@ struct cuzk_bases {
 
 struct cuzk_domain {
     cuzk_ctx* ctx;
+    int gen = 0;
     int log_n;
     cuzk_domain_consts_t k;
     void* tw = nullptr;        // omega^i, i < n/2
@@ -82,5 +90,9 @@ struct cuzk_domain {
 };
 
 int set_device(cuzk_ctx* ctx);
+// stale says whether an object made in generation gen outlived a reset of ctx.
+inline bool stale(const cuzk_ctx* ctx, int gen) { return ctx->gen != gen; }
+// fault_point is where CUZK_FAULT_INJECT makes a call fail (tests; see cuzk_gpu.h).
+int fault_point(cudaStream_t st);
 int stream_upload(cuzk_stream* s, void* dst, const void* host, size_t bytes);
 int stream_download(cuzk_stream* s, void* host, const void* src, size_t bytes);

@@ -1,0 +1,165 @@
+package gpu
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+
+	"github.com/cuzk/cuzk/prover"
+	"github.com/cuzk/cuzk/synth"
+)
+
+// faultCase is a random key of n constraints with a solution and its parts from the
+// CPU backend, to prove again and again on the device.
+type faultCase struct {
+	pk   *prover.ProvingKey
+	sol  *synth.Solution
+	want prover.Parts
+}
+
+func newFaultCase(t *testing.T, name string, n int, seed uint64) *faultCase {
+	t.Helper()
+	const nbPublic = 2
+	gpk, err := prover.RandomKey(n, n, nbPublic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk, err := prover.NewProvingKey(name, gpk, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(seed, 1))
+	sol := &synth.Solution{W: make([]fr.Element, n), A: make([]fr.Element, n), B: make([]fr.Element, n),
+		C: make([]fr.Element, n), NbPublic: nbPublic}
+	for _, v := range [][]fr.Element{sol.W, sol.A, sol.B, sol.C} {
+		randFr(rng, v)
+	}
+	fc := &faultCase{pk: pk, sol: sol}
+	cpu := prover.NewCPU()
+	ck, err := cpu.LoadKey(context.Background(), pk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	parts, _, err := cpu.Prove(context.Background(), ck, []*synth.Solution{fc.copySol()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc.want = parts[0]
+	return fc
+}
+
+// copySol is a fresh copy of the solution: Prove may consume A, B and C.
+func (fc *faultCase) copySol() *synth.Solution {
+	s := *fc.sol
+	s.W, s.A, s.B, s.C = slices.Clone(s.W), slices.Clone(s.A), slices.Clone(s.B), slices.Clone(s.C)
+	return &s
+}
+
+// prove proves the case's solution with k on b and checks the parts against the CPU's.
+func (fc *faultCase) prove(t *testing.T, b *CUDA, k prover.Key) error {
+	t.Helper()
+	got, _, err := b.Prove(context.Background(), k, []*synth.Solution{fc.copySol()})
+	if err != nil {
+		return err
+	}
+	g, w := got[0], fc.want
+	if !g.A.Equal(&w.A) || !g.B1.Equal(&w.B1) || !g.K.Equal(&w.K) || !g.B2.Equal(&w.B2) {
+		t.Fatalf("%s: parts differ from the CPU backend's", fc.pk.Circuit)
+	}
+	return nil
+}
+
+// TestInjectedFaults: a CUDA error in one proof fails that proof only; a sticky fault
+// (a trapping kernel) fails it with prover.ErrDeviceReset, the backend resets the
+// device, keys loaded before are refused with the same error, and a key loaded again
+// proves correctly. The library's CUZK_FAULT_INJECT makes the faults.
+func TestInjectedFaults(t *testing.T) {
+	b := testBackend(t)
+	ctx := context.Background()
+	fc := newFaultCase(t, "fault-2^10", 1<<10, 31)
+	key, err := b.LoadKey(ctx, fc.pk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fc.prove(t, b, key); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Setenv("CUZK_FAULT_INJECT", "error:2") // the second MSM of the next proof
+	err = fc.prove(t, b, key)
+	if err == nil || errors.Is(err, prover.ErrDeviceReset) || errors.Is(err, prover.ErrOutOfMemory) ||
+		!deviceError(err) {
+		t.Fatalf("injected error: got %v, want a plain CUDA error", err)
+	}
+	if err := fc.prove(t, b, key); err != nil {
+		t.Fatalf("the proof after an injected error: %v", err)
+	}
+
+	t.Setenv("CUZK_FAULT_INJECT", "trap:1")
+	err = fc.prove(t, b, key)
+	if !errors.Is(err, prover.ErrDeviceReset) {
+		t.Fatalf("injected trap: got %v, want prover.ErrDeviceReset", err)
+	}
+	t.Logf("after the trap: %v", err)
+	if err := fc.prove(t, b, key); !errors.Is(err, prover.ErrDeviceReset) {
+		t.Fatalf("a key loaded before the reset: got %v, want prover.ErrDeviceReset", err)
+	}
+	if err := key.Close(); err != nil {
+		t.Fatalf("closing a key lost in the reset: %v", err)
+	}
+	key, err = b.LoadKey(ctx, fc.pk)
+	if err != nil {
+		t.Fatalf("loading the key again after the reset: %v", err)
+	}
+	defer key.Close()
+	if err := fc.prove(t, b, key); err != nil {
+		t.Fatalf("proving after the reset: %v", err)
+	}
+}
+
+// TestLoadKeyOutOfMemory: while another key is resident, a key whose bases do not
+// fit fails with prover.ErrOutOfMemory (so the caller can evict and retry); alone on
+// the device, the same key loads with its bases streamed from host memory, and proves
+// correctly.
+func TestLoadKeyOutOfMemory(t *testing.T) {
+	b := testBackend(t)
+	ctx := context.Background()
+	small := newFaultCase(t, "small-2^10", 1<<10, 32)
+	big := newFaultCase(t, "big-2^17", 1<<17, 33)
+	k1, err := b.LoadKey(ctx, small.pk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := b.lib.deviceInfo(b.ordinal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Keep all but 40 MB free: the big key's G1 bases alone are about 50 MB.
+	b.reserve = int(info.MemoryFree) - 40<<20
+	_, err = b.LoadKey(ctx, big.pk)
+	if !errors.Is(err, prover.ErrOutOfMemory) {
+		t.Fatalf("loading beside a resident key: got %v, want prover.ErrOutOfMemory", err)
+	}
+	if err := small.prove(t, b, k1); err != nil {
+		t.Fatalf("the resident key after the refused load: %v", err)
+	}
+	if err := k1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	k2, err := b.LoadKey(ctx, big.pk)
+	if err != nil {
+		t.Fatalf("loading alone: %v", err)
+	}
+	defer k2.Close()
+	if k := k2.(*cudaKey); k.kz.resident() && k.b2.resident() {
+		t.Fatal("the big key's bases all fit: the test's memory limit did not bite")
+	}
+	if err := big.prove(t, b, k2); err != nil {
+		t.Fatalf("proving with streamed bases: %v", err)
+	}
+}
