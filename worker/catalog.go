@@ -127,7 +127,8 @@ func NewCatalog(circuits CircuitLoader, keys KeyLoader, log *slog.Logger) Catalo
 	if log == nil {
 		log = slog.Default()
 	}
-	return &catalog{circuits: circuits, keys: keys, log: log, states: map[string]*KeyState{}, keysBy: map[string]*ResidentKey{}}
+	return &catalog{circuits: circuits, keys: keys, log: log, states: map[string]*KeyState{},
+		keysBy: map[string]*ResidentKey{}, resets: map[string]int{}}
 }
 
 type catalog struct {
@@ -141,6 +142,7 @@ type catalog struct {
 	mu     sync.Mutex
 	states map[string]*KeyState    // by circuit + "\x00" + backend name ("" for the files)
 	keysBy map[string]*ResidentKey // the keys resident now, by circuit + "\x00" + backend name
+	resets map[string]int          // device resets, by backend name
 }
 
 type gnarkKeys struct {
@@ -296,16 +298,37 @@ func (c *catalog) load(ctx context.Context, name string, b prover.Backend) (k *R
 	if _, err := g.vk.WriteTo(&enc); err != nil {
 		return nil, fmt.Errorf("encode verifying key of %s: %w", name, err)
 	}
-	dk, err := c.loadKey(ctx, name, b, g.pk)
-	if err != nil {
-		return nil, err
+	for {
+		resets := c.resetCount(b.Name())
+		dk, err := c.loadKey(ctx, name, b, g.pk)
+		if err != nil {
+			return nil, err
+		}
+		k = &ResidentKey{PK: g.pk, Key: dk, VK: g.vk, VKDigest: cuzksql.VKDigest(enc.Bytes()),
+			c: c, id: name + "\x00" + b.Name(), backend: b.Name(), state: st, lastUse: time.Now()}
+		if c.register(k, resets) {
+			return k, nil
+		}
+		// The device was reset while the key loaded: it may be gone with the others.
+		c.close(k)
 	}
-	k = &ResidentKey{PK: g.pk, Key: dk, VK: g.vk, VKDigest: cuzksql.VKDigest(enc.Bytes()),
-		c: c, id: name + "\x00" + b.Name(), backend: b.Name(), state: st, lastUse: time.Now()}
+}
+
+func (c *catalog) resetCount(backend string) int {
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.resets[backend]
+}
+
+// register records k as resident, unless its device was reset since resets was read.
+func (c *catalog) register(k *ResidentKey, resets int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.resets[k.backend] != resets {
+		return false
+	}
 	c.keysBy[k.id] = k
-	c.mu.Unlock()
-	return k, nil
+	return true
 }
 
 // loadKey makes circuit's key resident on b, evicting b's least recently used keys not
@@ -354,6 +377,7 @@ func (c *catalog) evict(backend string) (*ResidentKey, time.Duration) {
 
 func (c *catalog) DeviceReset(b prover.Backend, cause error) int {
 	c.mu.Lock()
+	c.resets[b.Name()]++
 	var closeNow []*ResidentKey
 	n := 0
 	for _, k := range c.keysBy {

@@ -31,6 +31,7 @@ type smallDevice struct {
 	outOfMemory int                // LoadKey calls refused for want of room
 	resetProve  bool               // the next Prove resets the device
 	resetLoad   bool               // the next LoadKey resets the device
+	afterLoad   func()             // run once after the next key is made resident
 }
 
 type smallKey struct {
@@ -44,6 +45,20 @@ func newSmallDevice(room int) *smallDevice {
 }
 
 func (d *smallDevice) LoadKey(ctx context.Context, pk *prover.ProvingKey) (prover.Key, error) {
+	k, err := d.loadKey(ctx, pk)
+	d.mu.Lock()
+	after := d.afterLoad
+	if err == nil {
+		d.afterLoad = nil
+	}
+	d.mu.Unlock()
+	if err == nil && after != nil {
+		after()
+	}
+	return k, err
+}
+
+func (d *smallDevice) loadKey(ctx context.Context, pk *prover.ProvingKey) (prover.Key, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.resetLoad {
@@ -287,5 +302,33 @@ func TestEvictionTakesTheLeastRecentlyUsedKey(t *testing.T) {
 		if st := keyState(cat, n, "cpu"); st.State != want {
 			t.Errorf("%s: %+v, want %s", n, st, want)
 		}
+	}
+}
+
+// A key whose load ends after a reset of its device began is not trusted: it is
+// loaded again.
+func TestKeyLoadedAcrossAResetIsLoadedAgain(t *testing.T) {
+	const a = "synthetic-k6"
+	keys.setup(t, a)
+	ctx := context.Background()
+	dev := newSmallDevice(4)
+	cat := worker.NewCatalog(keys.reg.Get, keys.load, nil)
+	dev.afterLoad = func() {
+		// A reset reported by a Prove on the same device, at the end of the load.
+		dev.mu.Lock()
+		clear(dev.live)
+		dev.mu.Unlock()
+		cat.DeviceReset(dev, prover.ErrDeviceReset)
+	}
+	k, _, err := cat.Key(ctx, a, dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Release()
+	if loads, _, resident := dev.counts(); loads != 2 || resident != 1 {
+		t.Errorf("%d loads, %d resident; want the key lost to the reset loaded again", loads, resident)
+	}
+	if st := keyState(cat, a, "cpu"); st.State != worker.KeyResident {
+		t.Errorf("%s: %+v, want resident", a, st)
 	}
 }
