@@ -8,12 +8,12 @@ import (
 )
 
 // Key is where one proving key of this process stands: being read or made resident,
-// resident, or failed (the worker's key catalog, not the database: keys are per
-// process).
+// resident, evicted (freed for another key, or lost to a device reset), or failed (the
+// worker's key catalog, not the database: keys are per process).
 type Key struct {
 	Circuit string
 	Device  string // "" while the key's files are read, before any device
-	State   string // loading, resident or failed
+	State   string // loading, resident, evicted or failed
 	Bytes   int64  // read so far
 	Total   int64  // to read in all
 	Elapsed time.Duration
@@ -28,7 +28,7 @@ const keysHTML = `{{define "keys"}}{{if .ShowKeys}}
 <h2>Proving keys</h2>
 {{if .Keys}}
 <table id="keys"><tr><th>circuit</th><th>device</th><th>state</th><th>bytes</th><th>elapsed</th><th>error</th></tr>
-{{range .Keys}}<tr><td>{{.Circuit}}</td><td>{{.Where}}</td><td{{if eq .State "failed"}} class="bad"{{end}}>{{.State}}</td><td class="num">{{.Size}}</td><td class="num">{{.Took}}</td><td class="err">{{.Err}}</td></tr>
+{{range .Keys}}<tr><td>{{.Circuit}}</td><td>{{.Where}}</td><td{{if eq .State "failed"}} class="bad"{{else if eq .State "evicted"}} class="muted"{{end}}>{{.State}}</td><td class="num">{{.Size}}</td><td class="num">{{.Took}}</td><td class="err">{{.Err}}</td></tr>
 {{end}}</table>
 {{else}}<p class="muted">no proving key loaded or loading in this worker yet</p>{{end}}
 {{end}}{{end}}`

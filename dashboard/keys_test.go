@@ -12,8 +12,8 @@ import (
 )
 
 // The "Proving keys" section shows each key this process loads: which device, its
-// state, bytes (so far, while loading), time and error; without a provider it is left
-// out.
+// state (evicted ones muted, with why), bytes (so far, while loading), time and error;
+// without a provider it is left out.
 func TestDashboardProvingKeys(t *testing.T) {
 	db := pgtest.New(t)
 	keys := []dashboard.Key{
@@ -21,6 +21,7 @@ func TestDashboardProvingKeys(t *testing.T) {
 		{Circuit: "big", Device: "cuda:0", State: "loading", Elapsed: 3200 * time.Millisecond},
 		{Circuit: "small", Device: "cuda:0", State: "resident", Bytes: 2 << 20, Total: 2 << 20, Elapsed: 40 * time.Millisecond},
 		{Circuit: "torn", State: "failed", Elapsed: time.Second, Err: "proving key /k/torn/pk.bin of torn is truncated or damaged"},
+		{Circuit: "old", Device: "cuda:0", State: "evicted", Total: 3 << 20, Elapsed: 50 * time.Millisecond, Err: "device reset: sticky fault"},
 	}
 	srv := httptest.NewServer(dashboard.New(db.Pool, dashboard.Options{Keys: func() []dashboard.Key { return keys }}))
 	defer srv.Close()
@@ -35,6 +36,7 @@ func TestDashboardProvingKeys(t *testing.T) {
 		`<tr><td>small</td><td>cuda:0</td><td>resident</td><td class="num">2.0 MiB</td><td class="num">40ms</td>`,
 		`<td class="bad">failed</td>`,
 		"proving key /k/torn/pk.bin of torn is truncated or damaged",
+		`<tr><td>old</td><td>cuda:0</td><td class="muted">evicted</td><td class="num">3.0 MiB</td><td class="num">50ms</td><td class="err">device reset: sticky fault</td>`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("dashboard lacks %q", want)

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -17,7 +19,8 @@ import (
 )
 
 // Catalog resolves circuit names to what proving needs. Implementations load each
-// circuit and key once and keep it resident; calls are safe for concurrent use.
+// circuit and key once and keep it resident until a backend runs out of memory for
+// another key or loses its device; calls are safe for concurrent use.
 type Catalog interface {
 	// Circuit returns the compiled constraint system of a circuit.
 	Circuit(ctx context.Context, name string) (*synth.Compiled, error)
@@ -28,8 +31,13 @@ type Catalog interface {
 	Prepare(ctx context.Context, name string) (waited time.Duration, err error)
 	// Key returns the circuit's proving key resident on backend b, loading it on first
 	// use; loaded is the time this call spent loading it or waiting for a load already
-	// in progress (a preload, another batch), 0 when it was resident.
+	// in progress (a preload, another batch), 0 when it was resident. The key stays in
+	// use, never evicted, until the caller calls k.Release, once per successful call.
 	Key(ctx context.Context, name string, b prover.Backend) (k *ResidentKey, loaded time.Duration, err error)
+	// DeviceReset forgets every key resident on b, whose device was reset (a Prove
+	// returned prover.ErrDeviceReset): the next Key call loads each again. It returns
+	// how many keys it dropped.
+	DeviceReset(b prover.Backend, cause error) int
 	KeyStates
 }
 
@@ -46,6 +54,9 @@ const (
 	KeyLoading  = "loading"
 	KeyResident = "resident"
 	KeyFailed   = "failed" // the last load failed; the next request for it loads again
+	// KeyEvicted: the key was resident and was freed, to make room for another key of
+	// its device or because the device was reset; the next request for it loads again.
+	KeyEvicted = "evicted"
 )
 
 // KeyState is where one key load stands.
@@ -54,12 +65,12 @@ type KeyState struct {
 	// Device is the backend the key is made resident on; "" for reading its files into
 	// memory, which every device of the process then shares.
 	Device  string
-	State   string // KeyLoading, KeyResident or KeyFailed
+	State   string // KeyLoading, KeyResident, KeyFailed or KeyEvicted
 	Bytes   int64  // bytes read so far (of the files, for Device "")
 	Total   int64  // bytes the load reads (a dump is read twice: hashed, then decoded)
 	Started time.Time
 	Elapsed time.Duration // so far while loading, else how long the load took
-	Err     string        // why it failed
+	Err     string        // why it failed or was evicted
 }
 
 // ResidentKey is a proving key made resident on one backend, with its verifying key.
@@ -70,6 +81,34 @@ type ResidentKey struct {
 	// VKDigest is the hex SHA-256 of VK's encoding (gnark WriteTo): stored with each
 	// proof, it names the key version the proof verifies with.
 	VKDigest string
+
+	c       *catalog // nil for a key not made by a catalog: Release does nothing
+	id      string   // circuit + "\x00" + backend name
+	backend string
+	state   *KeyState // its load's entry of the catalog's states
+	users   int       // Key calls not yet released; guarded by c.mu, as are the rest
+	lastUse time.Time // for LRU eviction
+	dropped bool      // evicted or lost to a device reset: Close when users reaches 0
+}
+
+// Release ends one use of the key begun by Catalog.Key: once no use is left, the
+// catalog may evict it. PK, VK and VKDigest stay valid after it.
+func (k *ResidentKey) Release() {
+	if k.c == nil {
+		return
+	}
+	k.c.mu.Lock()
+	if k.users <= 0 {
+		k.c.mu.Unlock()
+		panic("ResidentKey.Release called more often than Catalog.Key")
+	}
+	k.users--
+	k.lastUse = time.Now()
+	closeNow := k.dropped && k.users == 0
+	k.c.mu.Unlock()
+	if closeNow {
+		k.c.close(k)
+	}
 }
 
 // KeyLoader reads a circuit's gnark keys from wherever they are kept (a keys
@@ -80,21 +119,30 @@ type KeyLoader func(ctx context.Context, circuit string, progress func(read, tot
 type CircuitLoader func(ctx context.Context, name string) (*synth.Compiled, error)
 
 // NewCatalog is a Catalog that loads circuits and keys on first use and keeps them
-// resident for the life of the process: one load per key and backend, however many
-// requests ask at once.
-func NewCatalog(circuits CircuitLoader, keys KeyLoader) Catalog {
-	return &catalog{circuits: circuits, keys: keys, states: map[string]*KeyState{}}
+// resident: one load per key and backend, however many requests ask at once. When a
+// backend's LoadKey runs out of device memory, the catalog frees the least recently
+// used key of that backend not in use and tries again. It logs evictions and device
+// resets to log (nil: slog's default).
+func NewCatalog(circuits CircuitLoader, keys KeyLoader, log *slog.Logger) Catalog {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &catalog{circuits: circuits, keys: keys, log: log, states: map[string]*KeyState{},
+		keysBy: map[string]*ResidentKey{}, resets: map[string]int{}}
 }
 
 type catalog struct {
 	circuits CircuitLoader
 	keys     KeyLoader
+	log      *slog.Logger
 
 	resident loadOnce[*ResidentKey] // by circuit + "\x00" + backend name
 	gnark    loadOnce[gnarkKeys]    // by circuit
 
 	mu     sync.Mutex
-	states map[string]*KeyState // by circuit + "\x00" + backend name ("" for the files)
+	states map[string]*KeyState    // by circuit + "\x00" + backend name ("" for the files)
+	keysBy map[string]*ResidentKey // the keys resident now, by circuit + "\x00" + backend name
+	resets map[string]int          // device resets, by backend name
 }
 
 type gnarkKeys struct {
@@ -156,6 +204,24 @@ func (o *loadOnce[V]) get(ctx context.Context, key string, load func(context.Con
 	}
 }
 
+// forget drops key's value if it is loaded and match says so, so that the next get
+// loads it again; a load in progress is left alone.
+func (o *loadOnce[V]) forget(key string, match func(V) bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	e, ok := o.m[key]
+	if !ok {
+		return
+	}
+	select {
+	case <-e.done:
+		if e.err == nil && match(e.v) {
+			delete(o.m, key)
+		}
+	default:
+	}
+}
+
 // recovered is load(ctx) with a panic turned into its error: no caller's recover
 // covers a load's own goroutine.
 func recovered[V any](ctx context.Context, load func(context.Context) (V, error)) (v V, err error) {
@@ -189,13 +255,35 @@ func (c *catalog) prepare(ctx context.Context, name string) (gnarkKeys, bool, er
 
 func (c *catalog) Key(ctx context.Context, name string, b prover.Backend) (*ResidentKey, time.Duration, error) {
 	start := time.Now()
-	key, loaded, err := c.resident.get(ctx, name+"\x00"+b.Name(), func(ctx context.Context) (*ResidentKey, error) {
-		return c.load(ctx, name, b)
-	})
-	if !loaded {
-		return key, 0, err
+	id := name + "\x00" + b.Name()
+	waited := false
+	for {
+		key, loaded, err := c.resident.get(ctx, id, func(ctx context.Context) (*ResidentKey, error) {
+			return c.load(ctx, name, b)
+		})
+		waited = waited || loaded
+		if err == nil && !c.use(key) {
+			// Evicted between its load and this call: load it again.
+			c.resident.forget(id, func(v *ResidentKey) bool { return v == key })
+			continue
+		}
+		if !waited {
+			return key, 0, err
+		}
+		return key, time.Since(start), err
 	}
-	return key, time.Since(start), err
+}
+
+// use begins a use of k, unless it was dropped.
+func (c *catalog) use(k *ResidentKey) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if k.dropped {
+		return false
+	}
+	k.users++
+	k.lastUse = time.Now()
+	return true
 }
 
 func (c *catalog) load(ctx context.Context, name string, b prover.Backend) (k *ResidentKey, err error) {
@@ -206,15 +294,124 @@ func (c *catalog) load(ctx context.Context, name string, b prover.Backend) (k *R
 		return nil, err
 	}
 	c.setBytes(st, c.fileBytes(name))
-	dk, err := b.LoadKey(ctx, g.pk)
-	if err != nil {
-		return nil, fmt.Errorf("make key resident on %s: %w", b.Name(), err)
-	}
 	var enc bytes.Buffer
 	if _, err := g.vk.WriteTo(&enc); err != nil {
 		return nil, fmt.Errorf("encode verifying key of %s: %w", name, err)
 	}
-	return &ResidentKey{PK: g.pk, Key: dk, VK: g.vk, VKDigest: cuzksql.VKDigest(enc.Bytes())}, nil
+	for {
+		resets := c.resetCount(b.Name())
+		dk, err := c.loadKey(ctx, name, b, g.pk)
+		if err != nil {
+			return nil, err
+		}
+		k = &ResidentKey{PK: g.pk, Key: dk, VK: g.vk, VKDigest: cuzksql.VKDigest(enc.Bytes()),
+			c: c, id: name + "\x00" + b.Name(), backend: b.Name(), state: st, lastUse: time.Now()}
+		if c.register(k, resets) {
+			return k, nil
+		}
+		// The device was reset while the key loaded: it may be gone with the others.
+		c.close(k)
+	}
+}
+
+func (c *catalog) resetCount(backend string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.resets[backend]
+}
+
+// register records k as resident, unless its device was reset since resets was read.
+func (c *catalog) register(k *ResidentKey, resets int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.resets[k.backend] != resets {
+		return false
+	}
+	c.keysBy[k.id] = k
+	return true
+}
+
+// loadKey makes circuit's key resident on b, evicting b's least recently used keys not
+// in use while b is out of memory for it.
+func (c *catalog) loadKey(ctx context.Context, circuit string, b prover.Backend, pk *prover.ProvingKey) (prover.Key, error) {
+	evicted := 0
+	for {
+		dk, err := b.LoadKey(ctx, pk)
+		switch {
+		case err == nil:
+			return dk, nil
+		case errors.Is(err, prover.ErrDeviceReset):
+			c.DeviceReset(b, err)
+			return nil, fmt.Errorf("make key resident on %s: %w", b.Name(), err)
+		case !errors.Is(err, prover.ErrOutOfMemory):
+			return nil, fmt.Errorf("make key resident on %s: %w", b.Name(), err)
+		}
+		victim, idle := c.evict(b.Name())
+		if victim == nil {
+			return nil, fmt.Errorf("make key resident on %s (%d keys evicted, none left that is not in use): %w", b.Name(), evicted, err)
+		}
+		evicted++
+		c.log.Info("proving key evicted", "circuit", victim.PK.Circuit, "device", b.Name(), "bytes", victim.Key.Bytes(),
+			"why", "device out of memory loading "+circuit, "idle_ms", idle.Milliseconds())
+		c.close(victim)
+	}
+}
+
+// evict drops the least recently used key of backend that is not in use, and returns
+// it (to be closed) with the time since its last use, or nil when there is none.
+func (c *catalog) evict(backend string) (*ResidentKey, time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var lru *ResidentKey
+	for _, k := range c.keysBy {
+		if k.backend == backend && k.users == 0 && (lru == nil || k.lastUse.Before(lru.lastUse)) {
+			lru = k
+		}
+	}
+	if lru == nil {
+		return nil, 0
+	}
+	c.dropLocked(lru, "least recently used key of its device, freed for another key (device out of memory)")
+	return lru, time.Since(lru.lastUse)
+}
+
+func (c *catalog) DeviceReset(b prover.Backend, cause error) int {
+	c.mu.Lock()
+	c.resets[b.Name()]++
+	var closeNow []*ResidentKey
+	n := 0
+	for _, k := range c.keysBy {
+		if k.backend != b.Name() {
+			continue
+		}
+		n++
+		c.dropLocked(k, "device reset: "+cause.Error())
+		if k.users == 0 {
+			closeNow = append(closeNow, k)
+		}
+	}
+	c.mu.Unlock()
+	c.log.Warn("device reset, its resident proving keys dropped", "device", b.Name(), "keys", n, "err", cause)
+	for _, k := range closeNow {
+		c.close(k)
+	}
+	return n
+}
+
+// dropLocked removes k from the catalog, so that the next Key call for it loads it
+// again; c.mu is held. Closing it is the caller's (or the last Release's).
+func (c *catalog) dropLocked(k *ResidentKey, why string) {
+	k.dropped = true
+	delete(c.keysBy, k.id)
+	c.resident.forget(k.id, func(v *ResidentKey) bool { return v == k })
+	k.state.State, k.state.Err = KeyEvicted, why
+}
+
+// close frees a dropped key's memory.
+func (c *catalog) close(k *ResidentKey) {
+	if err := k.Key.Close(); err != nil {
+		c.log.Warn("closing evicted proving key", "circuit", k.PK.Circuit, "device", k.backend, "err", err)
+	}
 }
 
 // buildKey reads a circuit's key files and builds its ProvingKey, once however many
@@ -255,9 +452,11 @@ func (c *catalog) end(st *KeyState, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st.Elapsed = time.Since(st.Started)
-	st.State = KeyResident
-	if err != nil {
+	switch {
+	case err != nil:
 		st.State, st.Err = KeyFailed, err.Error()
+	case st.State == KeyLoading: // not evicted already
+		st.State = KeyResident
 	}
 }
 

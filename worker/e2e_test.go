@@ -113,7 +113,7 @@ func startWorker(t testing.TB, pool *pgxpool.Pool, mutate func(*worker.Config)) 
 // (default: slog's default).
 func startWorkerWith(t testing.TB, pool *pgxpool.Pool, devices []worker.Device, log *slog.Logger, mutate func(*worker.Config)) *runningWorker {
 	t.Helper()
-	return startWorkerCatalog(t, pool, worker.NewCatalog(keys.reg.Get, keys.load), devices, log, mutate)
+	return startWorkerCatalog(t, pool, worker.NewCatalog(keys.reg.Get, keys.load, log), devices, log, mutate)
 }
 
 // startWorkerCatalog is startWorkerWith with the catalog cat.

@@ -86,8 +86,9 @@ func TestQueuedCircuitNotHeldUpByAnotherKeyLoad(t *testing.T) {
 		}
 	}()
 	var buf lockedBuffer
-	cat := worker.NewCatalog(keys.reg.Get, g.load)
-	startWorkerCatalog(t, db.Pool, cat, nil, slog.New(slog.NewJSONHandler(&buf, nil)), nil)
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	cat := worker.NewCatalog(keys.reg.Get, g.load, log)
+	startWorkerCatalog(t, db.Pool, cat, nil, log, nil)
 
 	select {
 	case <-g.started:

@@ -38,12 +38,14 @@ func (w *Worker) preload(ctx context.Context) {
 		for _, d := range w.devices {
 			wg.Go(func() {
 				start := time.Now()
-				if _, _, err := w.catalog.Key(ctx, name, d.Backend); err != nil {
+				key, _, err := w.catalog.Key(ctx, name, d.Backend)
+				if err != nil {
 					if ctx.Err() == nil {
 						w.log.Warn("preloading proving key", "circuit", name, "device", d.Backend.Name(), "err", err)
 					}
 					return
 				}
+				key.Release() // resident, not in use: a load short of memory may evict it
 				w.log.Info("proving key preloaded", "circuit", name, "device", d.Backend.Name(), "ms", time.Since(start).Milliseconds())
 			})
 		}

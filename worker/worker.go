@@ -520,8 +520,15 @@ func (w *Worker) proveBatch(d *Device, b *batch) {
 		it.public = it.sol.Public
 	}
 	start := time.Now()
+	release := sync.OnceFunc(key.Release)
+	defer release() // also when Prove panics: a key left in use could never be evicted
 	proofs, times, err := prover.Prove(ctx, d.Backend, key.PK, key.Key, sols)
 	elapsed := time.Since(start)
+	release()
+	if errors.Is(err, prover.ErrDeviceReset) {
+		// The device lost every key resident on it: the retry loads them again.
+		w.catalog.DeviceReset(d.Backend, err)
+	}
 	var telemetry []byte
 	if d.Telemetry != nil {
 		telemetry = d.Telemetry()

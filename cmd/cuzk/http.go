@@ -167,6 +167,7 @@ func (o *observability) serve(ctx context.Context, f httpFlags, log *slog.Logger
 //	key synthetic-k22 files: loading 1234567 of 4937433088 bytes (0%), 1.2s
 //	key synthetic-k22 on cuda:0: resident 4937433088 bytes, 3.1s
 //	key synthetic-k22 files: failed after 20ms: proving key ... is truncated or damaged (...)
+//	key synthetic-k22 on cuda:0: evicted (device reset: ...), loads again when next used
 func keyLine(k worker.KeyState) string {
 	where := "files"
 	if k.Device != "" {
@@ -181,6 +182,8 @@ func keyLine(k worker.KeyState) string {
 		return fmt.Sprintf("key %s %s: loading, %v", k.Circuit, where, took)
 	case worker.KeyFailed:
 		return fmt.Sprintf("key %s %s: failed after %v: %s", k.Circuit, where, took, k.Err)
+	case worker.KeyEvicted:
+		return fmt.Sprintf("key %s %s: evicted (%s), loads again when next used", k.Circuit, where, k.Err)
 	}
 	return fmt.Sprintf("key %s %s: %s %d bytes, %v", k.Circuit, where, k.State, k.Total, took)
 }

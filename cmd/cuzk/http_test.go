@@ -188,3 +188,22 @@ func TestRiverUIWritable(t *testing.T) {
 		}
 	}
 }
+
+// /readyz names each key's state; an evicted key says why and that it loads again.
+func TestKeyLineStates(t *testing.T) {
+	for _, c := range []struct {
+		k    worker.KeyState
+		want string
+	}{
+		{worker.KeyState{Circuit: "c", Device: "cuda:0", State: worker.KeyResident, Total: 10, Elapsed: 3 * time.Millisecond},
+			"key c on cuda:0: resident 10 bytes, 3ms"},
+		{worker.KeyState{Circuit: "c", State: worker.KeyFailed, Elapsed: time.Millisecond, Err: "damaged"},
+			"key c files: failed after 1ms: damaged"},
+		{worker.KeyState{Circuit: "c", Device: "cuda:1", State: worker.KeyEvicted, Total: 10, Err: "device reset: fault"},
+			"key c on cuda:1: evicted (device reset: fault), loads again when next used"},
+	} {
+		if got := keyLine(c.k); got != c.want {
+			t.Errorf("keyLine(%+v) = %q, want %q", c.k, got, c.want)
+		}
+	}
+}

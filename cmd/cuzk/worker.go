@@ -113,7 +113,7 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 		}
 		pk, vk, _, err := kd.LoadWith(name, d, keys.LoadOptions{Log: g.log, Progress: progress})
 		return pk, vk, err
-	})
+	}, g.log)
 	obs.keys = cat
 	if c.PreloadKeys != "" {
 		if cfg.PreloadKeys, err = preloadNames(ctx, c.PreloadKeys, pool, kd); err != nil {

@@ -1,0 +1,334 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cuzk/cuzk/internal/pgtest"
+	"github.com/cuzk/cuzk/prover"
+	"github.com/cuzk/cuzk/synth"
+	"github.com/cuzk/cuzk/worker"
+)
+
+// smallDevice is the CPU backend with a device's limits injected: room for a number of
+// resident keys (LoadKey fails with prover.ErrOutOfMemory past it), and device resets
+// on demand (Prove or LoadKey fails with prover.ErrDeviceReset, and every key loaded
+// before is lost). It tests the catalog's policy on these errors; the CUDA backend's
+// own out-of-memory and reset paths are tested on the GPU host.
+type smallDevice struct {
+	prover.Backend
+	room int
+
+	mu          sync.Mutex
+	live        map[*smallKey]bool // resident keys: not closed, not lost to a reset
+	loads       int                // keys made resident
+	outOfMemory int                // LoadKey calls refused for want of room
+	resetProve  bool               // the next Prove resets the device
+	resetLoad   bool               // the next LoadKey resets the device
+	afterLoad   func()             // run once after the next key is made resident
+}
+
+type smallKey struct {
+	prover.Key
+	circuit string
+	d       *smallDevice
+}
+
+func newSmallDevice(room int) *smallDevice {
+	return &smallDevice{Backend: prover.NewCPU(), room: room, live: map[*smallKey]bool{}}
+}
+
+func (d *smallDevice) LoadKey(ctx context.Context, pk *prover.ProvingKey) (prover.Key, error) {
+	k, err := d.loadKey(ctx, pk)
+	d.mu.Lock()
+	after := d.afterLoad
+	if err == nil {
+		d.afterLoad = nil
+	}
+	d.mu.Unlock()
+	if err == nil && after != nil {
+		after()
+	}
+	return k, err
+}
+
+func (d *smallDevice) loadKey(ctx context.Context, pk *prover.ProvingKey) (prover.Key, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.resetLoad {
+		d.resetLoad = false
+		clear(d.live)
+		return nil, fmt.Errorf("load %s: %w", pk.Circuit, prover.ErrDeviceReset)
+	}
+	if len(d.live) >= d.room {
+		d.outOfMemory++
+		return nil, fmt.Errorf("load %s with %d keys resident: %w", pk.Circuit, len(d.live), prover.ErrOutOfMemory)
+	}
+	k, err := d.Backend.LoadKey(ctx, pk)
+	if err != nil {
+		return nil, err
+	}
+	sk := &smallKey{Key: k, circuit: pk.Circuit, d: d}
+	d.live[sk] = true
+	d.loads++
+	return sk, nil
+}
+
+func (d *smallDevice) Prove(ctx context.Context, k prover.Key, sols []*synth.Solution) ([]prover.Parts, prover.PhaseTimes, error) {
+	sk := k.(*smallKey)
+	d.mu.Lock()
+	live := d.live[sk]
+	reset := d.resetProve
+	if reset {
+		d.resetProve = false
+		clear(d.live)
+	}
+	d.mu.Unlock()
+	switch {
+	case reset:
+		return nil, prover.PhaseTimes{}, fmt.Errorf("prove %s: %w", sk.circuit, prover.ErrDeviceReset)
+	case !live:
+		return nil, prover.PhaseTimes{}, fmt.Errorf("prove %s: key closed or lost to a device reset", sk.circuit)
+	}
+	return d.Backend.Prove(ctx, sk.Key, sols)
+}
+
+func (k *smallKey) Close() error {
+	k.d.mu.Lock()
+	delete(k.d.live, k)
+	k.d.mu.Unlock()
+	return k.Key.Close()
+}
+
+func (d *smallDevice) counts() (loads, outOfMemory, resident int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.loads, d.outOfMemory, len(d.live)
+}
+
+// keyState is the state of circuit's key on device.
+func keyState(cat worker.KeyStates, circuit, device string) worker.KeyState {
+	for _, s := range cat.KeyStates() {
+		if s.Circuit == circuit && s.Device == device {
+			return s
+		}
+	}
+	return worker.KeyState{}
+}
+
+// With room for one key on the device, proving A, then B, then A again evicts A for B
+// and B for A: three loads, two of them after an eviction, and every proof verifies.
+func TestLeastRecentlyUsedKeyEvictedWhenDeviceIsFull(t *testing.T) {
+	db := pgtest.New(t)
+	const a, b = "synthetic-k6", "synthetic-k7"
+	register(t, db.Pool, a)
+	register(t, db.Pool, b)
+	dev := newSmallDevice(1)
+	var buf lockedBuffer
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	cat := worker.NewCatalog(keys.reg.Get, keys.load, log)
+	startWorkerCatalog(t, db.Pool, cat, []worker.Device{{Backend: dev}}, log, nil)
+
+	for _, step := range []struct{ prefix, circuit string }{{"a1", a}, {"b1", b}, {"a2", a}} {
+		insertRequests(t, db.Pool, step.prefix, step.circuit, 1, 1)
+		waitSucceeded(t, db.Pool, step.prefix, 1)
+		verifyStored(t, db.Pool, step.prefix+"-1")
+	}
+	if loads, oom, resident := dev.counts(); loads != 3 || oom != 2 || resident != 1 {
+		t.Errorf("%d loads, %d refused for memory, %d resident; want 3, 2 and 1", loads, oom, resident)
+	}
+	if st := keyState(cat, a, "cpu"); st.State != worker.KeyResident {
+		t.Errorf("%s after its reload: %+v, want resident", a, st)
+	}
+	if st := keyState(cat, b, "cpu"); st.State != worker.KeyEvicted || !strings.Contains(st.Err, "out of memory") {
+		t.Errorf("%s after A's reload: %+v, want evicted for memory", b, st)
+	}
+	// The reload is the srs phase of the request that needed it.
+	var srs float64
+	if err := db.Pool.QueryRow(context.Background(),
+		"SELECT srs_ms FROM cuzk.proof_attempts WHERE request_id = 'a2-1' AND outcome = 'succeeded'").Scan(&srs); err != nil {
+		t.Fatal(err)
+	}
+	if srs <= 0 {
+		t.Errorf("a2-1: srs_ms %v, want the time its key's reload took", srs)
+	}
+	recs := buf.String()
+	for _, c := range []string{a, b} {
+		if !strings.Contains(recs, `"msg":"proving key evicted","circuit":"`+c+`","device":"cpu"`) {
+			t.Errorf("no line logging %s's eviction; logged:\n%s", c, recs)
+		}
+	}
+}
+
+// A key in use (handed out by Key, not released) is never evicted: a load that needs
+// its room fails, and the held key still proves. Once released, it makes room.
+func TestKeyInUseIsNotEvicted(t *testing.T) {
+	const a, b = "synthetic-k6", "synthetic-k7"
+	compiled, _, _ := keys.setup(t, a)
+	keys.setup(t, b)
+	ctx := context.Background()
+	dev := newSmallDevice(1)
+	cat := worker.NewCatalog(keys.reg.Get, keys.load, nil)
+
+	held, _, err := cat.Key(ctx, a, dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = cat.Key(ctx, b, dev)
+	if !errors.Is(err, prover.ErrOutOfMemory) || !strings.Contains(err.Error(), "0 keys evicted") {
+		t.Fatalf("loading %s while %s is in use: %v, want out of memory with no key evicted", b, a, err)
+	}
+	if st := keyState(cat, b, "cpu"); st.State != worker.KeyFailed {
+		t.Errorf("%s after its failed load: %+v, want failed", b, st)
+	}
+
+	in, err := synth.Inputs(a, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sol, err := synth.Solve(ctx, compiled, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	public := sol.Public
+	proofs, _, err := prover.Prove(ctx, dev, held.PK, held.Key, []*synth.Solution{sol})
+	if err != nil {
+		t.Fatalf("prove with the held key: %v", err)
+	}
+	if err := prover.VerifyProof(held.VK, proofs[0], public); err != nil {
+		t.Fatalf("proof with the held key: %v", err)
+	}
+
+	held.Release()
+	kb, _, err := cat.Key(ctx, b, dev)
+	if err != nil {
+		t.Fatalf("loading %s once %s was released: %v", b, a, err)
+	}
+	kb.Release()
+	if st := keyState(cat, a, "cpu"); st.State != worker.KeyEvicted {
+		t.Errorf("%s after %s took its room: %+v, want evicted", a, b, st)
+	}
+}
+
+// A device reset reported by Prove drops every key of that device: the attempt fails
+// as retryable, and the retry loads the key again and succeeds.
+func TestDeviceResetReloadsKeysForTheRetry(t *testing.T) {
+	db := pgtest.New(t)
+	const circuit = "synthetic-k6"
+	register(t, db.Pool, circuit)
+	dev := newSmallDevice(4)
+	dev.resetProve = true
+	var buf lockedBuffer
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	cat := worker.NewCatalog(keys.reg.Get, keys.load, log)
+	startWorkerCatalog(t, db.Pool, cat, []worker.Device{{Backend: dev}}, log,
+		func(c *worker.Config) { c.RetryBackoff = 100 * time.Millisecond })
+
+	insertRequests(t, db.Pool, "reset", circuit, 1, 1)
+	waitSucceeded(t, db.Pool, "reset", 1)
+	verifyStored(t, db.Pool, "reset-1")
+	var outcome, msg string
+	if err := db.Pool.QueryRow(context.Background(),
+		"SELECT outcome, error FROM cuzk.proof_attempts WHERE request_id = 'reset-1' AND attempt = 1").Scan(&outcome, &msg); err != nil {
+		t.Fatal(err)
+	}
+	if outcome != "retryable" || !strings.Contains(msg, prover.ErrDeviceReset.Error()) {
+		t.Errorf("attempt 1: %s %q, want retryable naming the reset", outcome, msg)
+	}
+	if loads, _, _ := dev.counts(); loads != 2 {
+		t.Errorf("%d key loads, want 2 (the retry reloads the key lost to the reset)", loads)
+	}
+	if n := strings.Count(buf.String(), `"msg":"device reset, its resident proving keys dropped","device":"cpu","keys":1`); n != 1 {
+		t.Errorf("%d lines logging the reset with its one key, want 1; logged:\n%s", n, buf.String())
+	}
+}
+
+// A reset reported by LoadKey also drops the device's other keys, and that load fails.
+func TestDeviceResetDuringLoadDropsTheOtherKeys(t *testing.T) {
+	const a, b = "synthetic-k6", "synthetic-k7"
+	keys.setup(t, a)
+	keys.setup(t, b)
+	ctx := context.Background()
+	dev := newSmallDevice(4)
+	cat := worker.NewCatalog(keys.reg.Get, keys.load, nil)
+	ka, _, err := cat.Key(ctx, a, dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ka.Release()
+
+	dev.mu.Lock()
+	dev.resetLoad = true
+	dev.mu.Unlock()
+	if _, _, err := cat.Key(ctx, b, dev); !errors.Is(err, prover.ErrDeviceReset) {
+		t.Fatalf("load of %s: %v, want the device reset", b, err)
+	}
+	if st := keyState(cat, a, "cpu"); st.State != worker.KeyEvicted || !strings.Contains(st.Err, "device reset") {
+		t.Errorf("%s after the reset: %+v, want evicted by the reset", a, st)
+	}
+	ka, loaded, err := cat.Key(ctx, a, dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ka.Release()
+	if loads, _, resident := dev.counts(); loads != 2 || resident != 1 || loaded == 0 {
+		t.Errorf("%d loads, %d resident, reload took %v; want %s loaded again", loads, resident, loaded, a)
+	}
+}
+
+// Of the keys not in use, the one used least recently is evicted first.
+func TestEvictionTakesTheLeastRecentlyUsedKey(t *testing.T) {
+	const a, b, c = "synthetic-k6", "synthetic-k7", "synthetic-k8"
+	for _, n := range []string{a, b, c} {
+		keys.setup(t, n)
+	}
+	ctx := context.Background()
+	dev := newSmallDevice(2)
+	cat := worker.NewCatalog(keys.reg.Get, keys.load, nil)
+	for _, n := range []string{a, b, a, c} { // a is used after b: b is the older
+		k, _, err := cat.Key(ctx, n, dev)
+		if err != nil {
+			t.Fatalf("key %s: %v", n, err)
+		}
+		k.Release()
+	}
+	for n, want := range map[string]string{a: worker.KeyResident, b: worker.KeyEvicted, c: worker.KeyResident} {
+		if st := keyState(cat, n, "cpu"); st.State != want {
+			t.Errorf("%s: %+v, want %s", n, st, want)
+		}
+	}
+}
+
+// A key whose load ends after a reset of its device began is not trusted: it is
+// loaded again.
+func TestKeyLoadedAcrossAResetIsLoadedAgain(t *testing.T) {
+	const a = "synthetic-k6"
+	keys.setup(t, a)
+	ctx := context.Background()
+	dev := newSmallDevice(4)
+	cat := worker.NewCatalog(keys.reg.Get, keys.load, nil)
+	dev.afterLoad = func() {
+		// A reset reported by a Prove on the same device, at the end of the load.
+		dev.mu.Lock()
+		clear(dev.live)
+		dev.mu.Unlock()
+		cat.DeviceReset(dev, prover.ErrDeviceReset)
+	}
+	k, _, err := cat.Key(ctx, a, dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Release()
+	if loads, _, resident := dev.counts(); loads != 2 || resident != 1 {
+		t.Errorf("%d loads, %d resident; want the key lost to the reset loaded again", loads, resident)
+	}
+	if st := keyState(cat, a, "cpu"); st.State != worker.KeyResident {
+		t.Errorf("%s: %+v, want resident", a, st)
+	}
+}
