@@ -331,6 +331,10 @@ func (c *catalog) register(k *ResidentKey, resets int) bool {
 	return true
 }
 
+// noEviction, as a context value, makes a key load that finds its device full fail
+// instead of evicting: a preload must not push out keys that requests are using.
+type noEviction struct{}
+
 // loadKey makes circuit's key resident on b, evicting b's least recently used keys not
 // in use while b is out of memory for it.
 func (c *catalog) loadKey(ctx context.Context, circuit string, b prover.Backend, pk *prover.ProvingKey) (prover.Key, error) {
@@ -345,6 +349,9 @@ func (c *catalog) loadKey(ctx context.Context, circuit string, b prover.Backend,
 			return nil, fmt.Errorf("make key resident on %s: %w", b.Name(), err)
 		case !errors.Is(err, prover.ErrOutOfMemory):
 			return nil, fmt.Errorf("make key resident on %s: %w", b.Name(), err)
+		}
+		if ctx.Value(noEviction{}) != nil {
+			return nil, fmt.Errorf("make key resident on %s (a preload evicts no key): %w", b.Name(), err)
 		}
 		victim, idle := c.evict(b.Name())
 		if victim == nil {

@@ -332,3 +332,34 @@ func TestKeyLoadedAcrossAResetIsLoadedAgain(t *testing.T) {
 		t.Errorf("%s: %+v, want resident", a, st)
 	}
 }
+
+// TestPreloadEvictsNothing: a key load made for a preload that finds the device full
+// fails instead of evicting a resident key (requests may be about to use it).
+func TestPreloadEvictsNothing(t *testing.T) {
+	const a, b = "synthetic-k6", "synthetic-k7"
+	keys.setup(t, a)
+	keys.setup(t, b)
+	ctx := context.Background()
+	dev := newSmallDevice(1)
+	cat := worker.NewCatalog(keys.reg.Get, keys.load, nil)
+	ka, _, err := cat.Key(ctx, a, dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ka.Release()
+	_, _, err = cat.Key(worker.WithoutEviction(ctx), b, dev)
+	if !errors.Is(err, prover.ErrOutOfMemory) || !strings.Contains(err.Error(), "a preload evicts no key") {
+		t.Fatalf("preloading %s on a full device: %v, want out of memory without eviction", b, err)
+	}
+	if st := keyState(cat, a, "cpu"); st.State != worker.KeyResident {
+		t.Fatalf("%s after a preload found the device full: %+v, want resident", a, st)
+	}
+	kb, _, err := cat.Key(ctx, b, dev) // a request's load may evict
+	if err != nil {
+		t.Fatalf("loading %s for a request: %v", b, err)
+	}
+	kb.Release()
+	if st := keyState(cat, a, "cpu"); st.State != worker.KeyEvicted {
+		t.Fatalf("%s after a request's load took its room: %+v, want evicted", a, st)
+	}
+}

@@ -2,12 +2,15 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cuzk/cuzk/prover"
 )
 
 // preload makes proving keys resident on every device in the background at start, so
@@ -17,7 +20,8 @@ import (
 // the same load instead of starting another, and a request for a circuit not loaded
 // yet starts its own rather than waiting its turn here. Circuits load one after
 // another (each key's memory once at a time), each onto all devices at once. Failures
-// are logged; a request retries them.
+// are logged; a request retries them. A preload never evicts a key: on a full device
+// it stops there (a request's own load may evict).
 func (w *Worker) preload(ctx context.Context) {
 	names := slices.Clone(w.cfg.PreloadKeys)
 	queued, err := w.queuedCircuits(ctx)
@@ -38,8 +42,13 @@ func (w *Worker) preload(ctx context.Context) {
 		for _, d := range w.devices {
 			wg.Go(func() {
 				start := time.Now()
-				key, _, err := w.catalog.Key(ctx, name, d.Backend)
-				if err != nil {
+				key, _, err := w.catalog.Key(context.WithValue(ctx, noEviction{}, true), name, d.Backend)
+				switch {
+				case err == nil:
+				case errors.Is(err, prover.ErrOutOfMemory):
+					w.log.Info("proving key not preloaded: the device is full", "circuit", name, "device", d.Backend.Name())
+					return
+				default:
 					if ctx.Err() == nil {
 						w.log.Warn("preloading proving key", "circuit", name, "device", d.Backend.Name(), "err", err)
 					}
