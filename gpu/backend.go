@@ -49,6 +49,7 @@ type CUDA struct {
 	// the number of keys of this generation not yet closed.
 	gen, live  atomic.Int64
 	stagingOpt int
+	lost       error // set when a fault could not be reset: every later call fails with it
 }
 
 var _ prover.Backend = (*CUDA)(nil)
@@ -121,19 +122,37 @@ func (b *CUDA) fault(err error) error {
 	}
 	b.gen.Add(1)
 	b.live.Store(0)
-	rerr := b.ctx.reset()
-	b.s1.close() // stale: only the handles are freed
-	b.s2.close()
-	b.s1, b.s2 = nil, nil
-	if rerr == nil {
-		if b.s1, rerr = b.ctx.newStream(b.stagingOpt); rerr == nil {
-			b.s2, rerr = b.ctx.newStream(b.stagingOpt)
-		}
-	}
-	if rerr != nil {
-		return fmt.Errorf("%w, and the reset failed (%v): %w", prover.ErrDeviceReset, rerr, err)
+	if rerr := b.restart(); rerr != nil {
+		b.lost = fmt.Errorf("%w (reset: %v): %w", prover.ErrDeviceLost, rerr, err)
+		return b.lost
 	}
 	return fmt.Errorf("%w: %w", prover.ErrDeviceReset, err)
+}
+
+// restart resets the device and makes new streams. On the H200 host (driver
+// 580.159.04) the reset after an injected trap never succeeded: every new context was
+// refused as busy for the 10 s the library retries, so a fault that needs a reset
+// usually ends in ErrDeviceLost, and a new process. Call with b.mu held.
+func (b *CUDA) restart() error {
+	old1, old2 := b.s1, b.s2
+	b.s1, b.s2 = nil, nil
+	err := b.ctx.reset()
+	old1.close() // stale after the reset, failed or not: only the handles are freed
+	old2.close()
+	if err != nil {
+		return err
+	}
+	s1, err := b.ctx.newStream(b.stagingOpt)
+	if err != nil {
+		return err
+	}
+	s2, err := b.ctx.newStream(b.stagingOpt)
+	if err != nil {
+		s1.close()
+		return err
+	}
+	b.s1, b.s2 = s1, s2
+	return nil
 }
 
 // cudaKey is a proving key resident on the device.
@@ -192,8 +211,8 @@ func (b *CUDA) LoadKey(ctx context.Context, pk *prover.ProvingKey) (prover.Key, 
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.s1 == nil {
-		return nil, fmt.Errorf("%s: load key %s: %w (the device did not come back)", b.Name(), pk.Circuit, prover.ErrDeviceReset)
+	if b.lost != nil {
+		return nil, fmt.Errorf("%s: load key %s: %w", b.Name(), pk.Circuit, b.lost)
 	}
 	k := &cudaKey{pk: pk}
 	err := b.loadKey(k)
@@ -317,7 +336,10 @@ func (b *CUDA) Prove(ctx context.Context, key prover.Key, sols []*synth.Solution
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if k.gen != b.gen.Load() || b.s1 == nil {
+	if b.lost != nil {
+		return nil, times, fmt.Errorf("%s: prove %s: %w", b.Name(), pk.Circuit, b.lost)
+	}
+	if k.gen != b.gen.Load() {
 		return nil, times, fmt.Errorf("%s: prove %s: %w (the key was loaded before it)", b.Name(), pk.Circuit, prover.ErrDeviceReset)
 	}
 	start := time.Now()

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"os"
+	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
@@ -74,10 +77,10 @@ func (fc *faultCase) prove(t *testing.T, b *CUDA, k prover.Key) error {
 	return nil
 }
 
-// TestInjectedFaults: a CUDA error in one proof fails that proof only; a sticky fault
-// (a trapping kernel) fails it with prover.ErrDeviceReset, the backend resets the
-// device, keys loaded before are refused with the same error, and a key loaded again
-// proves correctly. The library's CUZK_FAULT_INJECT makes the faults.
+// TestInjectedFaults: a CUDA error in one proof fails that proof only, and the next
+// proof on the same key is right. A sticky fault (a trapping kernel) is tried in a
+// child process (TestInjectedTrap), since it can leave the device unusable for the
+// rest of the process. The library's CUZK_FAULT_INJECT makes the faults.
 func TestInjectedFaults(t *testing.T) {
 	b := testBackend(t)
 	ctx := context.Background()
@@ -86,39 +89,74 @@ func TestInjectedFaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer key.Close()
 	if err := fc.prove(t, b, key); err != nil {
 		t.Fatal(err)
 	}
-
 	t.Setenv("CUZK_FAULT_INJECT", "error:2") // the second MSM of the next proof
 	err = fc.prove(t, b, key)
-	if err == nil || errors.Is(err, prover.ErrDeviceReset) || errors.Is(err, prover.ErrOutOfMemory) ||
-		!deviceError(err) {
+	if err == nil || errors.Is(err, prover.ErrDeviceReset) || errors.Is(err, prover.ErrDeviceLost) ||
+		errors.Is(err, prover.ErrOutOfMemory) || !deviceError(err) {
 		t.Fatalf("injected error: got %v, want a plain CUDA error", err)
 	}
 	if err := fc.prove(t, b, key); err != nil {
 		t.Fatalf("the proof after an injected error: %v", err)
 	}
 
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestInjectedTrap$", "-test.v")
+	cmd.Env = append(os.Environ(), "CUZK_TEST_TRAP_CHILD=1", "CUZK_FAULT_INJECT=")
+	out, err := cmd.CombinedOutput()
+	t.Logf("child process:\n%s", out)
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestInjectedTrap") {
+		t.Fatalf("sticky fault in a child process: %v", err)
+	}
+}
+
+// TestInjectedTrap runs only as TestInjectedFaults' child: a trapping kernel fails the
+// proof with prover.ErrDeviceReset, after which keys loaded before are refused and a
+// key loaded again proves correctly, or with prover.ErrDeviceLost when the reset does
+// not clear the fault, after which every call says so.
+func TestInjectedTrap(t *testing.T) {
+	if os.Getenv("CUZK_TEST_TRAP_CHILD") != "1" {
+		t.Skip("runs as a child of TestInjectedFaults")
+	}
+	b := testBackend(t)
+	ctx := context.Background()
+	fc := newFaultCase(t, "trap-2^10", 1<<10, 34)
+	key, err := b.LoadKey(ctx, fc.pk)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv("CUZK_FAULT_INJECT", "trap:1")
 	err = fc.prove(t, b, key)
-	if !errors.Is(err, prover.ErrDeviceReset) {
-		t.Fatalf("injected trap: got %v, want prover.ErrDeviceReset", err)
-	}
 	t.Logf("after the trap: %v", err)
-	if err := fc.prove(t, b, key); !errors.Is(err, prover.ErrDeviceReset) {
-		t.Fatalf("a key loaded before the reset: got %v, want prover.ErrDeviceReset", err)
-	}
-	if err := key.Close(); err != nil {
-		t.Fatalf("closing a key lost in the reset: %v", err)
-	}
-	key, err = b.LoadKey(ctx, fc.pk)
-	if err != nil {
-		t.Fatalf("loading the key again after the reset: %v", err)
-	}
-	defer key.Close()
-	if err := fc.prove(t, b, key); err != nil {
-		t.Fatalf("proving after the reset: %v", err)
+	switch {
+	case errors.Is(err, prover.ErrDeviceReset):
+		if err := fc.prove(t, b, key); !errors.Is(err, prover.ErrDeviceReset) {
+			t.Fatalf("a key loaded before the reset: got %v, want prover.ErrDeviceReset", err)
+		}
+		if err := key.Close(); err != nil {
+			t.Fatalf("closing a key lost in the reset: %v", err)
+		}
+		if key, err = b.LoadKey(ctx, fc.pk); err != nil {
+			t.Fatalf("loading the key again after the reset: %v", err)
+		}
+		defer key.Close()
+		if err := fc.prove(t, b, key); err != nil {
+			t.Fatalf("proving after the reset: %v", err)
+		}
+	case errors.Is(err, prover.ErrDeviceLost):
+		if err := fc.prove(t, b, key); !errors.Is(err, prover.ErrDeviceLost) {
+			t.Fatalf("proving on a lost device: got %v, want prover.ErrDeviceLost", err)
+		}
+		if _, err := b.LoadKey(ctx, fc.pk); !errors.Is(err, prover.ErrDeviceLost) {
+			t.Fatalf("loading on a lost device: got %v, want prover.ErrDeviceLost", err)
+		}
+		if err := key.Close(); err != nil {
+			t.Fatalf("closing a key of a lost device: %v", err)
+		}
+	default:
+		t.Fatalf("injected trap: got %v, want prover.ErrDeviceReset or prover.ErrDeviceLost", err)
 	}
 }
 

@@ -36,6 +36,9 @@ var (
 	// fault) and the backend reset it. The call failed; every Key the backend returned
 	// before is gone (its Close is still safe) and must be loaded again.
 	ErrDeviceReset = errors.New("device was reset after a fault; its resident keys are gone")
+	// ErrDeviceLost: the device faulted and could not be reset within the process; the
+	// backend is unusable until the process restarts (a new process gets a clean device).
+	ErrDeviceLost = errors.New("device lost after a fault that a reset in this process did not clear")
 )
 
 // Key is a proving key made resident by a Backend.

@@ -31,7 +31,9 @@ type smallDevice struct {
 	outOfMemory int                // LoadKey calls refused for want of room
 	resetProve  bool               // the next Prove resets the device
 	resetLoad   bool               // the next LoadKey resets the device
-	afterLoad   func()             // run once after the next key is made resident
+	loseProve   bool               // the next Prove loses the device: it and every later call fail
+	lost        bool
+	afterLoad   func() // run once after the next key is made resident
 }
 
 type smallKey struct {
@@ -61,6 +63,9 @@ func (d *smallDevice) LoadKey(ctx context.Context, pk *prover.ProvingKey) (prove
 func (d *smallDevice) loadKey(ctx context.Context, pk *prover.ProvingKey) (prover.Key, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.lost {
+		return nil, fmt.Errorf("load %s: %w", pk.Circuit, prover.ErrDeviceLost)
+	}
 	if d.resetLoad {
 		d.resetLoad = false
 		clear(d.live)
@@ -89,8 +94,14 @@ func (d *smallDevice) Prove(ctx context.Context, k prover.Key, sols []*synth.Sol
 		d.resetProve = false
 		clear(d.live)
 	}
+	if d.loseProve {
+		d.loseProve, d.lost = false, true
+	}
+	lost := d.lost
 	d.mu.Unlock()
 	switch {
+	case lost:
+		return nil, prover.PhaseTimes{}, fmt.Errorf("prove %s: %w", sk.circuit, prover.ErrDeviceLost)
 	case reset:
 		return nil, prover.PhaseTimes{}, fmt.Errorf("prove %s: %w", sk.circuit, prover.ErrDeviceReset)
 	case !live:
@@ -361,5 +372,49 @@ func TestPreloadEvictsNothing(t *testing.T) {
 	kb.Release()
 	if st := keyState(cat, a, "cpu"); st.State != worker.KeyEvicted {
 		t.Fatalf("%s after a request's load took its room: %+v, want evicted", a, st)
+	}
+}
+
+// TestDeviceLostStopsTheWorker: when the only device is lost (a fault a reset did not
+// clear), the worker fails that batch's attempt as retryable, hands everything else
+// back without using an attempt, and Run returns the error (the process exits and its
+// supervisor starts a new one); a new worker then proves every request.
+func TestDeviceLostStopsTheWorker(t *testing.T) {
+	db := pgtest.New(t)
+	const circuit = "synthetic-k6"
+	register(t, db.Pool, circuit)
+	dev := newSmallDevice(4)
+	dev.loseProve = true
+	cat := worker.NewCatalog(keys.reg.Get, keys.load, nil)
+	insertRequests(t, db.Pool, "lost", circuit, 4, 1)
+	rw := startWorkerCatalog(t, db.Pool, cat, []worker.Device{{Backend: dev}}, nil,
+		func(c *worker.Config) { c.RetryBackoff = 100 * time.Millisecond })
+	select {
+	case err := <-rw.done:
+		if !errors.Is(err, prover.ErrDeviceLost) {
+			t.Fatalf("worker stopped with %v, want prover.ErrDeviceLost", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the worker did not stop within 60 s after losing its only device")
+	}
+	rw.cancel()
+	rw.cancel = nil
+
+	var retryable, other int
+	if err := db.Pool.QueryRow(context.Background(), `
+		SELECT count(*) FILTER (WHERE outcome = 'retryable' AND error LIKE '%device lost%'),
+		       count(*) FILTER (WHERE outcome NOT IN ('retryable', 'interrupted'))
+		  FROM cuzk.proof_attempts WHERE request_id LIKE 'lost-%'`).Scan(&retryable, &other); err != nil {
+		t.Fatal(err)
+	}
+	if retryable != 1 || other != 0 {
+		t.Errorf("%d retryable attempts naming the lost device and %d others that used an attempt, want 1 and 0",
+			retryable, other)
+	}
+	startWorkerCatalog(t, db.Pool, worker.NewCatalog(keys.reg.Get, keys.load, nil), nil, nil,
+		func(c *worker.Config) { c.RetryBackoff = 100 * time.Millisecond })
+	waitSucceeded(t, db.Pool, "lost", 4)
+	for i := 1; i <= 4; i++ {
+		verifyStored(t, db.Pool, fmt.Sprintf("lost-%d", i))
 	}
 }

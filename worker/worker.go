@@ -71,6 +71,13 @@ type Worker struct {
 	// synthesis go back to the queue at once instead of holding the worker up.
 	drainCtx context.Context
 	drain    context.CancelFunc
+
+	// lost[i] is set when device i failed with prover.ErrDeviceLost: its prover stops.
+	// When every device is lost, stop ends Run with that error, so the process exits
+	// and its supervisor starts a new one, which gets a clean device.
+	lost      []atomic.Bool
+	stop      context.CancelCauseFunc
+	stopReady chan struct{}
 }
 
 // errHandBack ends an attempt that a worker shutdown stopped: the job goes back to the
@@ -107,6 +114,8 @@ func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Device, log 
 	w.origin = w.makeOrigin()
 	w.clientID = newClientID(cfg.Name)
 	w.drainCtx, w.drain = context.WithCancel(context.Background())
+	w.lost = make([]atomic.Bool, len(devices))
+	w.stopReady = make(chan struct{})
 	w.collector = newCollector(cfg.MaxBatch, cfg.BatchWait, w.startBatch)
 
 	workers := river.NewWorkers()
@@ -147,12 +156,14 @@ func (w *Worker) Budget() *Budget { return w.budget }
 // in-flight work finish within the shutdown grace period, hands what remains back to
 // the queue without using an attempt, and returns.
 func (w *Worker) Run(ctx context.Context) error {
+	ctx, w.stop = context.WithCancelCause(ctx)
+	close(w.stopReady)
 	var provers sync.WaitGroup
 	for i := range w.devices {
 		provers.Add(1)
 		go func() {
 			defer provers.Done()
-			w.runProver(&w.devices[i])
+			w.runProver(i)
 		}()
 	}
 	drained := true
@@ -221,6 +232,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("worker: stop: %w", err)
 	}
 	w.log.Info("worker stopped", "worker", w.cfg.Name)
+	if cause := context.Cause(ctx); errors.Is(cause, prover.ErrDeviceLost) {
+		return fmt.Errorf("worker: %w", cause)
+	}
 	return nil
 }
 
@@ -443,9 +457,22 @@ func (w *Worker) synthesize(it *item) error {
 	return nil
 }
 
-// runProver proves batches on one device until the channel is closed.
-func (w *Worker) runProver(d *Device) {
+// runProver proves batches on device i until the channel is closed or the device is
+// lost.
+func (w *Worker) runProver(i int) {
+	d := &w.devices[i]
 	for b := range w.proveCh {
+		if w.lost[i].Load() {
+			// Every device is lost (else this prover has returned) and the worker is
+			// stopping: what still waits for a prover goes back to the queue now.
+			for _, it := range b.items {
+				if !it.finished() {
+					it.sol = nil
+					it.finish(errHandBack)
+				}
+			}
+			continue
+		}
 		err := w.safely("prove on "+d.Backend.Name(), func() error { w.proveBatch(d, b); return nil })
 		if err != nil {
 			for _, it := range b.items {
@@ -455,6 +482,40 @@ func (w *Worker) runProver(d *Device) {
 				}
 			}
 		}
+		if w.lost[i].Load() && !w.allLost() {
+			return
+		}
+	}
+}
+
+func (w *Worker) allLost() bool {
+	for i := range w.lost {
+		if !w.lost[i].Load() {
+			return false
+		}
+	}
+	return true
+}
+
+// deviceLost records that d failed with prover.ErrDeviceLost: its prover takes no more
+// batches, and when no device is left the worker stops (Run returns err).
+func (w *Worker) deviceLost(d *Device, err error) {
+	left := 0
+	for i := range w.devices {
+		if &w.devices[i] == d {
+			if w.lost[i].Swap(true) {
+				return
+			}
+		}
+		if !w.lost[i].Load() {
+			left++
+		}
+	}
+	w.catalog.DeviceReset(d.Backend, err)
+	w.log.Error("device lost, no more proofs on it", "device", d.Backend.Name(), "devices_left", left, "err", err)
+	if left == 0 {
+		<-w.stopReady
+		w.stop(err)
 	}
 }
 
@@ -511,6 +572,9 @@ func (w *Worker) proveBatch(d *Device, b *batch) {
 	}
 	if err != nil {
 		fail(fmt.Errorf("load proving key of %q on %s: %w", b.circuit, d.Backend.Name(), err))
+		if errors.Is(err, prover.ErrDeviceLost) {
+			w.deviceLost(d, err)
+		}
 		return
 	}
 
@@ -525,9 +589,12 @@ func (w *Worker) proveBatch(d *Device, b *batch) {
 	proofs, times, err := prover.Prove(ctx, d.Backend, key.PK, key.Key, sols)
 	elapsed := time.Since(start)
 	release()
-	if errors.Is(err, prover.ErrDeviceReset) {
+	switch {
+	case errors.Is(err, prover.ErrDeviceReset):
 		// The device lost every key resident on it: the retry loads them again.
 		w.catalog.DeviceReset(d.Backend, err)
+	case errors.Is(err, prover.ErrDeviceLost):
+		defer w.deviceLost(d, err) // after this batch's attempts are failed (retryable)
 	}
 	var telemetry []byte
 	if d.Telemetry != nil {

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <string>
 #include <algorithm>
+#include <chrono>
 #include <mutex>
 #include <cstdlib>
 #include <thread>
@@ -96,14 +97,23 @@ extern "C" int cuzk_ctx_check(cuzk_ctx* ctx) {
 
 extern "C" int cuzk_ctx_reset(cuzk_ctx* ctx) {
     if (!ctx) return fail(CUZK_ERR_ARG, "NULL argument");
-    cudaSetDevice(ctx->dev);
-    cudaError_t e = cudaDeviceReset();
     ctx->gen++;  // even on failure: what was made before cannot be trusted
-    if (e != cudaSuccess) return fail(CUZK_ERR_CUDA, std::string("cudaDeviceReset: ") + cudaGetErrorString(e));
-    cudaGetLastError();
-    CK(cudaSetDevice(ctx->dev));
-    CK(cudaFree(0));  // the new primary context
-    return CUZK_OK;
+    // After a sticky fault the driver may report the device busy for a while after the
+    // reset (seen on the H200: cudaErrorDevicesUnavailable from the next context), so
+    // the reset and the new primary context are tried again for up to 10 s.
+    cudaError_t e = cudaSuccess;
+    for (int i = 0; i < 50; i++) {
+        if (i) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        cudaSetDevice(ctx->dev);
+        e = cudaDeviceReset();
+        cudaGetLastError();
+        if (e != cudaSuccess) continue;
+        e = cudaSetDevice(ctx->dev);
+        if (e == cudaSuccess) e = cudaFree(0);  // the new primary context
+        cudaGetLastError();
+        if (e == cudaSuccess) return CUZK_OK;
+    }
+    return fail(CUZK_ERR_CUDA, std::string("device reset: ") + cudaGetErrorString(e) + " (for 10 s)");
 }
 
 namespace {
