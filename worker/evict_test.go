@@ -24,6 +24,7 @@ import (
 type smallDevice struct {
 	prover.Backend
 	room int
+	name string // Name, when set (two devices of one worker need two names)
 
 	mu          sync.Mutex
 	live        map[*smallKey]bool // resident keys: not closed, not lost to a reset
@@ -44,6 +45,13 @@ type smallKey struct {
 
 func newSmallDevice(room int) *smallDevice {
 	return &smallDevice{Backend: prover.NewCPU(), room: room, live: map[*smallKey]bool{}}
+}
+
+func (d *smallDevice) Name() string {
+	if d.name != "" {
+		return d.name
+	}
+	return d.Backend.Name()
 }
 
 func (d *smallDevice) LoadKey(ctx context.Context, pk *prover.ProvingKey) (prover.Key, error) {
@@ -416,5 +424,42 @@ func TestDeviceLostStopsTheWorker(t *testing.T) {
 	waitSucceeded(t, db.Pool, "lost", 4)
 	for i := 1; i <= 4; i++ {
 		verifyStored(t, db.Pool, fmt.Sprintf("lost-%d", i))
+	}
+}
+
+// TestLostDeviceLeavesTheOthersProving: with two devices, losing one stops only its
+// prover: the batch it held is retried and every request is proven, once, on the
+// other, and the worker keeps running.
+func TestLostDeviceLeavesTheOthersProving(t *testing.T) {
+	db := pgtest.New(t)
+	const circuit = "synthetic-k6"
+	register(t, db.Pool, circuit)
+	bad, good := newSmallDevice(4), newSmallDevice(4)
+	bad.name, good.name = "gpu-a", "gpu-b"
+	bad.loseProve = true
+	cat := worker.NewCatalog(keys.reg.Get, keys.load, nil)
+	rw := startWorkerCatalog(t, db.Pool, cat, []worker.Device{{Backend: bad}, {Backend: good}}, nil,
+		func(c *worker.Config) { c.RetryBackoff = 100 * time.Millisecond })
+	insertRequests(t, db.Pool, "twodev", circuit, 8, 1)
+	waitSucceeded(t, db.Pool, "twodev", 8)
+	for i := 1; i <= 8; i++ {
+		verifyStored(t, db.Pool, fmt.Sprintf("twodev-%d", i))
+	}
+	select {
+	case err := <-rw.done:
+		t.Fatalf("the worker stopped with one device left: %v", err)
+	default:
+	}
+	var lostAttempts, onGood, proofs int
+	if err := db.Pool.QueryRow(context.Background(), `
+		SELECT count(*) FILTER (WHERE error LIKE '%device lost%'),
+		       count(*) FILTER (WHERE outcome = 'succeeded' AND backend = 'gpu-b'),
+		       (SELECT count(*) FROM cuzk.proofs WHERE request_id LIKE 'twodev-%')
+		  FROM cuzk.proof_attempts WHERE request_id LIKE 'twodev-%'`).Scan(&lostAttempts, &onGood, &proofs); err != nil {
+		t.Fatal(err)
+	}
+	if lostAttempts < 1 || onGood != 8 || proofs != 8 {
+		t.Errorf("%d attempts failed on the lost device, %d succeeded, %d proofs; want at least 1, 8 and 8",
+			lostAttempts, onGood, proofs)
 	}
 }
