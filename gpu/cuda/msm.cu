@@ -1,4 +1,5 @@
 // msm.cu: the MSM entry points of the C ABI (kernels in msm.cuh).
+#include <algorithm>
 #include "bls12_381.cuh"
 #include "runtime.cuh"
 
@@ -11,10 +12,12 @@ int msm_g2(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t n
 int precompute_g1(cuzk_stream* s, cuzk_bases* b, int max_copies, size_t reserve_bytes);
 int precompute_g2(cuzk_stream* s, cuzk_bases* b, int max_copies, size_t reserve_bytes);
 
+// The cost of one bucket's reduction over one mixed addition, as measured on the H200
+// (G1 about 12.5, G2 about 5.6: G2's additions cost more).
+static double reduce_ratio(bool g2) { return g2 ? 5.6 : 12.5; }
+
 // Window size: minimise n*w mixed additions plus R*w*2^(c-1) bucket-reduction work,
-// w = ceil(256/c) windows, with R the cost of one bucket's reduction over one mixed
-// addition as measured on the H200 (G1 about 12.5, G2 about 5.6: G2's additions
-// cost more). From 2^23 points the measured optimum is larger than the model's
+// w = ceil(256/c) windows, R = reduce_ratio. From 2^23 points the measured optimum is larger than the model's
 // (G1 2^24: c = 17 233.7 ms, 16 247.8, 18 237.5; G2 2^24: c = 19 1403 ms, 18 1441,
 // 20 1429; docs/BENCHMARKS.md), so it is taken as measured there.
 int msm_choose_c(size_t n, bool g2, int* nwin) {
@@ -22,7 +25,7 @@ int msm_choose_c(size_t n, bool g2, int* nwin) {
     if (n >= ((size_t)1 << 23)) {
         best = g2 ? 19 : 17;
     } else {
-        const double R = g2 ? 5.6 : 12.5;
+        const double R = reduce_ratio(g2);
         double best_cost = 1e300;
         for (int c = 4; c <= 20; c++) {
             int w = (256 + c - 1) / c;
@@ -35,6 +38,26 @@ int msm_choose_c(size_t n, bool g2, int* nwin) {
     }
     *nwin = (256 + best - 1) / best;
     return best;
+}
+
+// Precomputed sets: minimise n*nwin additions plus R*groups*2^(c-1) bucket reduction,
+// where groups of windows share a bucket set, so with all windows in one group c grows
+// until the buckets cost more than the windows they save.
+void msm_precompute_shape(size_t n, bool g2, int maxf, int* c_out, int* f_out) {
+    const double R = reduce_ratio(g2);
+    double best = 1e300;
+    for (int c = 8; c <= 21; c++) {
+        int nwin = (256 + c - 1) / c;
+        int f = std::min(maxf, nwin);
+        int groups = (nwin + f - 1) / f;
+        f = (nwin + groups - 1) / groups;  // fewest copies for that many groups
+        double cost = (double)n * nwin + R * groups * (double)(1u << (c - 1));
+        if (cost < best) {
+            best = cost;
+            *c_out = c;
+            *f_out = f;
+        }
+    }
 }
 
 namespace {

@@ -22,8 +22,11 @@
 #include "runtime.cuh"
 #include "xyzz.cuh"
 
-// The window size for n points (msm.cu; host code, so tuning it rebuilds no kernels).
+// The window size for n points, and the window size and copy count of a precomputed
+// set of n points with at most maxf copies (msm.cu; host code, so tuning them rebuilds
+// no kernels).
 int msm_choose_c(size_t n, bool g2, int* nwin);
+void msm_precompute_shape(size_t n, bool g2, int maxf, int* c, int* copies);
 
 namespace msm {
 namespace {  // internal linkage: each instantiation unit gets its own kernels
@@ -260,27 +263,6 @@ __global__ void k_precompute(affine_t<F>* tbl, uint32_t count, int c, int f) {
     }
 }
 
-// Chooses the window width for a precomputed set of n points with at most maxf
-// copies: minimises n*nwin additions plus R*groups*2^(c-1) bucket reduction (R as in
-// msm_choose_c), so with all windows in one group c grows until the buckets cost more
-// than the windows they save.
-inline void precompute_shape(size_t n, bool g2, int maxf, int* c_out, int* f_out) {
-    const double R = g2 ? 5.6 : 12.5;
-    double best = 1e300;
-    for (int c = 8; c <= 21; c++) {
-        int nwin = (256 + c - 1) / c;
-        int f = std::min(maxf, nwin);
-        int groups = (nwin + f - 1) / f;
-        f = (nwin + groups - 1) / groups;  // fewest copies for that many groups
-        double cost = (double)n * nwin + R * groups * (double)(1u << (c - 1));
-        if (cost < best) {
-            best = cost;
-            *c_out = c;
-            *f_out = f;
-        }
-    }
-}
-
 template <class F>
 int run_precompute(cuzk_stream* s, cuzk_bases* b, int maxf, size_t reserve_bytes) {
     if (!b->d) return fail(CUZK_ERR_ARG, "precomputation needs a resident base set");
@@ -288,7 +270,7 @@ int run_precompute(cuzk_stream* s, cuzk_bases* b, int maxf, size_t reserve_bytes
     if (maxf < 2 || b->count == 0) return CUZK_OK;
     maxf = std::min(maxf, kMaxCopies);
     int c = 0, f = 0;
-    precompute_shape(b->count, sizeof(F) != sizeof(fp_t), maxf, &c, &f);
+    msm_precompute_shape(b->count, sizeof(F) != sizeof(fp_t), maxf, &c, &f);
     if (f < 2) return CUZK_OK;
     if ((size_t)(f - 1) * b->count + b->count >= (1ull << 31)) return fail(CUZK_ERR_ARG, "base set too large to precompute");
     const size_t bytes = b->count * b->elem;

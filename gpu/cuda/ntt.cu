@@ -129,10 +129,6 @@ int ntt_core(cudaStream_t st, const cuzk_domain* d, fr_t* a, bool inverse, bool 
     if (log_n == 0) return CUZK_OK;
     const fr_t* tw = (const fr_t*)(inverse ? d->tw_inv : d->tw);
     const bool shtw = ntt_shared_twiddles();
-    if (shtw) {
-        CK(cudaFuncSetAttribute(k_ntt_pass<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)(sizeof(fr_t) << (kMaxFused + 1))));
-    }
     int passes = (log_n + kMaxFused - 1) / kMaxFused;
     int done = 0;  // stages done so far
     for (int p = 0; p < passes; p++) {
@@ -166,6 +162,14 @@ extern "C" int cuzk_domain_create(cuzk_stream* s, int log_n, const cuzk_domain_c
     size_t n = (size_t)1 << log_n, nh = std::max<size_t>(n / 2, 1);
     cudaStream_t st = s->s;
     fr_t one = fr_one_host(), ninv = to_fr(k->n_inv);
+    // Room for a pass's elements and its twiddles (k_ntt_pass<true>), set once per
+    // device here rather than at every transform.
+    cudaError_t ae = cudaFuncSetAttribute(k_ntt_pass<true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          (int)(sizeof(fr_t) << (kMaxFused + 1)));
+    if (ae != cudaSuccess) {
+        delete d;
+        return fail(CUZK_ERR_CUDA, std::string("NTT shared memory: ") + cudaGetErrorString(ae));
+    }
     cudaError_t e = cudaMalloc(&d->tw, nh * sizeof(fr_t));
     if (e == cudaSuccess) e = cudaMalloc(&d->tw_inv, nh * sizeof(fr_t));
     if (e == cudaSuccess) e = cudaMalloc(&d->coset_br, n * sizeof(fr_t));
