@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -18,6 +19,7 @@ import (
 	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
 
 	"github.com/cuzk/cuzk/internal/bench"
+	"github.com/cuzk/cuzk/keys"
 	"github.com/cuzk/cuzk/prover"
 	"github.com/cuzk/cuzk/synth"
 )
@@ -42,7 +44,7 @@ func TestGPUBench(t *testing.T) {
 		}
 	}
 	cpuRef := os.Getenv("CUZK_GPU_BENCH_CPU") != "0"
-	// CUZK_GPU_BENCH_OPS limits the operations (g1, g1skew, g2, ntt, prove, batch), e.g. "g1,ntt";
+	// CUZK_GPU_BENCH_OPS limits the operations (g1, g1skew, g2, ntt, prove, batch, keyload), e.g. "g1,ntt";
 	// default all.
 	ops := os.Getenv("CUZK_GPU_BENCH_OPS")
 	want := func(op string) bool { return ops == "" || slices.Contains(strings.Split(ops, ","), op) }
@@ -100,6 +102,16 @@ func TestGPUBench(t *testing.T) {
 		// Small circuits: a batch in one pass against the same proofs one at a time.
 		for _, logN := range []int{12, 14, 16} {
 			benchSmallBatch(t, logN, 16, q1, q2)
+		}
+	}
+	if want("keyload") {
+		// CUZK_GPU_BENCH_KEYLOAD_LOGS: sizes (default 18,20,22); pk.bin is parsed too up to
+		// CUZK_GPU_BENCH_KEYLOAD_OLD (default 18: at 2^22 it took minutes).
+		oldMax := envInt("CUZK_GPU_BENCH_KEYLOAD_OLD", 18)
+		for _, f := range strings.Split(cmp.Or(os.Getenv("CUZK_GPU_BENCH_KEYLOAD_LOGS"), "18,20,22"), ",") {
+			var l int
+			fmt.Sscan(f, &l)
+			benchKeyLoad(t, l, q1, q2, l <= oldMax, report)
 		}
 	}
 	for _, logN := range logs {
@@ -318,6 +330,27 @@ func profileOnce(f func()) {
 // timingKey is a dense key of 2^logN constraints and wires over tiled random bases
 // (timing only: no setup made it), with a generator of random solutions for it.
 func timingKey(t *testing.T, logN int, q1 []bls12381.G1Affine, q2 []bls12381.G2Affine) (*prover.ProvingKey, func() *synth.Solution) {
+	gpk, nbPublic := timingGnarkKey(logN, q1, q2)
+	n, nbWires := 1<<logN, len(gpk.InfinityA)
+	pk, err := prover.NewProvingKey(fmt.Sprintf("timing-2^%d", logN), gpk, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(uint64(logN), 1))
+	newSol := func() *synth.Solution {
+		s := &synth.Solution{W: make([]fr.Element, nbWires), A: make([]fr.Element, n), B: make([]fr.Element, n),
+			C: make([]fr.Element, n), NbPublic: nbPublic}
+		randFr(rng, s.W)
+		randFr(rng, s.A)
+		randFr(rng, s.B)
+		randFr(rng, s.C)
+		return s
+	}
+	return pk, newSol
+}
+
+// timingGnarkKey is timingKey's gnark key, with its number of public wires.
+func timingGnarkKey(logN int, q1 []bls12381.G1Affine, q2 []bls12381.G2Affine) (*groth16bls.ProvingKey, int) {
 	n := 1 << logN
 	nbWires, nbPublic := n, 2
 	dom := fft.NewDomain(uint64(n))
@@ -338,21 +371,79 @@ func timingKey(t *testing.T, logN int, q1 []bls12381.G1Affine, q2 []bls12381.G2A
 		gpk.G2.B[i] = q2[i%len(q2)]
 	}
 	gpk.InfinityA, gpk.InfinityB = make([]bool, nbWires), make([]bool, nbWires)
-	pk, err := prover.NewProvingKey(fmt.Sprintf("timing-2^%d", logN), gpk, n)
+	return gpk, nbPublic
+}
+
+// benchKeyLoad times a dense 2^logN key's way from its files to resident, as a
+// worker loads it: keys.Dir.LoadWith from pk.dump (sidecar checks, SHA-256 of the
+// dump, ReadDump), prover.NewProvingKey, then the CUDA backend's LoadKey (upload), and
+// the CPU backend's LoadKey from the same key. With old it also times the way before
+// the dump existed: parsing pk.bin (every point decompressed and subgroup-checked).
+// The files were just written, so the page cache serves them, as it did in the
+// worker run that measured srs_ms = 184.8 s at 2^22.
+func benchKeyLoad(t *testing.T, logN int, q1 []bls12381.G1Affine, q2 []bls12381.G2Affine, old bool, report reporter) {
+	ctx := context.Background()
+	gpk, nbPublic := timingGnarkKey(logN, q1, q2)
+	vk := new(groth16bls.VerifyingKey)
+	vk.G1.Alpha, vk.G1.Beta, vk.G1.Delta = gpk.G1.A[0], gpk.G1.B[0], gpk.G1.Z[0]
+	vk.G2.Beta, vk.G2.Delta, vk.G2.Gamma = gpk.G2.B[0], gpk.G2.B[1], gpk.G2.B[1]
+	vk.G1.K = gpk.G1.A[:nbPublic]
+	dir := keys.Dir(t.TempDir())
+	name := fmt.Sprintf("timing-k%d", logN)
+	t0 := time.Now()
+	digest, err := dir.Write(name, gpk, vk)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(uint64(logN), 1))
-	newSol := func() *synth.Solution {
-		s := &synth.Solution{W: make([]fr.Element, nbWires), A: make([]fr.Element, n), B: make([]fr.Element, n),
-			C: make([]fr.Element, n), NbPublic: nbPublic}
-		randFr(rng, s.W)
-		randFr(rng, s.A)
-		randFr(rng, s.B)
-		randFr(rng, s.C)
-		return s
+	report("keyload_write", logN, []time.Duration{time.Since(t0)}, 0)
+	gpk = nil
+	n := 1 << logN
+	load := func(want string) (*prover.ProvingKey, time.Duration) {
+		t0 := time.Now()
+		k, _, st, err := dir.LoadWith(name, digest, keys.LoadOptions{})
+		if err != nil || st.Source != want {
+			t.Fatalf("load %s 2^%d: source %s, want %s: %v", name, logN, st.Source, want, err)
+		}
+		pk, err := prover.NewProvingKey(name, k, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pk, time.Since(t0)
 	}
-	return pk, newSol
+	pk, file := load(keys.SourceDump)
+	t0 = time.Now()
+	key, err := testBackend(t).LoadKey(ctx, pk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := time.Since(t0)
+	key.Close()
+	t0 = time.Now()
+	ck, err := prover.NewCPU().LoadKey(ctx, pk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := time.Since(t0)
+	ck.Close()
+	fmt.Printf("BENCH keyload  2^%d dump_bytes=%d file_ms=%.1f cuda_loadkey_ms=%.1f cpu_loadkey_ms=%.1f to_device_ms=%.1f to_cpu_ms=%.1f\n",
+		logN, fileBytes(dir.Path(name, keys.DumpFile)), ms(file), ms(dev), ms(cpu), ms(file+dev), ms(file+cpu))
+	if !old {
+		return
+	}
+	if err := os.Remove(dir.Path(name, keys.DumpSumFile)); err != nil {
+		t.Fatal(err)
+	}
+	_, parse := load(keys.SourcePK) // also rewrites the dump, as a worker's first load does
+	fmt.Printf("BENCH keyload  2^%d pk_bytes=%d pkbin_ms=%.1f dump_ms=%.1f ratio=%.1fx\n",
+		logN, fileBytes(dir.Path(name, keys.PKFile)), ms(parse), ms(file), float64(parse)/float64(file))
+}
+
+func fileBytes(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return -1
+	}
+	return fi.Size()
 }
 
 func benchProve(t *testing.T, logN int, q1 []bls12381.G1Affine, q2 []bls12381.G2Affine, opt Options, op string,

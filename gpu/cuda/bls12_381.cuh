@@ -45,6 +45,32 @@ __device__ __forceinline__ void fe_sub(fp2_t& r, const fp2_t& a, const fp2_t& b)
 }
 __device__ __forceinline__ void fe_neg(fp2_t& r, const fp2_t& a) { fe_neg(r.c0, a.c0); fe_neg(r.c1, a.c1); }
 __device__ __forceinline__ void fe_dbl(fp2_t& r, const fp2_t& a) { fe_add(r, a, a); }
+#if !defined(CUZK_FP2_FULL) && !defined(CUZK_MUL_CIOS) && !defined(CUZK_MUL64)
+// Karatsuba with lazy reduction: the three 24-word products are combined unreduced and
+// only the two results are reduced, so a product costs 3 products and 2 reductions
+// instead of 3 of each (each half of a Montgomery product is 144 multiply-adds). The
+// bounds: sums a0 + a1 < 2p need no reduction (2p < 2^382); a0*b1 + a1*b0 < 2p^2 and
+// a0*b0 - a1*b1 (+ p*2^384 when negative) stay below p*2^384, where the reduction's
+// result is below 2p. gen/check_mont_chain.py checks each step on integers.
+// -DCUZK_FP2_FULL restores the product below (A/B runs).
+__device__ __forceinline__ void fe_mul(fp2_t& r, const fp2_t& a, const fp2_t& b) {
+    // Ordered so that few 24-word values are live at once (r may alias a or b: the
+    // sums are taken before r.c0 is written).
+    uint32_t sa[12], sb[12], v0[24], v1[24], t[13];
+    add_nored_chain_12<fp_params>(sa, a.c0.v, a.c1.v);
+    add_nored_chain_12<fp_params>(sb, b.c0.v, b.c1.v);
+    mont_wide_chain_12<fp_params>(v0, a.c0.v, b.c0.v);
+    mont_wide_chain_12<fp_params>(v1, a.c1.v, b.c1.v);
+    uint32_t d[24], u[24];
+    fp2_diffsum_chain_12<fp_params>(d, u, v0, v1);
+    mont_redc_chain_12<fp_params>(t, d);
+    fe_reduce_once(r.c0, t, t[12]);
+    mont_wide_chain_12<fp_params>(v0, sa, sb);
+    sub_wide_chain_12<fp_params>(v0, u);
+    mont_redc_chain_12<fp_params>(t, v0);
+    fe_reduce_once(r.c1, t, t[12]);
+}
+#else
 // Karatsuba: 3 Fp products.
 __device__ __forceinline__ void fe_mul(fp2_t& r, const fp2_t& a, const fp2_t& b) {
     fp_t v0, v1, s, t;
@@ -57,6 +83,7 @@ __device__ __forceinline__ void fe_mul(fp2_t& r, const fp2_t& a, const fp2_t& b)
     fe_sub(s, s, v0);
     fe_sub(r.c1, s, v1);
 }
+#endif
 // (a0 + a1 u)^2 = (a0+a1)(a0-a1) + 2 a0 a1 u: 2 Fp products.
 __device__ __forceinline__ void fe_sqr(fp2_t& r, const fp2_t& a) {
     fp_t s, d, m;

@@ -215,6 +215,8 @@ int main() {
     bench_madd<fp_t, false>("g1_madd_gather_2^22", sms, 1 << 22, 256);
     bench_madd<fp_t, false, 4>("g1_madd_gather_lb4", sms, 1 << 22, 256);
     bench_madd<fp_t, false, 5>("g1_madd_gather_lb5", sms, 1 << 22, 256);
+    bench_mul<fp2_t, 1>("fp2_mul", sms, 512);
     bench_madd<fp2_t, true>("g2_madd_shared", sms, 64, 64);
+    bench_madd<fp2_t, false>("g2_madd_gather_2^22", sms, 1 << 22, 64);
     return 0;
 }

@@ -16,11 +16,16 @@ P = 0x1a0111ea397fe69a4b1ba7b6434bacd764774b84f38512bf6730d2a0f6b0f6241eabfffeb1
 R = 0x73eda753299d7d483339d80809a1d80553bda402fffe5bfeffffffff00000001
 M32 = (1 << 32) - 1
 def limbs(x, n): return [(x >> (32 * i)) & M32 for i in range(n)]
-def run(fn, N, mod, a, b):
+def run(fn, N, mod, a, b, t=0, out='r', words=None, arrays=None, env_out=None):
+    """Runs fn on a, b (and a 2N-word input t, and any other named input arrays) and
+    returns its output array out as an integer of words words (N+1 by default); with
+    env_out, the arrays named there as integers."""
     body = src[src.index('void %s(' % fn):]
     body = body[:body.index('\n}\n')]
     inv = (-pow(mod, -1, 1 << 32)) % (1 << 32)
-    env = {'a': limbs(a, N), 'b': limbs(b, N), 'X': [0] * 64, 'Y': [0] * 64, 'E': [0] * 64, 'O': [0] * 64, 'r': [0] * 64, 'm': 0, 'c': 0, 'c0': 0}
+    env = {'a': limbs(a, N), 'b': limbs(b, N), 't': limbs(t, 64), 'X': [0] * 64, 'Y': [0] * 64, 'E': [0] * 64, 'O': [0] * 64, 'r': [0] * 64, 'm': 0, 'c': 0, 'c0': 0, 'bw': 0, 'pm': [0] * 64, 'd': [0] * 64, 'u': [0] * 64}
+    for k, v in (arrays or {}).items():
+        env[k] = limbs(v, 64)
     def ev(e):
         e = e.strip()
         mm = re.match(r'P::mod\((\d+)\)', e)
@@ -65,6 +70,11 @@ def run(fn, N, mod, a, b):
                     t = part + g(args[3]) + (cc if base == 'madc' else 0)
                 elif base in ('add', 'addc'):
                     t = g(args[1]) + g(args[2]) + (cc if base == 'addc' else 0)
+                elif base in ('sub', 'subc'):
+                    t = g(args[1]) - g(args[2]) - (cc if base == 'subc' else 0)
+                    vals[d] = t & M32
+                    if '.cc' in op: cc = 1 if t < 0 else 0
+                    continue
                 else:
                     raise Exception(op)
                 vals[d] = t & M32
@@ -82,11 +92,16 @@ def run(fn, N, mod, a, b):
         if mm:
             arr = env[mm.group(2)]
             for k in range(int(mm.group(1))): arr[k] = arr[k + 1]
+        mm = re.match(r'for \(int k = 0; k < (\d+); k\+\+\) pm\[k\] = P::mod\(k\) & bw;', l)
+        if mm:
+            for k in range(int(mm.group(1))): env['pm'][k] = limbs(mod, N)[k] & env['bw']
         mm = re.match(r'(\w)\[(\d+)\] = 0;', l)
         if mm: env[mm.group(1)][int(mm.group(2))] = 0
         i += 1
-    r = env['r']
-    return sum(r[k] << (32 * k) for k in range(N + 1))
+    whole = lambda arr, n: sum(env[arr][k] << (32 * k) for k in range(n))
+    if env_out:
+        return [whole(arr, n) for arr, n in env_out]
+    return whole(out, words or N + 1)
 random.seed(1)
 failed = 0
 for fn, N, mod in (('mont_mul_chain_12', 12, P), ('mont_mul_chain_8', 8, R)):
@@ -100,4 +115,52 @@ for fn, N, mod in (('mont_mul_chain_12', 12, P), ('mont_mul_chain_8', 8, R)):
             bad += 1
     print(fn, 'cases', len(cases), 'bad', bad)
     failed += bad
+
+# The two halves of the product apart (Fp2's lazily reduced product): the wide product
+# is exact on operands below 2^384 (Karatsuba's sums a0 + a1 reach 2p), the reduction
+# maps any t < p*2^384 to t*R^-1 mod p below 2p, and Fp2's product as bls12_381.cuh
+# composes them equals the schoolbook product.
+N, mod, Rm = 12, P, 1 << 384
+M384 = (1 << 384) - 1
+cases = [(0, 0), (1, 1), (M384, M384), (2 * P - 2, 2 * P - 2), (P - 1, P - 1)] + [(random.randrange(1 << 384), random.randrange(1 << 384)) for _ in range(200)]
+bad = sum(run('mont_wide_chain_12', N, mod, a, b, out='t', words=2 * N) != a * b for a, b in cases)
+print('mont_wide_chain_12 cases', len(cases), 'bad', bad)
+failed += bad
+tcases = [0, 1, P * Rm - 1, (P - 1) ** 2, 2 * (P - 1) ** 2] + [random.randrange(P * Rm) for _ in range(200)]
+bad = 0
+for t in tcases:
+    got = run('mont_redc_chain_12', N, mod, 0, 0, t=t)
+    if got % mod != t * pow(Rm, -1, mod) % mod or got >= 2 * mod:
+        bad += 1
+print('mont_redc_chain_12 cases', len(tcases), 'bad', bad)
+failed += bad
+
+
+def fp2_mul_lazy(a0, a1, b0, b1):
+    """bls12_381.cuh's fe_mul(fp2_t) step by step, each step the generated code."""
+    red = lambda t: run('mont_redc_chain_12', N, mod, 0, 0, t=t)
+    wide = lambda x, y: run('mont_wide_chain_12', N, mod, x, y, out='t', words=2 * N)
+    add = lambda x, y: run('add_nored_chain_12', N, mod, x, y, words=N)
+    sa, sb = add(a0, a1), add(b0, b1)
+    assert sa == a0 + a1 and sb == b0 + b1
+    v0, v1 = wide(a0, b0), wide(a1, b1)
+    c0, u = run('fp2_diffsum_chain_12', N, mod, 0, 0, arrays={'v0': v0, 'v1': v1},
+                env_out=[('d', 2 * N), ('u', 2 * N)])
+    assert u == v0 + v1 and c0 == (v0 - v1 if v0 >= v1 else v0 - v1 + (P << 384))
+    s = wide(sa, sb)
+    c1 = run('sub_wide_chain_12', N, mod, 0, 0, arrays={'s': s, 'u': u}, env_out=[('s', 2 * N)])[0]
+    assert c1 == s - u
+    assert 0 <= c0 < P * Rm and 0 <= c1 < P * Rm
+    r0, r1 = red(c0), red(c1)
+    return (r0 - P if r0 >= P else r0), (r1 - P if r1 >= P else r1)
+
+
+bad = 0
+Ri = pow(Rm, -1, P)
+for a0, a1, b0, b1 in [(0, 0, 0, 0), (P - 1, P - 1, P - 1, P - 1), (0, P - 1, P - 1, 0), (P - 1, 0, 0, P - 1)] + [tuple(random.randrange(P) for _ in range(4)) for _ in range(100)]:
+    r0, r1 = fp2_mul_lazy(a0, a1, b0, b1)
+    if r0 != (a0 * b0 - a1 * b1) * Ri % P or r1 != (a0 * b1 + a1 * b0) * Ri % P:
+        bad += 1
+print('fp2 lazy product cases 104 bad', bad)
+failed += bad
 sys.exit(1 if failed else 0)

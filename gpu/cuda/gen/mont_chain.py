@@ -34,19 +34,9 @@ def asm_block(instrs, outs, ins):
     return "    asm(\n%s        : %s\n        : %s);\n" % (body, oc, ic)
 
 
-def gen(N):
-    """Accumulators at absolute word positions: X holds 64-bit pairs starting at even
-    positions, Y pairs starting at odd ones, so a product landing at position q (low
-    word) and q+1 goes to X or Y by the parity of q and every pair stays the same
-    register pair for the whole product: no shifts, no moves."""
-    W = 2 * N + 4
-    o = []
-    w = o.append
-    w("template <class P>\n")
-    w("__device__ __forceinline__ void mont_mul_chain_%d(uint32_t* r, const uint32_t* a, const uint32_t* b) {\n" % N)
-    w("    static_assert(P::N == %d, \"limb count\");\n" % N)
-    w("    uint32_t X[%d], Y[%d], m, c = 0;\n" % (W, W))
-    w("#pragma unroll\n    for (int k = 0; k < %d; k++) X[k] = Y[k] = 0;\n" % W)
+def rows(w, N):
+    """Returns row(i, mult, src, imm): one chain per accumulator adding mult * src[j]
+    (or mult * P::mod(j) when imm) at word positions q = i + j."""
 
     def row(i, mult, src, imm):
         # one chain per accumulator: pairs (q, q+1) for q = i+j of its parity, then the
@@ -73,6 +63,27 @@ def gen(N):
             srcs = [("s%d" % j, ("n", "P::mod(%d)" % j) if imm else ("r", "%s[%d]" % (src, j))) for (_, j) in qs]
             w(asm_block(ins, outs, [("m", ("r", mult))] + srcs))
 
+    return row
+
+
+def prologue(w, N, scalars=", m, c = 0"):
+    W = 2 * N + 4
+    w("    static_assert(P::N == %d, \"limb count\");\n" % N)
+    w("    uint32_t X[%d], Y[%d]%s;\n" % (W, W, scalars))
+    w("#pragma unroll\n    for (int k = 0; k < %d; k++) X[k] = Y[k] = 0;\n" % W)
+
+
+def gen(N):
+    """Accumulators at absolute word positions: X holds 64-bit pairs starting at even
+    positions, Y pairs starting at odd ones, so a product landing at position q (low
+    word) and q+1 goes to X or Y by the parity of q and every pair stays the same
+    register pair for the whole product: no shifts, no moves."""
+    o = []
+    w = o.append
+    w("template <class P>\n")
+    w("__device__ __forceinline__ void mont_mul_chain_%d(uint32_t* r, const uint32_t* a, const uint32_t* b) {\n" % N)
+    prologue(w, N)
+    row = rows(w, N)
     for i in range(N):
         row(i, "b[%d]" % i, "a", False)
         w("    m = (X[%d] + Y[%d] + c) * P::inv;\n" % (i, i))
@@ -94,6 +105,113 @@ def gen(N):
     return "".join(o)
 
 
+def gen_wide(N):
+    """The product a*b without reduction: the a*b_i rows of gen() alone, then
+    t = X + Y (2N words; the words above 2N sum to zero since a*b < 2^(64N))."""
+    o = []
+    w = o.append
+    w("template <class P>\n")
+    w("__device__ __forceinline__ void mont_wide_chain_%d(uint32_t* t, const uint32_t* a, const uint32_t* b) {\n" % N)
+    prologue(w, N, "")
+    row = rows(w, N)
+    for i in range(N):
+        row(i, "b[%d]" % i, "a", False)
+    mi = ["add.cc.u32 {o:t0}, {i:X0}, {i:Y0}"]
+    for k in range(1, 2 * N):
+        mi.append("addc.cc.u32 {o:t%d}, {i:X%d}, {i:Y%d}" % (k, k, k))
+    mi[-1] = mi[-1].replace("addc.cc", "addc")
+    w(asm_block(mi, [("t%d" % k, ("=r", "t[%d]" % k)) for k in range(2 * N)],
+                [("X%d" % k, ("r", "X[%d]" % k)) for k in range(2 * N)]
+                + [("Y%d" % k, ("r", "Y[%d]" % k)) for k in range(2 * N)]))
+    w("}\n\n")
+    return "".join(o)
+
+
+def gen_redc(N):
+    """Montgomery reduction of a 2N-word t < p*2^(32N): the m_i*p rows of gen() into
+    X, Y (which start at zero, so each row's carries stay within the two words above
+    it, as in gen()), with m_i taken from word i of t + X + Y. r receives words N..2N
+    of t + X + Y + c (< 2p); the caller subtracts p once."""
+    o = []
+    w = o.append
+    w("template <class P>\n")
+    w("__device__ __forceinline__ void mont_redc_chain_%d(uint32_t* r, const uint32_t* t) {\n" % N)
+    prologue(w, N)
+    row = rows(w, N)
+    for i in range(N):
+        w("    m = (X[%d] + Y[%d] + t[%d] + c) * P::inv;\n" % (i, i, i))
+        row(i, "m", None, True)
+        w("    c = (uint32_t)(((uint64_t)X[%d] + Y[%d] + t[%d] + c) >> 32);\n" % (i, i, i))
+    mi = ["add.cc.u32 {o:r0}, {i:X%d}, {i:Y%d}" % (N, N)]
+    for k in range(1, N + 1):
+        mi.append("addc.cc.u32 {o:r%d}, {i:X%d}, {i:Y%d}" % (k, N + k, N + k))
+    mi[-1] = mi[-1].replace("addc.cc", "addc")
+    mi.append("add.cc.u32 {o:r0}, {o:r0}, {i:T0}")
+    for k in range(1, N):
+        mi.append("addc.cc.u32 {o:r%d}, {o:r%d}, {i:T%d}" % (k, k, k))
+    mi.append("addc.u32 {o:r%d}, {o:r%d}, 0" % (N, N))
+    mi.append("add.cc.u32 {o:r0}, {o:r0}, {i:c}")
+    for k in range(1, N):
+        mi.append("addc.cc.u32 {o:r%d}, {o:r%d}, 0" % (k, k))
+    mi.append("addc.u32 {o:r%d}, {o:r%d}, 0" % (N, N))
+    w(asm_block(mi, [("r%d" % k, ("=r", "r[%d]" % k)) for k in range(N + 1)],
+                [("X%d" % k, ("r", "X[%d]" % k)) for k in range(N, 2 * N + 1)]
+                + [("Y%d" % k, ("r", "Y[%d]" % k)) for k in range(N, 2 * N + 1)]
+                + [("T%d" % k, ("r", "t[%d]" % (N + k))) for k in range(N)] + [("c", ("r", "c"))]))
+    w("}\n\n")
+    return "".join(o)
+
+
+def gen_fp2_helpers(N):
+    """The word-level steps of Fp2's lazily reduced product, each one carry chain:
+    an unreduced sum (operands < p leave a + b < 2p, no overflow); from the 2N-word
+    products v0 = a0*b0 and v1 = a1*b1, d = v0 - v1 (plus p at word N when that
+    borrows, so d stays below p*2^(32N) as the reduction needs) and u = v0 + v1; and
+    s <- s - u for s = (a0+a1)(b0+b1), which leaves a0*b1 + a1*b0 >= 0."""
+    o = []
+    w = o.append
+    W = 2 * N
+
+    def chain(op, dst, x, y, n, off=0, inout=False, borrow=None):
+        c = "sub" if op == "sub" else "add"
+        mi = ["%s.cc.u32 {o:d0}, {%s:x0}, {i:y0}" % (c, "o" if inout else "i")]
+        for k in range(1, n):
+            mi.append("%sc.cc.u32 {o:d%d}, {%s:x%d}, {i:y%d}" % (c, k, "o" if inout else "i", k, k))
+        if borrow:
+            mi.append("subc.u32 {o:bw}, 0, 0")
+        else:
+            mi[-1] = mi[-1].replace("c.cc.u32", "c.u32")
+        outs = [("d%d" % k, ("+r" if inout else "=r", "%s[%d]" % (dst, off + k))) for k in range(n)]
+        if borrow:
+            outs.append(("bw", ("=r", borrow)))
+        ins = [] if inout else [("x%d" % k, ("r", "%s[%d]" % (x, off + k))) for k in range(n)]
+        ins += [("y%d" % k, ("r", "%s[%d]" % (y, k))) for k in range(n)]
+        if inout:
+            mi = [l.replace("{o:x", "{o:d") for l in mi]
+        w(asm_block(mi, outs, ins))
+
+    w("template <class P>\n")
+    w("__device__ __forceinline__ void add_nored_chain_%d(uint32_t* r, const uint32_t* a, const uint32_t* b) {\n" % N)
+    w("    static_assert(P::N == %d, \"limb count\");\n" % N)
+    chain("add", "r", "a", "b", N)
+    w("}\n\n")
+    w("template <class P>\n")
+    w("__device__ __forceinline__ void fp2_diffsum_chain_%d(uint32_t* d, uint32_t* u, const uint32_t* v0, const uint32_t* v1) {\n" % N)
+    w("    static_assert(P::N == %d, \"limb count\");\n" % N)
+    w("    uint32_t bw, pm[%d];\n" % N)
+    chain("sub", "d", "v0", "v1", W, borrow="bw")
+    w("#pragma unroll\n    for (int k = 0; k < %d; k++) pm[k] = P::mod(k) & bw;\n" % N)
+    chain("add", "d", None, "pm", N, off=N, inout=True)
+    chain("add", "u", "v0", "v1", W)
+    w("}\n\n")
+    w("template <class P>\n")
+    w("__device__ __forceinline__ void sub_wide_chain_%d(uint32_t* s, const uint32_t* u) {\n" % N)
+    w("    static_assert(P::N == %d, \"limb count\");\n" % N)
+    chain("sub", "s", None, "u", W, inout=True)
+    w("}\n\n")
+    return "".join(o)
+
+
 def main():
     out = sys.stdout
     out.write("// Code generated by gen/mont_chain.py; DO NOT EDIT.\n")
@@ -106,9 +224,15 @@ def main():
     out.write("// separate carry additions; no word ever moves, so the pairs stay register pairs.\n")
     out.write("// After row i, word i of X + Y (+ the carry c from word i-1) is zero mod 2^32.\n")
     out.write("// r receives words N..2N of T = X + Y + c (< 2p); the caller subtracts p once.\n")
+    out.write("// mont_wide_chain_12 and mont_redc_chain_12 are the two halves apart: the rows\n")
+    out.write("// a*b_i alone (2N-word product), and the rows m_i*p alone over a 2N-word input.\n")
     out.write("#pragma once\n#include <stdint.h>\n\n")
     for N in (12, 8):
         out.write(gen(N))
+    # Fp2's lazily reduced product (bls12_381.cuh) takes the product and the reduction apart.
+    out.write(gen_wide(12))
+    out.write(gen_redc(12))
+    out.write(gen_fp2_helpers(12))
 
 
 main()
