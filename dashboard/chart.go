@@ -126,9 +126,10 @@ func svgOpen(b *strings.Builder, f frame, label string) {
 // the total over them.
 func TimingChart(c CircuitHistory, bucket time.Duration) template.HTML {
 	f := frame{w: 760, h: 260, left: 64, right: 12, top: 12, bottom: 28, n: len(c.Points)}
+	stack := StackPhases()
 	for _, p := range c.Points {
 		sum := 0.0
-		for _, ph := range StackPhases {
+		for _, ph := range stack {
 			sum += p.Mean[ph]
 		}
 		f.ymax = max(f.ymax, sum, p.P95)
@@ -146,7 +147,7 @@ func TimingChart(c CircuitHistory, bucket time.Duration) template.HTML {
 		}
 		x := f.x(i) + (f.slot()-bw)/2
 		base := 0.0
-		for _, ph := range StackPhases {
+		for _, ph := range stack {
 			v := p.Mean[ph]
 			if v <= 0 {
 				continue

@@ -198,7 +198,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
-	p := page{Data: d, Windows: windows, Stack: StackPhases}
+	p := page{Data: d, Windows: windows, Stack: StackPhases()}
 	if h.opts.GPUs != nil {
 		for _, s := range h.opts.GPUs.LatestAll() {
 			d.GPUs = append(d.GPUs, GPU{Device: fmt.Sprintf("%d %s", s.Index, s.UUID), Worker: "this worker", Sample: s, Live: true})

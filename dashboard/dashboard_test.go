@@ -115,7 +115,7 @@ func TestDashboardFromDatabase(t *testing.T) {
 	}
 	// 3 hours in 5-minute bars: one stacked bar per period that has proofs (30 pairs,
 	// 6 minutes apart, each pair in its own period), each with every stacked phase.
-	for _, ph := range dashboard.StackPhases {
+	for _, ph := range dashboard.StackPhases() {
 		if n := strings.Count(body, `class="phase-`+ph+`"`); n != 30 {
 			t.Errorf("%d %s segments, want 30", n, ph)
 		}
@@ -221,5 +221,14 @@ func TestDashboardPhaseTableSamplesLargeWindows(t *testing.T) {
 	}
 	if !strings.Contains(page, fmt.Sprintf("%d succeeded", n)) {
 		t.Errorf("the circuit's header does not count all %d attempts in the window", n)
+	}
+}
+
+// A stacked phase without a colour would be drawn in the default fill, unlike its legend.
+func TestEveryStackedPhaseHasAColour(t *testing.T) {
+	for _, ph := range dashboard.StackPhases() {
+		if dashboard.PhaseColors[ph] == "" {
+			t.Errorf("stacked phase %s has no colour", ph)
+		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cuzk/cuzk/gpu/devinfo"
+	"github.com/cuzk/cuzk/phase"
 )
 
 // DB is what the dashboard reads through (*pgxpool.Pool has it).
@@ -21,8 +21,9 @@ type DB interface {
 }
 
 // StackPhases are the phases that follow one another in an attempt, so their means
-// stack up to about the mean total. ntt/msm (and the device phases) are inside prove.
-var StackPhases = []string{"queue", "batch_wait", "mem_wait", "srs", "synth", "prove_wait", "prove", "verify", "persist"}
+// stack up to about the mean total (phase.Stacked). ntt/msm (and the device phases)
+// are inside prove.
+func StackPhases() []string { return phase.Names(phase.Stacked()) }
 
 // Point is one period of one circuit's timing history.
 type Point struct {
@@ -193,19 +194,19 @@ func loadHistory(ctx context.Context, db DB, d *Data) error {
 		                      WHERE a.circuit = c.name AND a.outcome = 'succeeded'
 		                        AND a.finished_at >= now() - make_interval(secs => $1)
 		                      ORDER BY a.finished_at DESC LIMIT $2) r
-		 CROSS JOIN LATERAL (VALUES ('queue', 0, r.queue_ms), ('batch_wait', 1, r.batch_wait_ms), ('mem_wait', 2, r.mem_wait_ms), ('srs', 3, r.srs_ms), ('synth', 4, r.synth_ms), ('prove_wait', 5, r.prove_wait_ms), ('prove', 6, r.prove_ms), ('h2d', 7, r.h2d_ms), ('ntt', 8, r.ntt_ms), ('msm', 9, r.msm_ms), ('msm_g1', 10, r.msm_g1_ms), ('msm_g2', 11, r.msm_g2_ms), ('verify', 12, r.verify_ms), ('persist', 13, r.persist_ms), ('total', 14, r.total_ms)) AS p(phase, ord, ms)
+		 CROSS JOIN LATERAL (`+phaseValues("r")+`) AS p(phase, ord, ms)
 		 WHERE p.ms IS NOT NULL
 		 GROUP BY r.circuit, p.phase`, secs(d.Window), phaseSample)
 	if err != nil {
 		return err
 	}
-	var name, phase string
+	var name, ph string
 	var n int64
 	var p50, p95, mean float64
-	if _, err := pgx.ForEachRow(rows, []any{&name, &phase, &n, &p50, &p95, &mean}, func() error {
+	if _, err := pgx.ForEachRow(rows, []any{&name, &ph, &n, &p50, &p95, &mean}, func() error {
 		c := get(name)
-		c.Phases = append(c.Phases, PhaseStat{Phase: phase, N: n, P50: p50, P95: p95, Avg: mean})
-		if phase == "total" && n >= phaseSample {
+		c.Phases = append(c.Phases, PhaseStat{Phase: ph, N: n, P50: p50, P95: p95, Avg: mean})
+		if ph == phase.Total && n >= phaseSample {
 			c.PhaseSample = phaseSample
 		}
 		return nil
@@ -219,7 +220,7 @@ func loadHistory(ctx context.Context, db DB, d *Data) error {
 
 	end := d.Now.Truncate(time.Second)
 	for name, c := range byCircuit {
-		sort.Slice(c.Phases, func(i, j int) bool { return phaseOrder(c.Phases[i].Phase) < phaseOrder(c.Phases[j].Phase) })
+		sort.Slice(c.Phases, func(i, j int) bool { return phase.Order(c.Phases[i].Phase) < phase.Order(c.Phases[j].Phase) })
 		ps := points[name]
 		if len(ps) == 0 {
 			continue
@@ -319,9 +320,10 @@ func historyFromAttempts(ctx context.Context, db DB, d *Data, get func(string) *
 	// Per period: the mean of every phase (one pass, no sort) and p50/p95 of the total
 	// only, straight from the attempt columns. (cuzk.timing_history sorts every phase
 	// of every period, which a month of a busy fleet makes take many seconds.)
-	avgs := make([]string, len(allPhases))
-	for i, ph := range allPhases {
-		avgs[i] = "avg(" + ph + "_ms)"
+	all := phase.All()
+	avgs := make([]string, len(all))
+	for i, p := range all {
+		avgs[i] = "avg(" + p.Column + ")"
 	}
 	rows, err = db.Query(ctx, `
 		SELECT circuit, date_bin(make_interval(secs => $1), finished_at, timestamptz '2000-01-01'), count(*),
@@ -338,7 +340,7 @@ func historyFromAttempts(ctx context.Context, db DB, d *Data, get func(string) *
 	var n int64
 	var p50, p95 float64
 	point := func(name string, period time.Time) *Point { return pointAt(points, name, period) }
-	means := make([]*float64, len(allPhases))
+	means := make([]*float64, len(all))
 	dest := []any{&name, &period, &n, &p50, &p95}
 	for i := range means {
 		dest = append(dest, &means[i])
@@ -348,7 +350,7 @@ func historyFromAttempts(ctx context.Context, db DB, d *Data, get func(string) *
 		p.N, p.P50, p.P95 = n, p50, p95
 		for i, m := range means {
 			if m != nil {
-				p.Mean[allPhases[i]] = *m
+				p.Mean[all[i].Name] = *m
 			}
 		}
 		return nil
@@ -419,18 +421,18 @@ func pointAt(points map[string]map[time.Time]*Point, name string, period time.Ti
 // phaseSample bounds the attempts per circuit behind the dashboard's phase table.
 const phaseSample = 20000
 
-// allPhases is cuzk.attempt_phases' order (its ord column); each is a proof_attempts
-// column with the suffix _ms.
-var allPhases = []string{"queue", "batch_wait", "mem_wait", "srs", "synth", "prove_wait", "prove", "h2d", "ntt", "msm",
-	"msm_g1", "msm_g2", "verify", "persist", "total"}
-
-func phaseOrder(p string) int {
-	for i, q := range allPhases {
-		if q == p {
-			return i
+// phaseValues is a VALUES list of (phase, ord, ms), one row for each phase of the
+// proof_attempts row r.
+func phaseValues(r string) string {
+	var b strings.Builder
+	b.WriteString("VALUES ")
+	for i, p := range phase.All() {
+		if i > 0 {
+			b.WriteString(", ")
 		}
+		fmt.Fprintf(&b, "('%s', %d, %s.%s)", p.Name, p.Ord, r, p.Column)
 	}
-	return math.MaxInt
+	return b.String()
 }
 
 // failureScan bounds the failed attempts read for the failures table: the latest ones,

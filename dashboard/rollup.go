@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cuzk/cuzk/phase"
 )
 
 // Charts with periods of an hour or more read hourly aggregates (cuzk.attempt_hours,
@@ -46,7 +48,7 @@ func KeepRollup(ctx context.Context, db DB, every time.Duration, log *slog.Logge
 // stats is cuzk.attempt_stats' aggregate of one circuit and period, or a merge of them.
 type stats struct {
 	succeeded, failed, timed int64
-	sums                     []float64 // per phase, allPhases order
+	sums                     []float64 // per phase, in phase.All order (attempt_stats')
 	counts                   []int64
 	hist                     map[int16]int64 // total_ms bucket -> attempts
 }
@@ -56,7 +58,8 @@ func (s *stats) add(succeeded, failed, timed int64, sums []float64, counts []int
 	s.failed += failed
 	s.timed += timed
 	if s.sums == nil {
-		s.sums, s.counts, s.hist = make([]float64, len(allPhases)), make([]int64, len(allPhases)), map[int16]int64{}
+		n := len(phase.All())
+		s.sums, s.counts, s.hist = make([]float64, n), make([]int64, n), map[int16]int64{}
 	}
 	for i := range min(len(sums), len(s.sums)) {
 		s.sums[i] += sums[i]
@@ -98,7 +101,7 @@ func (s *stats) quantile(q float64) float64 {
 func (s *stats) point(period time.Time) *Point {
 	p := &Point{Period: period, N: s.timed, Failed: s.failed, Mean: map[string]float64{},
 		P50: s.quantile(0.5), P95: s.quantile(0.95)}
-	for i, ph := range allPhases {
+	for i, ph := range phase.Names(phase.All()) {
 		if i < len(s.counts) && s.counts[i] > 0 {
 			p.Mean[ph] = s.sums[i] / float64(s.counts[i])
 		}

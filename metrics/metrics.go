@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/cuzk/cuzk/phase"
 	cuzksql "github.com/cuzk/cuzk/sql"
 )
 
@@ -68,15 +69,15 @@ type Phase struct {
 	Ms   *float64
 }
 
-// Phases lists an attempt's phases under the names of cuzk.attempt_phases.
+// Phases lists an attempt's phases, in package phase's order and under its names
+// (those of cuzk.attempt_phases).
 func Phases(a *cuzksql.Attempt) []Phase {
-	return []Phase{
-		{"queue", a.QueueMs}, {"batch_wait", a.BatchWaitMs}, {"mem_wait", a.MemWaitMs}, {"srs", a.SrsMs},
-		{"synth", a.SynthMs}, {"prove_wait", a.ProveWaitMs}, {"prove", a.ProveMs},
-		{"ntt", a.NttMs}, {"msm", a.MsmMs}, {"h2d", a.H2DMs}, {"msm_g1", a.MsmG1Ms},
-		{"msm_g2", a.MsmG2Ms}, {"verify", a.VerifyMs}, {"persist", a.PersistMs},
-		{"total", a.TotalMs},
+	all := phase.All()
+	out := make([]Phase, len(all))
+	for i, p := range all {
+		out[i] = Phase{p.Name, a.PhaseMs(p.Name)}
 	}
+	return out
 }
 
 // BudgetReader is the read side of worker.Budget.

@@ -15,6 +15,7 @@ import (
 	"github.com/cuzk/cuzk/gpu/devinfo"
 	"github.com/cuzk/cuzk/internal/pgtest"
 	"github.com/cuzk/cuzk/metrics"
+	"github.com/cuzk/cuzk/phase"
 	cuzksql "github.com/cuzk/cuzk/sql"
 	"github.com/cuzk/cuzk/worker"
 )
@@ -76,6 +77,19 @@ func TestAttemptPhasesAndOutcomes(t *testing.T) {
 	wantLines(t, scrape(t, m.Handler()), `cuzk_build_info{build="v1.2.3 abcdef"} 1`)
 	if !strings.Contains(body, "go_goroutines") || !strings.Contains(body, "process_cpu_seconds_total") {
 		t.Error("runtime and process collectors missing")
+	}
+}
+
+// Every phase of the phase table, the device phases inside prove too, has its series.
+func TestEveryPhaseIsObserved(t *testing.T) {
+	m := metrics.New()
+	m.AttemptFinished(&cuzksql.Attempt{Circuit: "c", Outcome: "succeeded",
+		QueueMs: ms(1), BatchWaitMs: ms(1), MemWaitMs: ms(1), SrsMs: ms(1), SynthMs: ms(1), ProveWaitMs: ms(1),
+		ProveMs: ms(1), H2DMs: ms(1), NttMs: ms(1), MsmMs: ms(1), MsmG1Ms: ms(1), MsmG2Ms: ms(1),
+		VerifyMs: ms(1), PersistMs: ms(1), TotalMs: ms(1)})
+	body := scrape(t, m.Handler())
+	for _, p := range phase.All() {
+		wantLines(t, body, `cuzk_phase_duration_seconds_count{circuit="c",phase="`+p.Name+`"} 1`)
 	}
 }
 

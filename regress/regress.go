@@ -25,21 +25,13 @@ import (
 	"hash/fnv"
 	"math"
 	"slices"
+
+	"github.com/cuzk/cuzk/phase"
 )
 
-// Phases are the timed phases of an attempt in pipeline order, named as the
-// proof_attempts columns without their "_ms" suffix.
-func Phases() []string {
-	return []string{"queue", "batch_wait", "mem_wait", "srs", "synth", "prove_wait", "prove",
-		"h2d", "ntt", "msm", "msm_g1", "msm_g2", "verify", "persist", "total"}
-}
-
-func phaseOrder(phase string) int {
-	if i := slices.Index(Phases(), phase); i >= 0 {
-		return i
-	}
-	return len(Phases())
-}
+// Phases are the names of the timed phases of an attempt, in pipeline order (package
+// phase's table).
+func Phases() []string { return phase.Names(phase.All()) }
 
 // Key names one compared series: where the samples come from ("worker" attempts or
 // "bench" runs), the circuit and the phase.
@@ -175,7 +167,7 @@ func Compare(a, b Samples, opts Options) (*Report, error) {
 	}
 	slices.SortFunc(rep.Rows, func(x, y Row) int {
 		return cmp.Or(cmp.Compare(x.Source, y.Source), cmp.Compare(x.Circuit, y.Circuit),
-			cmp.Compare(phaseOrder(x.Phase), phaseOrder(y.Phase)), cmp.Compare(x.Phase, y.Phase))
+			cmp.Compare(phase.Order(x.Phase), phase.Order(y.Phase)), cmp.Compare(x.Phase, y.Phase))
 	})
 	return rep, nil
 }

@@ -7,11 +7,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cuzk/cuzk/phase"
 )
 
 // Store runs cuzk's queries on a pool.
@@ -138,7 +141,8 @@ func (s *Store) BeginAttempt(ctx context.Context, requestID string, jobID int64,
 	return &r, nil
 }
 
-// Attempt is the finished record of one attempt. Nil timings are phases it never reached.
+// Attempt is the finished record of one attempt. Nil timings are phases it never
+// reached; PhaseMs reads them by the names of package phase.
 type Attempt struct {
 	RequestID string
 	Circuit   string // not written by FinishAttempt: set for observers
@@ -181,7 +185,54 @@ func nullString(s string) *string {
 	return &s
 }
 
-// FinishAttempt writes an attempt's outcome and timings.
+// PhaseMs is the attempt's time in the phase called name, nil when it never reached it
+// or name is no phase.
+func (a *Attempt) PhaseMs(name string) *float64 {
+	if f := a.phaseField(name); f != nil {
+		return *f
+	}
+	return nil
+}
+
+// phaseField is the field holding phase name, one for each of phase.All.
+func (a *Attempt) phaseField(name string) **float64 {
+	switch name {
+	case phase.Queue:
+		return &a.QueueMs
+	case phase.BatchWait:
+		return &a.BatchWaitMs
+	case phase.MemWait:
+		return &a.MemWaitMs
+	case phase.SRS:
+		return &a.SrsMs
+	case phase.Synth:
+		return &a.SynthMs
+	case phase.ProveWait:
+		return &a.ProveWaitMs
+	case phase.Prove:
+		return &a.ProveMs
+	case phase.H2D:
+		return &a.H2DMs
+	case phase.NTT:
+		return &a.NttMs
+	case phase.MSM:
+		return &a.MsmMs
+	case phase.MSMG1:
+		return &a.MsmG1Ms
+	case phase.MSMG2:
+		return &a.MsmG2Ms
+	case phase.Verify:
+		return &a.VerifyMs
+	case phase.Persist:
+		return &a.PersistMs
+	case phase.Total:
+		return &a.TotalMs
+	}
+	return nil
+}
+
+// FinishAttempt writes an attempt's outcome and timings: every phase's column but
+// queue_ms, which BeginAttempt wrote from the database's clock.
 func FinishAttempt(ctx context.Context, tx pgx.Tx, a *Attempt) error {
 	var batchID *uuid.UUID
 	if a.BatchID != uuid.Nil {
@@ -195,19 +246,24 @@ func FinishAttempt(ctx context.Context, tx pgx.Tx, a *Attempt) error {
 	if a.MemReservedBytes > 0 {
 		mem = &a.MemReservedBytes
 	}
-	tag, err := tx.Exec(ctx, `
+	args := []any{a.RequestID, a.Attempt, a.Outcome, nullString(CapError(a.Error)), nullString(a.Backend), nullString(a.Device),
+		batchID, batchSize, mem, nullTime(a.SynthStartedAt), nullTime(a.ProveStartedAt), nullTime(a.FinishedAt), a.Telemetry}
+	var set strings.Builder
+	set.WriteString(`
 		UPDATE cuzk.proof_attempts SET
 		    outcome = $3, error = $4, backend = $5, device = $6, batch_id = $7, batch_size = $8,
 		    mem_reserved_bytes = $9, synth_started_at = $10, prove_started_at = $11,
-		    finished_at = coalesce($12, now()),
-		    batch_wait_ms = $13, mem_wait_ms = $14, srs_ms = $15, synth_ms = $16, prove_wait_ms = $17,
-		    prove_ms = $18, ntt_ms = $19, msm_ms = $20, verify_ms = $21, persist_ms = $22, total_ms = $23,
-		    telemetry = $24, h2d_ms = $25, msm_g1_ms = $26, msm_g2_ms = $27
-		 WHERE request_id = $1 AND attempt = $2`,
-		a.RequestID, a.Attempt, a.Outcome, nullString(CapError(a.Error)), nullString(a.Backend), nullString(a.Device),
-		batchID, batchSize, mem, nullTime(a.SynthStartedAt), nullTime(a.ProveStartedAt), nullTime(a.FinishedAt),
-		a.BatchWaitMs, a.MemWaitMs, a.SrsMs, a.SynthMs, a.ProveWaitMs, a.ProveMs, a.NttMs, a.MsmMs,
-		a.VerifyMs, a.PersistMs, a.TotalMs, a.Telemetry, a.H2DMs, a.MsmG1Ms, a.MsmG2Ms)
+		    finished_at = coalesce($12, now()), telemetry = $13`)
+	for _, p := range phase.All() {
+		if p.Name == phase.Queue {
+			continue
+		}
+		args = append(args, a.PhaseMs(p.Name))
+		fmt.Fprintf(&set, ", %s = $%d", p.Column, len(args))
+	}
+	set.WriteString(`
+		 WHERE request_id = $1 AND attempt = $2`)
+	tag, err := tx.Exec(ctx, set.String(), args...)
 	if err != nil {
 		return fmt.Errorf("record attempt %d of %q: %w", a.Attempt, a.RequestID, err)
 	}

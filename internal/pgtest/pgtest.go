@@ -15,7 +15,6 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -35,6 +34,16 @@ func AdminURL() string {
 	return DefaultAdminURL
 }
 
+// TB is the part of testing.TB the helpers use, so that Example functions, which get
+// no *testing.T, can pass an ExampleTB.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
+	Cleanup(func())
+}
+
 // DB is one test's private database.
 type DB struct {
 	Name string
@@ -43,20 +52,20 @@ type DB struct {
 }
 
 // New creates a fresh, migrated database for t and drops it when t ends.
-func New(t testing.TB) *DB {
+func New(t TB) *DB {
 	t.Helper()
 	return create(t, true)
 }
 
 // Empty creates a fresh database with no schema at all (for migration tests).
-func Empty(t testing.TB) *DB {
+func Empty(t TB) *DB {
 	t.Helper()
 	return create(t, false)
 }
 
 // create makes a database, cloned from the migrated template when migrated, and drops
 // it when t ends.
-func create(t testing.TB, migrated bool) *DB {
+func create(t TB, migrated bool) *DB {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -192,7 +201,7 @@ func randHex(n int) string {
 // empty) and returns a pool connected to dbURL as that role. The role, and whatever it
 // came to own in that database, is dropped when t ends. Roles are cluster-wide: derive
 // name from the test's database name to keep it unique.
-func Login(t testing.TB, admin *pgxpool.Pool, dbURL, name, group string) *pgxpool.Pool {
+func Login(t TB, admin *pgxpool.Pool, dbURL, name, group string) *pgxpool.Pool {
 	t.Helper()
 	ctx := context.Background()
 	stmt := "CREATE ROLE " + pgx.Identifier{name}.Sanitize() + " LOGIN"

@@ -3,12 +3,11 @@ package pgtest
 import (
 	"os/exec"
 	"strings"
-	"testing"
 )
 
 // Psql runs script through the psql client, as an orchestrator without Go would, and
 // returns its output (unaligned, tuples only); a failing statement fails t.
-func Psql(t testing.TB, url, script string) string {
+func Psql(t TB, url, script string) string {
 	t.Helper()
 	out, err := PsqlErr(url, script)
 	if err != nil {
