@@ -45,14 +45,17 @@ __device__ __forceinline__ void fe_sub(fp2_t& r, const fp2_t& a, const fp2_t& b)
 }
 __device__ __forceinline__ void fe_neg(fp2_t& r, const fp2_t& a) { fe_neg(r.c0, a.c0); fe_neg(r.c1, a.c1); }
 __device__ __forceinline__ void fe_dbl(fp2_t& r, const fp2_t& a) { fe_add(r, a, a); }
-#if !defined(CUZK_FP2_FULL) && !defined(CUZK_MUL_CIOS) && !defined(CUZK_MUL64)
-// Karatsuba with lazy reduction: the three 24-word products are combined unreduced and
-// only the two results are reduced, so a product costs 3 products and 2 reductions
-// instead of 3 of each (each half of a Montgomery product is 144 multiply-adds). The
-// bounds: sums a0 + a1 < 2p need no reduction (2p < 2^382); a0*b1 + a1*b0 < 2p^2 and
-// a0*b0 - a1*b1 (+ p*2^384 when negative) stay below p*2^384, where the reduction's
-// result is below 2p. gen/check_mont_chain.py checks each step on integers.
-// -DCUZK_FP2_FULL restores the product below (A/B runs).
+#if defined(CUZK_FP2_LAZY) && !defined(CUZK_MUL_CIOS) && !defined(CUZK_MUL64)
+// Karatsuba with lazy reduction (opt-in, -DCUZK_FP2_LAZY): the three 24-word products
+// are combined unreduced and only the two results are reduced, so a product costs 3
+// products and 2 reductions instead of 3 of each (144 wide multiply-adds per half:
+// 722 IMAD.WIDE against 865 in SASS). Bounds: sums a0 + a1 < 2p need no reduction
+// (2p < 2^382); a0*b1 + a1*b0 < 2p^2 and a0*b0 - a1*b1 (+ p*2^384 when negative) stay
+// below p*2^384, where the reduction's result is below 2p. gen/check_mont_chain.py
+// checks each step on integers. Not the default: measured on the H200 (2026-12-02,
+// docs/BENCHMARKS.md) the product alone is 4% faster (6.86 vs 6.57 G/s), but inside
+// G2's mixed addition its wider temporaries spill (760 vs 288 bytes of local memory):
+// the addition 11% slower from shared memory, 28% gathered, G2 MSM 2^24 +15%.
 __device__ __forceinline__ void fe_mul(fp2_t& r, const fp2_t& a, const fp2_t& b) {
     // Ordered so that few 24-word values are live at once (r may alias a or b: the
     // sums are taken before r.c0 is written).

@@ -120,22 +120,8 @@ __global__ void k_fill(const uint32_t* bstart, const uint32_t* bend, const uint3
     }
 }
 
-// Asks L2 to fetch the lines of a base point the thread reads next (no registers held,
-// unlike a load), so the gather's DRAM latency overlaps the current addition.
-template <class A>
-__device__ __forceinline__ void prefetch_point(const A* p) {
-    const char* c = (const char*)p;
-#pragma unroll
-    for (unsigned o = 0; o < sizeof(A); o += 128) asm volatile("prefetch.global.L2 [%0];" ::"l"(c + o));
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(c + sizeof(A) - 1));
-}
-
 // One thread per unit, taken in order of decreasing length (order), so a warp's
 // threads loop about equally long; the sum goes to partials[unit].
-// The mixed addition is inlined here for both groups (xyzz_madd_inl): as a call (G2's
-// other point operations are calls, see xyzz.cuh) the accumulator and the point pass
-// through the stack at every addition. -DCUZK_G2_ACC_CALL keeps the call (A/B runs).
-// -DCUZK_ACC_PREFETCH prefetches the next point into L2 (A/B runs).
 template <class F>
 __global__ void k_accumulate(const unit_desc* __restrict__ desc, const uint32_t* __restrict__ order, uint32_t U,
                              const uint32_t* __restrict__ vals, const affine_t<F>* __restrict__ bases,
@@ -148,17 +134,10 @@ __global__ void k_accumulate(const unit_desc* __restrict__ desc, const uint32_t*
     xyzz_set_inf(acc);
     for (uint32_t j = 0; j < d.len; j++) {
         uint32_t v = vals[d.start + j];
-#if defined(CUZK_ACC_PREFETCH)
-        if (j + 1 < d.len) prefetch_point(bases + (vals[d.start + j + 1] & ~kNegBit));
-#endif
         affine_t<F> p = bases[v & ~kNegBit];
         if (aff_is_inf(p)) continue;
         if (v & kNegBit) fe_neg(p.y, p.y);
-#if defined(CUZK_G2_ACC_CALL)
         xyzz_add_affine(acc, p.x, p.y);
-#else
-        xyzz_madd_inl(acc, p.x, p.y);
-#endif
     }
     partials[u] = acc;
 }

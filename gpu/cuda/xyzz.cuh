@@ -76,11 +76,9 @@ __device__ CUZK_POINT_FN void xyzz_dbl_affine(xyzz_t<F>& r, const F& x, const F&
     r.zzz = w;
 }
 
-// r += (x, y) affine (not infinity), always inlined: the accumulation's inner loop
-// (msm.cuh's k_accumulate) runs it for G2 too, where the other point operations are
-// calls; the rare doubling stays a call.
+// r += (x, y) affine (not infinity).
 template <class F>
-__device__ __forceinline__ void xyzz_madd_inl(xyzz_t<F>& r, const F& x, const F& y) {
+__device__ CUZK_POINT_FN void xyzz_add_affine(xyzz_t<F>& r, const F& x, const F& y) {
     if (xyzz_is_inf(r)) {
         r.x = x; r.y = y; fe_one(r.zz); fe_one(r.zzz);
         return;
@@ -110,12 +108,6 @@ __device__ __forceinline__ void xyzz_madd_inl(xyzz_t<F>& r, const F& x, const F&
     r.x = t;
     fe_mul(r.zz, r.zz, pp);
     fe_mul(r.zzz, r.zzz, ppp);
-}
-
-// The same as a function of its own: a call where CUZK_POINT_FN makes it one.
-template <class F>
-__device__ CUZK_POINT_FN void xyzz_add_affine(xyzz_t<F>& r, const F& x, const F& y) {
-    xyzz_madd_inl(r, x, y);
 }
 
 // r += p (general XYZZ).
