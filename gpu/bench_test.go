@@ -44,10 +44,11 @@ func TestGPUBench(t *testing.T) {
 		}
 	}
 	cpuRef := os.Getenv("CUZK_GPU_BENCH_CPU") != "0"
-	// CUZK_GPU_BENCH_OPS limits the operations (g1, g1skew, g2, ntt, prove, batch, keyload), e.g. "g1,ntt";
+	// CUZK_GPU_BENCH_OPS limits the operations (g1, g1skew, g2, ntt, prove, batch; keyload and witness only when named), e.g. "g1,ntt";
 	// default all.
 	ops := os.Getenv("CUZK_GPU_BENCH_OPS")
-	want := func(op string) bool { return ops == "" || slices.Contains(strings.Split(ops, ","), op) }
+	named := func(op string) bool { return slices.Contains(strings.Split(ops, ","), op) }
+	want := func(op string) bool { return ops == "" || named(op) }
 	rng := rand.New(rand.NewPCG(21, 22))
 	const distinct = 1 << 16
 	q1 := distinctG1(rng, distinct)
@@ -104,7 +105,14 @@ func TestGPUBench(t *testing.T) {
 			benchSmallBatch(t, logN, 16, q1, q2)
 		}
 	}
-	if want("keyload") {
+	if named("witness") { // opt-in, as keyload: they compile circuits and write keys
+		// CUZK_GPU_BENCH_WITNESS: built-in circuits whose solved witnesses are timed.
+		for _, name := range strings.Split(cmp.Or(os.Getenv("CUZK_GPU_BENCH_WITNESS"),
+			"sha256-preimage-b2048,merkle-poseidon2-d20-c256"), ",") {
+			benchWitness(t, c, s, q1, name, rng)
+		}
+	}
+	if named("keyload") {
 		// CUZK_GPU_BENCH_KEYLOAD_LOGS: sizes (default 18,20,22); pk.bin is parsed too up to
 		// CUZK_GPU_BENCH_KEYLOAD_OLD (default 18: at 2^22 it took minutes).
 		oldMax := envInt("CUZK_GPU_BENCH_KEYLOAD_OLD", 18)
@@ -372,6 +380,80 @@ func timingGnarkKey(logN int, q1 []bls12381.G1Affine, q2 []bls12381.G2Affine) (*
 	}
 	gpk.InfinityA, gpk.InfinityB = make([]bool, nbWires), make([]bool, nbWires)
 	return gpk, nbPublic
+}
+
+// benchWitness times the G1 MSM over the solved witness of a built-in circuit (the
+// scalars of a proof's A and B sums: mostly 0 and 1 for SHA-256's bits, full-size for
+// Poseidon2's states) beside random scalars of the same length, in the same run, after
+// checking the device's witness sum against gnark-crypto's, and prints the witness's
+// make-up.
+func benchWitness(t *testing.T, c *cudaCtx, s *cudaStream, q []bls12381.G1Affine, name string, rng *rand.Rand) {
+	ctx := context.Background()
+	t0 := time.Now()
+	comp, err := synth.NewRegistry(t.TempDir()).Get(ctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := synth.Inputs(name, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sol, err := synth.Solve(ctx, comp, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prep := time.Since(t0)
+	w := sol.W
+	n := len(w)
+	var zero, one, small int
+	for i := range w {
+		switch {
+		case w[i].IsZero():
+			zero++
+		case w[i].IsOne():
+			one++
+		case w[i].IsUint64() && w[i].Uint64() < 1<<16:
+			small++
+		}
+	}
+	b := make([]bls12381.G1Affine, n)
+	for i := range b {
+		b[i] = q[i%len(q)]
+	}
+	set, err := s.newBasesG1(b, 4<<30, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.close()
+	rnd := make([]fr.Element, n)
+	randFr(rng, rnd)
+	median := func(sc []fr.Element, check bool) time.Duration {
+		wb, err := c.alloc(n * fr.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer wb.free()
+		if err := s.uploadFr(wb, 0, sc); err != nil {
+			t.Fatal(err)
+		}
+		var got bls12381.G1Jac
+		d := timeRuns(t, 5, func() (err error) { got, err = s.msmG1(set, 0, n, wb, 0, nil); return err })
+		if check {
+			var want bls12381.G1Jac
+			want.MultiExp(b, sc, ecc.MultiExpConfig{})
+			if !got.Equal(&want) {
+				t.Errorf("witness MSM of %s: result differs from gnark-crypto", name)
+			}
+		}
+		profileOnce(func() { s.msmG1(set, 0, n, wb, 0, nil) })
+		slices.Sort(d)
+		return d[len(d)/2]
+	}
+	wit, ran := median(w, true), median(rnd, false)
+	pct := func(k int) float64 { return 100 * float64(k) / float64(n) }
+	fmt.Printf("BENCH witness  %s constraints=%d wires=%d zero=%.1f%% one=%.1f%% small=%.1f%% other=%.1f%% "+
+		"witness_ms=%.2f random_ms=%.2f random/witness=%.2fx (compile+solve %.1fs)\n", name, comp.NbConstraints(), n,
+		pct(zero), pct(one), pct(small), pct(n-zero-one-small), ms(wit), ms(ran), float64(ran)/float64(wit), prep.Seconds())
 }
 
 // benchKeyLoad times a dense 2^logN key's way from its files to resident, as a

@@ -412,6 +412,71 @@ func TestMSMStreamedAndIndexed(t *testing.T) {
 	}
 }
 
+// TestMSMZeroRuns checks MSMs whose chunks hold only zero scalars (the library writes
+// only nonzero digits, so such a chunk has nothing to sort), and an all-zero MSM: the
+// first two chunks of 777 points are all zero, the rest witness-like, on resident and
+// streamed bases, G1 and G2, against gnark-crypto.
+func TestMSMZeroRuns(t *testing.T) {
+	c, s := testDevice(t)
+	rng := rand.New(rand.NewPCG(17, 18))
+	const n = 4000
+	q1 := distinctG1(rng, 1<<9)
+	q2 := distinctG2(rng, 64)
+	b1 := make([]bls12381.G1Affine, n)
+	b2 := make([]bls12381.G2Affine, n)
+	for i := range b1 {
+		b1[i], b2[i] = q1[rng.IntN(len(q1))], q2[rng.IntN(len(q2))]
+	}
+	w := scalars(rng, 2*n, "skewed")
+	for i := range 2 * 777 {
+		w[i].SetZero()
+	}
+	for i := n; i < 2*n; i++ { // the second vector: all zero
+		w[i].SetZero()
+	}
+	wb, err := c.alloc(len(w) * fr.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wb.free()
+	if err := s.uploadFr(wb, 0, w); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.setMSMChunk(777); err != nil {
+		t.Fatal(err)
+	}
+	defer s.setMSMChunk(0)
+	for _, flags := range []int{0, basesForceStreamed} {
+		s1, err := s.newBasesG1(b1, 0, flags)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s2, err := s.newBasesG2(b2, 0, flags)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, off := range []int{0, n} {
+			var want1 bls12381.G1Jac
+			want1.MultiExp(b1, w[off:off+n], ecc.MultiExpConfig{})
+			got1, err := s.msmG1(s1, 0, n, wb, off, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want2 bls12381.G2Jac
+			want2.MultiExp(b2, w[off:off+n], ecc.MultiExpConfig{})
+			got2, err := s.msmG2(s2, 0, n, wb, off, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got1.Equal(&want1) || !got2.Equal(&want2) {
+				t.Fatalf("flags %d, scalars at %d: G1 equal %v, G2 equal %v", flags, off, got1.Equal(&want1), got2.Equal(&want2))
+			}
+		}
+		s1.close()
+		s2.close()
+	}
+}
+
 // TestMSMBatch runs several MSMs over one base set in one batched call (strided
 // scalar vectors, with and without an index map, streamed in chunks or not) and checks
 // each vector's result against gnark-crypto, including all-zero and all-(r−1) vectors.

@@ -43,43 +43,122 @@ constexpr uint32_t kNegBit = 0x80000000u;
 // With precomputed bases (pcf > 0 copies pcstride points apart), window w's digit
 // goes to the buckets of window group w / pcf against copy w % pcf of the point, so
 // ngroups = ceil(nwin / pcf) bucket sets serve all windows.
+struct digit_params {
+    int c, nwin, pcf;
+    uint32_t nb, pcstride;
+};
+
+// Digit w (carry in and out through carry) and its (key, value) pair for point i of
+// vector j; returns the digit's magnitude (0: the digit adds nothing).
+__device__ __forceinline__ uint32_t digit_at(const uint32_t* limbs, int w, uint32_t& carry, const digit_params& p,
+                                             uint32_t i, uint32_t j, uint32_t& key, uint32_t& val) {
+    const uint32_t mask = (1u << p.c) - 1, half = 1u << (p.c - 1);
+    int o = w * p.c, li = o >> 5, sh = o & 31;
+    uint64_t two = li < 8 ? ((uint64_t)limbs[li] | ((uint64_t)limbs[li + 1] << 32)) : 0;
+    uint32_t d = ((uint32_t)(two >> sh) & mask) + carry;
+    uint32_t neg = 0;
+    if (d > half) {
+        d = (1u << p.c) - d;
+        neg = kNegBit;
+        carry = 1;
+    } else {
+        carry = 0;
+    }
+    if (p.pcf) {
+        const uint32_t ng = (p.nwin + p.pcf - 1) / p.pcf;
+        key = (j * ng + w / p.pcf) * p.nb + d;
+        val = ((w % p.pcf) * p.pcstride + i) | neg;
+    } else {
+        key = (j * p.nwin + w) * p.nb + d;
+        val = i | neg;
+    }
+    return d;
+}
+
+#if defined(CUZK_DIGITS_DENSE)
+// Every digit, zero or not, at keys[(j*nwin + w)*n + i] (A/B runs: -DCUZK_DIGITS_DENSE).
 __global__ void k_digits(const fr_t* __restrict__ scalars, const uint32_t* __restrict__ index, uint32_t n,
-                         size_t stride, int c, int nwin, uint32_t nb, int pcf, uint32_t pcstride,
-                         uint32_t* __restrict__ keys, uint32_t* __restrict__ vals) {
+                         size_t stride, digit_params p, uint32_t* __restrict__ keys, uint32_t* __restrict__ vals,
+                         uint32_t* __restrict__ count) {
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
     const uint32_t j = blockIdx.y;
+    if (i == 0 && j == 0) *count = n * gridDim.y * p.nwin;
+    if (i >= n) return;
     fr_t s = scalars[j * stride + (index ? index[i] : i)];
     fe_from_mont(s, s);
     uint32_t limbs[9];
 #pragma unroll
     for (int l = 0; l < 8; l++) limbs[l] = s.v[l];
     limbs[8] = 0;
-    const uint32_t mask = (1u << c) - 1, half = 1u << (c - 1);
-    const size_t base = (size_t)j * nwin * n;
+    const size_t base = (size_t)j * p.nwin * n;
     uint32_t carry = 0;
-    for (int w = 0; w < nwin; w++) {
-        int o = w * c, li = o >> 5, sh = o & 31;
-        uint64_t two = li < 8 ? ((uint64_t)limbs[li] | ((uint64_t)limbs[li + 1] << 32)) : 0;
-        uint32_t d = ((uint32_t)(two >> sh) & mask) + carry;
-        uint32_t neg = 0;
-        if (d > half) {
-            d = (1u << c) - d;
-            neg = kNegBit;
-            carry = 1;
-        } else {
-            carry = 0;
-        }
-        if (pcf) {
-            const uint32_t ng = (nwin + pcf - 1) / pcf;
-            keys[base + (size_t)w * n + i] = (j * ng + w / pcf) * nb + d;
-            vals[base + (size_t)w * n + i] = ((w % pcf) * pcstride + i) | neg;
-        } else {
-            keys[base + (size_t)w * n + i] = (j * nwin + w) * nb + d;
-            vals[base + (size_t)w * n + i] = i | neg;
-        }
+    for (int w = 0; w < p.nwin; w++) {
+        uint32_t key, val;
+        digit_at(limbs, w, carry, p, i, j, key, val);
+        keys[base + (size_t)w * n + i] = key;
+        vals[base + (size_t)w * n + i] = val;
     }
 }
+#else
+// Only the nonzero digits are written, packed from keys[0]: a zero digit adds nothing
+// (bucket 0 is skipped), and the witnesses Groth16 proves are mostly 0 and 1, whose
+// digits are all zero but one at most, so the sort and everything after it handle a
+// few entries per such scalar instead of nwin. Within a block, each warp's digits of
+// window w are consecutive in lane order (the stores stay coalesced); one atomicAdd
+// per block on *count (zero before the launch) places the block's run, so *count ends
+// as the number of entries. Each scalar's digits are computed twice (count, then
+// write) from its limbs, which stay in registers.
+__global__ void k_digits(const fr_t* __restrict__ scalars, const uint32_t* __restrict__ index, uint32_t n,
+                         size_t stride, digit_params p, uint32_t* __restrict__ keys, uint32_t* __restrict__ vals,
+                         uint32_t* __restrict__ count) {
+    __shared__ uint32_t warp_run[32];
+    __shared__ uint32_t block_base;
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    const uint32_t j = blockIdx.y;
+    const bool live = i < n;  // every lane stays for the ballots
+    uint32_t limbs[9];
+#pragma unroll
+    for (int l = 0; l < 9; l++) limbs[l] = 0;
+    if (live) {
+        fr_t s = scalars[j * stride + (index ? index[i] : i)];
+        fe_from_mont(s, s);
+#pragma unroll
+        for (int l = 0; l < 8; l++) limbs[l] = s.v[l];
+    }
+    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    uint32_t carry = 0, total = 0, key, val;
+    for (int w = 0; w < p.nwin; w++) {
+        uint32_t d = digit_at(limbs, w, carry, p, i, j, key, val);
+        total += __popc(__ballot_sync(0xffffffffu, live && d != 0));
+    }
+    if (lane == 0) warp_run[warp] = total;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        uint32_t run = 0;
+        for (uint32_t k = 0; k < (blockDim.x + 31) / 32; k++) {
+            uint32_t t = warp_run[k];
+            warp_run[k] = run;
+            run += t;
+        }
+        block_base = run ? atomicAdd(count, run) : 0;
+    }
+    __syncthreads();
+    uint32_t pos = block_base + warp_run[warp];
+    const uint32_t below = (1u << lane) - 1;
+    carry = 0;
+    for (int w = 0; w < p.nwin; w++) {
+        uint32_t d = digit_at(limbs, w, carry, p, i, j, key, val);
+        const bool put = live && d != 0;
+        const uint32_t b = __ballot_sync(0xffffffffu, put);
+        if (put) {
+            const uint32_t o = pos + __popc(b & below);
+            keys[o] = key;
+            vals[o] = val;
+        }
+        pos += __popc(b);
+    }
+}
+#endif
 
 __global__ void k_bounds(const uint32_t* __restrict__ keys, uint32_t m, uint32_t* bstart, uint32_t* bend) {
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -397,7 +476,7 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
     RET(s->units.ensure((size_t)(K + 1) * 4));
     RET(s->uoff.ensure((size_t)(K + 1) * 4));
     RET(s->buckets.ensure((size_t)K * sizeof(X)));
-    RET(s->umax.ensure(4));
+    RET(s->counts.ensure(8));
     if (!bases->d) RET(s->bases_chunk.ensure(chunk * sizeof(A)));
 
     size_t sort_bytes = 0, scan_bytes = 0;
@@ -416,7 +495,6 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
     const uint32_t T = 256;
     for (size_t cs = 0; cs < n; cs += chunk) {
         uint32_t cn = (uint32_t)std::min(chunk, n - cs);
-        uint32_t m = cn * nentries;
         const A* pts;
         if (bases->d) {
             pts = (const A*)bases->d + base_offset + cs;
@@ -427,11 +505,17 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
         }
         const fr_t* sc = index ? scalars : scalars + cs;
         const uint32_t* ix = index ? index + cs : nullptr;
-        k_digits<<<dim3(blocks(cn, T), nbatch), T, 0, st>>>(sc, ix, cn, stride, c, nwin, nb, pcf,
-                                                             (uint32_t)bases->count, s->keys.as<uint32_t>(),
-                                                             s->vals.as<uint32_t>());
+        uint32_t* count = s->counts.as<uint32_t>() + 1;
+        CK(cudaMemsetAsync(count, 0, 4, st));
+        k_digits<<<dim3(blocks(cn, T), nbatch), T, 0, st>>>(sc, ix, cn, stride,
+                                                             digit_params{c, nwin, pcf, nb, (uint32_t)bases->count},
+                                                             s->keys.as<uint32_t>(), s->vals.as<uint32_t>(), count);
         CK(cudaGetLastError());
+        uint32_t m = 0;  // entries written: at most cn * nentries
+        CK(cudaMemcpyAsync(&m, count, 4, cudaMemcpyDeviceToHost, st));
+        CK(cudaStreamSynchronize(st));
         prof.mark(stage_timer::kDigits);
+        if (m == 0) continue;  // every scalar of the chunk is zero
 
         cub::DoubleBuffer<uint32_t> dk(s->keys.as<uint32_t>(), s->keys_alt.as<uint32_t>());
         cub::DoubleBuffer<uint32_t> dv(s->vals.as<uint32_t>(), s->vals_alt.as<uint32_t>());
@@ -451,16 +535,16 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
         uint32_t L = std::max<uint32_t>(8, (uint32_t)(2 * (size_t)m / ((size_t)nsets * (nb - 1))));
         const size_t busy = (size_t)std::max(s->sm_count, 1) * 1024;
         L = std::min<uint32_t>(L, (uint32_t)std::max<size_t>(4, (m + busy - 1) / busy));
-        CK(cudaMemsetAsync(s->umax.p, 0, 4, st));
+        CK(cudaMemsetAsync(s->counts.p, 0, 4, st));
         k_units<<<blocks(K + 1, T), T, 0, st>>>(s->bstart.as<uint32_t>(), s->bend.as<uint32_t>(), K, nb, L,
-                                                 s->units.as<uint32_t>(), s->umax.as<uint32_t>());
+                                                 s->units.as<uint32_t>(), s->counts.as<uint32_t>());
         CK(cudaGetLastError());
         tb = s->sort_tmp.bytes;
         CK(cub::DeviceScan::ExclusiveSum(s->sort_tmp.p, tb, s->units.as<uint32_t>(), s->uoff.as<uint32_t>(),
                                          (int)(K + 1), st));
         uint32_t U = 0, umax = 0;
         CK(cudaMemcpyAsync(&U, s->uoff.as<uint32_t>() + K, 4, cudaMemcpyDeviceToHost, st));
-        CK(cudaMemcpyAsync(&umax, s->umax.p, 4, cudaMemcpyDeviceToHost, st));
+        CK(cudaMemcpyAsync(&umax, s->counts.p, 4, cudaMemcpyDeviceToHost, st));
         CK(cudaStreamSynchronize(st));
         if (U == 0) continue;
         RET(s->desc.ensure((size_t)U * sizeof(unit_desc)));

@@ -181,7 +181,7 @@ extern "C" int cuzk_stream_destroy(cuzk_stream* s) {
     dev_scratch* all[] = {&s->keys, &s->vals, &s->keys_alt, &s->vals_alt, &s->sort_tmp, &s->bstart,
                           &s->bend, &s->units, &s->uoff, &s->desc, &s->partials, &s->buckets,
                           &s->segs, &s->segs2, &s->bases_chunk, &s->scalars, &s->tmp,
-                          &s->ulen, &s->uorder, &s->ulen_alt, &s->uorder_alt, &s->umax};
+                          &s->ulen, &s->uorder, &s->ulen_alt, &s->uorder_alt, &s->counts};
     for (auto* d : all) d->release();
     cudaFreeHost(s->pinned);
     cudaEventDestroy(s->ev[0]);

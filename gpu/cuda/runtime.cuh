@@ -55,7 +55,8 @@ struct cuzk_stream {
     int sm_count = 0;      // the device's multiprocessors: sizes the MSM's parallel stages
     // MSM scratch, kept across calls.
     dev_scratch keys, vals, keys_alt, vals_alt, sort_tmp, bstart, bend, units, uoff, desc,
-        partials, buckets, segs, segs2, bases_chunk, scalars, tmp, ulen, uorder, ulen_alt, uorder_alt, umax;
+        partials, buckets, segs, segs2, bases_chunk, scalars, tmp, ulen, uorder, ulen_alt, uorder_alt,
+        counts;  // word 0: the most units of one bucket; word 1: the digits written
 };
 
 struct cuzk_buf {
