@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cuzk/cuzk/jobs"
-	cuzksql "github.com/cuzk/cuzk/sql"
+	"github.com/cuzk/cuzk/store"
 )
 
 // heartbeat keeps this worker's row in cuzk.workers fresh (and the circuit timeouts
@@ -60,7 +60,7 @@ func (w *Worker) heartbeat(ctx context.Context) {
 			beat()
 			w.loadTimeouts(ctx)
 			w.rescueDead(ctx)
-			if _, err := cuzksql.PruneWorkers(ctx, w.pool, stoppedWorkersKept); err != nil && ctx.Err() == nil {
+			if _, err := store.PruneWorkers(ctx, w.pool, stoppedWorkersKept); err != nil && ctx.Err() == nil {
 				w.log.Warn("pruning stopped workers", "err", err)
 			}
 			w.failOrphaned(ctx)
@@ -86,14 +86,14 @@ func sanitizeClientID(name string) string {
 const stoppedWorkersKept = 7 * 24 * time.Hour
 
 // rescueDead hands the running jobs of workers whose heartbeat stopped back to the
-// queue (see cuzksql.RescueDeadWorkers).
+// queue (see store.RescueDeadWorkers).
 func (w *Worker) rescueDead(ctx context.Context) {
 	if w.cfg.DeadAfter <= 0 {
 		return
 	}
 	c, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	rescued, err := cuzksql.RescueDeadWorkers(c, w.pool, w.cfg.Name, w.cfg.DeadAfter, jobs.Queue)
+	rescued, err := store.RescueDeadWorkers(c, w.pool, w.cfg.Name, w.cfg.DeadAfter, jobs.Queue)
 	if err != nil {
 		if ctx.Err() == nil {
 			w.log.Warn("rescuing the jobs of dead workers", "err", err)

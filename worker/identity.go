@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cuzk/cuzk/jobs"
-	cuzksql "github.com/cuzk/cuzk/sql"
+	"github.com/cuzk/cuzk/store"
 )
 
 // A worker's name (--name) is held by one live process at a time through a
@@ -98,7 +98,7 @@ func (w *Worker) takeOver(ctx context.Context) string {
 	}
 	c, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	handed, err := cuzksql.HandBackClientJobs(c, w.pool, prev.clientID, jobs.Queue,
+	handed, err := store.HandBackClientJobs(c, w.pool, prev.clientID, jobs.Queue,
 		fmt.Sprintf("worker %s restarted: its previous process (%s pid %d) is gone (rescued)", w.cfg.Name, prev.host, prev.pid))
 	if err != nil {
 		w.log.Warn("handing back the previous process's jobs", "worker", w.cfg.Name, "err", err)

@@ -29,7 +29,7 @@ import (
 
 	"github.com/cuzk/cuzk/jobs"
 	"github.com/cuzk/cuzk/prover"
-	cuzksql "github.com/cuzk/cuzk/sql"
+	"github.com/cuzk/cuzk/store"
 	"github.com/cuzk/cuzk/synth"
 )
 
@@ -49,7 +49,7 @@ type Worker struct {
 	cfg     Config
 	log     *slog.Logger
 	pool    *pgxpool.Pool
-	store   *cuzksql.Store
+	store   *store.Store
 	catalog Catalog
 	devices []Device
 	budget  *Budget
@@ -65,7 +65,7 @@ type Worker struct {
 	proveCh       chan *batch
 
 	timeouts sync.Map // circuit -> time.Duration
-	origin   cuzksql.Origin
+	origin   store.Origin
 
 	// drainCtx is cancelled when shutdown begins: requests that have not started
 	// synthesis go back to the queue at once instead of holding the worker up.
@@ -104,7 +104,7 @@ func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Device, log 
 		cfg:      cfg,
 		log:      log,
 		pool:     pool,
-		store:    cuzksql.New(pool),
+		store:    store.New(pool),
 		catalog:  catalog,
 		devices:  devices,
 		budget:   NewBudget(cfg.MemBudget),
@@ -242,9 +242,9 @@ func (w *Worker) Run(ctx context.Context) error {
 type item struct {
 	ctx   context.Context
 	job   *river.Job[jobs.ProveArgs]
-	req   *cuzksql.Request
+	req   *store.Request
 	start time.Time
-	att   cuzksql.Attempt
+	att   store.Attempt
 
 	collectedAt time.Time
 	compiled    *synth.Compiled
@@ -303,17 +303,17 @@ func (w *Worker) work(ctx context.Context, job *river.Job[jobs.ProveArgs]) error
 		queuedAt = job.CreatedAt
 	}
 	// A database that is restarting costs a moment, not one of the request's attempts.
-	var req *cuzksql.Request
+	var req *store.Request
 	err := w.retryDB(ctx, log, "begin attempt", func(ctx context.Context) (err error) {
 		req, err = w.store.BeginAttempt(ctx, job.Args.RequestID, job.ID, w.origin, queuedAt)
 		return err
 	})
-	var nr *cuzksql.NotRunnableError
+	var nr *store.NotRunnableError
 	switch {
 	case errors.As(err, &nr):
 		log.Info("job skipped", "reason", err)
 		return nil // nothing to do: completing the job is right
-	case errors.Is(err, cuzksql.ErrUnknownRequest):
+	case errors.Is(err, store.ErrUnknownRequest):
 		return river.JobCancel(err)
 	case err != nil:
 		return fmt.Errorf("begin attempt: %w", err)
@@ -321,7 +321,7 @@ func (w *Worker) work(ctx context.Context, job *river.Job[jobs.ProveArgs]) error
 	log = log.With("attempt", req.Attempt)
 
 	it := &item{ctx: ctx, job: job, req: req, start: start, done: make(chan struct{})}
-	it.att = cuzksql.Attempt{RequestID: req.RequestID, Circuit: req.Circuit, Attempt: req.Attempt, QueueMs: &req.QueueMs}
+	it.att = store.Attempt{RequestID: req.RequestID, Circuit: req.Circuit, Attempt: req.Attempt, QueueMs: &req.QueueMs}
 	w.collector.add(it)
 	<-it.done // every stage delivers, also when ctx ends
 	if it.res != nil {
@@ -671,15 +671,15 @@ func (w *Worker) persist(ctx context.Context, it *item, log *slog.Logger) error 
 
 // storeTx writes the proof, completes the River job and records the attempt.
 func (w *Worker) storeTx(ctx context.Context, tx pgx.Tx, it *item, proof []byte, t time.Time) error {
-	err := cuzksql.StoreProof(ctx, tx, &cuzksql.Proof{
+	err := store.StoreProof(ctx, tx, &store.Proof{
 		RequestID: it.req.RequestID, Circuit: it.req.Circuit,
 		Proof: proof, PublicWitness: it.public,
 		Attempt: it.req.Attempt, Worker: w.cfg.Name, Backend: it.att.Backend, VKDigest: it.key.VKDigest,
 	}, w.cfg.ScrubInputs)
 	switch {
-	case errors.Is(err, cuzksql.ErrDuplicateProof):
+	case errors.Is(err, store.ErrDuplicateProof):
 		it.att.Outcome, it.att.Error = "interrupted", err.Error()
-	case errors.Is(err, cuzksql.ErrCancelled):
+	case errors.Is(err, store.ErrCancelled):
 		it.att.Outcome, it.att.Error = "cancelled", err.Error()
 	case err != nil:
 		return err
@@ -692,7 +692,7 @@ func (w *Worker) storeTx(ctx context.Context, tx pgx.Tx, it *item, proof []byte,
 	it.att.PersistMs = msPtr(time.Since(t))
 	it.att.FinishedAt = time.Now()
 	it.att.TotalMs = w.totalMs(it)
-	return cuzksql.FinishAttempt(ctx, tx, &it.att)
+	return store.FinishAttempt(ctx, tx, &it.att)
 }
 
 // retryDB runs op until it succeeds, fails for a reason other than a lost or refused
@@ -776,7 +776,7 @@ func (w *Worker) fail(ctx context.Context, it *item, log *slog.Logger) error {
 	if !handBack && errors.Is(cause, context.DeadlineExceeded) {
 		err = fmt.Errorf("attempt ran past its time limit (the circuit's timeout, at most --rescue-after): %w", err)
 	}
-	it.att.Error = cuzksql.CapError(err.Error())
+	it.att.Error = store.CapError(err.Error())
 	it.att.FinishedAt = time.Now()
 	it.att.TotalMs = w.totalMs(it)
 
@@ -784,17 +784,17 @@ func (w *Worker) fail(ctx context.Context, it *item, log *slog.Logger) error {
 	defer cancel()
 	dbErr := w.retryDB(dbCtx, log, "record failed attempt", func(ctx context.Context) error {
 		return pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-			if err := cuzksql.FinishAttempt(ctx, tx, &it.att); err != nil {
+			if err := store.FinishAttempt(ctx, tx, &it.att); err != nil {
 				return err
 			}
 			if handBack {
-				return cuzksql.HandBack(ctx, tx, it.req.RequestID, it.req.Attempt, err.Error())
+				return store.HandBack(ctx, tx, it.req.RequestID, it.req.Attempt, err.Error())
 			}
-			if err := cuzksql.SetRequestOutcome(ctx, tx, it.req.RequestID, it.req.Attempt, err.Error(), final); err != nil {
+			if err := store.SetRequestOutcome(ctx, tx, it.req.RequestID, it.req.Attempt, err.Error(), final); err != nil {
 				return err
 			}
 			if it.att.Outcome == "failed" {
-				return cuzksql.DiscardJob(ctx, tx, it.job.ID, it.job.Attempt, it.start, err.Error())
+				return store.DiscardJob(ctx, tx, it.job.ID, it.job.Attempt, it.start, err.Error())
 			}
 			return nil
 		})
@@ -805,7 +805,7 @@ func (w *Worker) fail(ctx context.Context, it *item, log *slog.Logger) error {
 	if errors.As(err, &unsat) {
 		// The stored and logged text names the constraint only; gnark's own, with values
 		// computed from the private inputs, is for debugging on the worker's host.
-		log.Debug("unsatisfied constraint with witness values", "detail", cuzksql.CapError(unsat.Detail()))
+		log.Debug("unsatisfied constraint with witness values", "detail", store.CapError(unsat.Detail()))
 	}
 	err = cappedError{err}
 	if dbErr != nil {
@@ -826,17 +826,17 @@ func (w *Worker) fail(ctx context.Context, it *item, log *slog.Logger) error {
 	return err
 }
 
-// cappedError is an error whose text is cut to cuzksql.MaxErrorBytes; errors.Is and
+// cappedError is an error whose text is cut to store.MaxErrorBytes; errors.Is and
 // errors.As see the whole chain.
 type cappedError struct{ err error }
 
-func (e cappedError) Error() string { return cuzksql.CapError(e.err.Error()) }
+func (e cappedError) Error() string { return store.CapError(e.err.Error()) }
 func (e cappedError) Unwrap() error { return e.err }
 
 // failOrphaned ends requests whose job River discarded behind cuzk's back (the rescuer,
 // when a dead worker's job has no attempts left), so that none stays 'running' forever.
 func (w *Worker) failOrphaned(ctx context.Context) {
-	n, err := cuzksql.FailOrphaned(ctx, w.pool)
+	n, err := store.FailOrphaned(ctx, w.pool)
 	switch {
 	case err != nil && ctx.Err() == nil:
 		w.log.Warn("ending orphaned requests", "err", err)
@@ -869,7 +869,7 @@ func (p retryPolicy) NextRetry(job *rivertype.JobRow) time.Time {
 	return time.Now().Add(jobs.Backoff(p.base, job.Attempt))
 }
 
-func msPtr(d time.Duration) *float64 { return cuzksql.Ms(d) }
+func msPtr(d time.Duration) *float64 { return store.Ms(d) }
 
 func deref(p *float64) float64 {
 	if p == nil {

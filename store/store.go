@@ -1,7 +1,7 @@
-// Package sql is cuzk's one seam to PostgreSQL: the queries the worker and the CLI run
+// Package store is cuzk's one seam to PostgreSQL: the queries the worker and the CLI run
 // against the schema that package migrations creates. Orchestrators never need it;
 // they use the SQL functions and views directly.
-package sql
+package store
 
 import (
 	"context"
