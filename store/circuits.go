@@ -8,7 +8,6 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Circuit is a row of cuzk.circuits.
@@ -30,19 +29,7 @@ type Circuit struct {
 // RegisterCircuit inserts or updates a circuit. A vk the circuit never had becomes
 // a new version in cuzk.circuit_keys (the database's trigger numbers it); the
 // versions before it stay, so proofs made with them still verify.
-func (s *Store) RegisterCircuit(ctx context.Context, c *Circuit) error {
-	return RegisterCircuit(ctx, s.Pool, c)
-}
-
-// Execer is a pool, a connection or a transaction.
-type Execer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-// RegisterCircuit is Store.RegisterCircuit on db (a transaction, to make it part of
-// a larger change).
-func RegisterCircuit(ctx context.Context, db Execer, c *Circuit) error {
+func RegisterCircuit(ctx context.Context, db DB, c *Circuit) error {
 	src := c.Source
 	if src == "" {
 		src = "builtin"
@@ -64,7 +51,7 @@ func RegisterCircuit(ctx context.Context, db Execer, c *Circuit) error {
 
 // CurrentKey is a registered circuit's current key version and vk; ok is false when
 // the circuit is not registered.
-func CurrentKey(ctx context.Context, db Execer, circuit string) (version int, vk []byte, ok bool, err error) {
+func CurrentKey(ctx context.Context, db DB, circuit string) (version int, vk []byte, ok bool, err error) {
 	err = db.QueryRow(ctx, `SELECT key_version, vk FROM cuzk.circuits WHERE name = $1`, circuit).Scan(&version, &vk)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil, false, nil
@@ -83,7 +70,7 @@ func VKDigest(vk []byte) string {
 
 // keyVersion is the version of circuit's key whose vk hashes to vkDigest; with
 // vkDigest "" it is nil (the database records the current version).
-func keyVersion(ctx context.Context, db Execer, circuit, vkDigest string) (*int, error) {
+func keyVersion(ctx context.Context, db DB, circuit, vkDigest string) (*int, error) {
 	if vkDigest == "" {
 		return nil, nil
 	}

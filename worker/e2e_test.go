@@ -88,7 +88,7 @@ func register(t testing.TB, pool *pgxpool.Pool, name string) {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(pkBuf.Bytes())
-	err := store.New(pool).RegisterCircuit(context.Background(), &store.Circuit{
+	err := store.RegisterCircuit(context.Background(), pool, &store.Circuit{
 		Name: name, Constraints: int64(c.NbConstraints()), PublicInputs: c.NbPublic() - 1, SecretInputs: c.NbSecret(),
 		Wires: int64(c.NbWires()), VK: vkBuf.Bytes(), PKDigest: hex.EncodeToString(sum[:]),
 		MemEstimateBytes: synth.EstimateBytes(c), MaxInputsBytes: c.MaxInputsBytes(),

@@ -49,7 +49,6 @@ type Worker struct {
 	cfg     Config
 	log     *slog.Logger
 	pool    *pgxpool.Pool
-	store   *store.Store
 	catalog Catalog
 	devices []Device
 	budget  *Budget
@@ -104,7 +103,6 @@ func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Device, log 
 		cfg:      cfg,
 		log:      log,
 		pool:     pool,
-		store:    store.New(pool),
 		catalog:  catalog,
 		devices:  devices,
 		budget:   NewBudget(cfg.MemBudget),
@@ -305,7 +303,7 @@ func (w *Worker) work(ctx context.Context, job *river.Job[jobs.ProveArgs]) error
 	// A database that is restarting costs a moment, not one of the request's attempts.
 	var req *store.Request
 	err := w.retryDB(ctx, log, "begin attempt", func(ctx context.Context) (err error) {
-		req, err = w.store.BeginAttempt(ctx, job.Args.RequestID, job.ID, w.origin, queuedAt)
+		req, err = store.BeginAttempt(ctx, w.pool, job.Args.RequestID, job.ID, w.origin, queuedAt)
 		return err
 	})
 	var nr *store.NotRunnableError

@@ -42,7 +42,7 @@ func TestFinishAttemptWritesEveryPhaseColumn(t *testing.T) {
 		INSERT INTO cuzk.proof_requests (request_id, circuit, inputs) VALUES ('r', 'c', '{}')`); err != nil {
 		t.Fatal(err)
 	}
-	req, err := New(db.Pool).BeginAttempt(ctx, "r", 1, Origin{Worker: "w"}, time.Now().Add(-time.Second))
+	req, err := BeginAttempt(ctx, db.Pool, "r", 1, Origin{Worker: "w"}, time.Now().Add(-time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
