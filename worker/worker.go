@@ -9,19 +9,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"runtime/debug"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -701,7 +696,7 @@ func (w *Worker) retryDB(ctx context.Context, log *slog.Logger, what string, op 
 	delay := 100 * time.Millisecond
 	for {
 		err := op(ctx)
-		if err == nil || !transientDB(err) || ctx.Err() != nil || time.Now().After(deadline) {
+		if err == nil || !store.Unavailable(err) || ctx.Err() != nil || time.Now().After(deadline) {
 			return err
 		}
 		log.Warn("database unavailable, retrying", "op", what, "err", err, "in", delay)
@@ -712,21 +707,6 @@ func (w *Worker) retryDB(ctx context.Context, log *slog.Logger, what string, op 
 		}
 		delay = min(2*delay, 2*time.Second)
 	}
-}
-
-// transientDB says whether err is a lost, refused or shut-down connection rather than
-// an answer from the server.
-func transientDB(err error) bool {
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) {
-		// Class 08: connection exception; 57P01-57P03: server shutting down or starting.
-		return strings.HasPrefix(pe.Code, "08") || pe.Code == "57P01" || pe.Code == "57P02" || pe.Code == "57P03"
-	}
-	var ce *pgconn.ConnectError
-	var ne net.Error
-	return pgconn.SafeToRetry(err) || errors.As(err, &ce) || errors.As(err, &ne) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) || strings.Contains(err.Error(), "conn closed")
 }
 
 // totalMs is the attempt's time from being queued to being stored: queue time plus
