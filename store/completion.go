@@ -5,7 +5,76 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 )
+
+// CompleteAttempt stores a verified proof, completes its River job and records the
+// attempt, all in one transaction on db, so that a proof is never stored without its
+// job done and its attempt row, nor the reverse. A proof that StoreProof refuses is
+// no error: the attempt is recorded as interrupted (another attempt stored the
+// request's proof) or cancelled, and the job completed all the same. stamp runs once
+// the job is complete, just before the attempt row is written, to set the attempt's
+// last timings (the time spent storing is known only then).
+func CompleteAttempt[A river.JobArgs](ctx context.Context, db DB, job *river.Job[A], p *Proof, scrub bool,
+	a *Attempt, stamp func(*Attempt)) error {
+	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		err := StoreProof(ctx, tx, p, scrub)
+		switch {
+		case errors.Is(err, ErrDuplicateProof):
+			a.Outcome, a.Error = "interrupted", err.Error()
+		case errors.Is(err, ErrCancelled):
+			a.Outcome, a.Error = "cancelled", err.Error()
+		case err != nil:
+			return err
+		default:
+			a.Outcome = "succeeded"
+		}
+		if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
+			return fmt.Errorf("complete job %d: %w", job.ID, err)
+		}
+		stamp(a)
+		return FinishAttempt(ctx, tx, a)
+	})
+}
+
+// Failure is what becomes of the request and the job of an attempt that failed.
+type Failure struct {
+	Err string // the attempt's error, for the request's last_error and the job's errors
+	// HandBack: a worker shutdown stopped the attempt; the request goes back to the
+	// queue and its attempt is not counted (HandBack).
+	HandBack bool
+	// Final: no attempt is left, or none would help; the request fails for good.
+	Final bool
+	// Job and StartedAt are for the job's errors when the attempt's outcome is
+	// 'failed' (DiscardJob).
+	Job       *rivertype.JobRow
+	StartedAt time.Time
+}
+
+// FailAttempt records a failed attempt and moves its request on as f says, in one
+// transaction on db: handed back, queued again for River's retry, or failed with its
+// job discarded.
+func FailAttempt(ctx context.Context, db DB, a *Attempt, f Failure) error {
+	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		if err := FinishAttempt(ctx, tx, a); err != nil {
+			return err
+		}
+		if f.HandBack {
+			return HandBack(ctx, tx, a.RequestID, a.Attempt, f.Err)
+		}
+		if err := SetRequestOutcome(ctx, tx, a.RequestID, a.Attempt, f.Err, f.Final); err != nil {
+			return err
+		}
+		if a.Outcome == "failed" {
+			return DiscardJob(ctx, tx, f.Job.ID, f.Job.Attempt, f.StartedAt, f.Err)
+		}
+		return nil
+	})
+}
 
 // Proof is a verified proof to store.
 type Proof struct {

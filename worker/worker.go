@@ -19,7 +19,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/cuzk/cuzk/jobs"
@@ -648,8 +647,14 @@ func (w *Worker) persist(ctx context.Context, it *item, log *slog.Logger) error 
 
 	t = time.Now()
 	err = w.retryDB(ctx, log, "store proof", func(ctx context.Context) error {
-		return pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-			return w.storeTx(ctx, tx, it, proofBytes, t)
+		return store.CompleteAttempt(ctx, w.pool, it.job, &store.Proof{
+			RequestID: it.req.RequestID, Circuit: it.req.Circuit,
+			Proof: proofBytes, PublicWitness: it.public,
+			Attempt: it.req.Attempt, Worker: w.cfg.Name, Backend: it.att.Backend, VKDigest: it.key.VKDigest,
+		}, w.cfg.ScrubInputs, &it.att, func(a *store.Attempt) {
+			a.PersistMs = msPtr(time.Since(t))
+			a.FinishedAt = time.Now()
+			a.TotalMs = w.totalMs(it)
 		})
 	})
 	if err != nil {
@@ -660,32 +665,6 @@ func (w *Worker) persist(ctx context.Context, it *item, log *slog.Logger) error 
 	log.Info("proof stored", "outcome", it.att.Outcome, "total_ms", *it.att.TotalMs,
 		"synth_ms", deref(it.att.SynthMs), "prove_ms", deref(it.att.ProveMs), "backend", it.att.Backend)
 	return nil
-}
-
-// storeTx writes the proof, completes the River job and records the attempt.
-func (w *Worker) storeTx(ctx context.Context, tx pgx.Tx, it *item, proof []byte, t time.Time) error {
-	err := store.StoreProof(ctx, tx, &store.Proof{
-		RequestID: it.req.RequestID, Circuit: it.req.Circuit,
-		Proof: proof, PublicWitness: it.public,
-		Attempt: it.req.Attempt, Worker: w.cfg.Name, Backend: it.att.Backend, VKDigest: it.key.VKDigest,
-	}, w.cfg.ScrubInputs)
-	switch {
-	case errors.Is(err, store.ErrDuplicateProof):
-		it.att.Outcome, it.att.Error = "interrupted", err.Error()
-	case errors.Is(err, store.ErrCancelled):
-		it.att.Outcome, it.att.Error = "cancelled", err.Error()
-	case err != nil:
-		return err
-	default:
-		it.att.Outcome = "succeeded"
-	}
-	if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, it.job); err != nil {
-		return fmt.Errorf("complete job %d: %w", it.job.ID, err)
-	}
-	it.att.PersistMs = msPtr(time.Since(t))
-	it.att.FinishedAt = time.Now()
-	it.att.TotalMs = w.totalMs(it)
-	return store.FinishAttempt(ctx, tx, &it.att)
 }
 
 // retryDB runs op until it succeeds, fails for a reason other than a lost or refused
@@ -761,20 +740,8 @@ func (w *Worker) fail(ctx context.Context, it *item, log *slog.Logger) error {
 	dbCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	dbErr := w.retryDB(dbCtx, log, "record failed attempt", func(ctx context.Context) error {
-		return pgx.BeginFunc(ctx, w.pool, func(tx pgx.Tx) error {
-			if err := store.FinishAttempt(ctx, tx, &it.att); err != nil {
-				return err
-			}
-			if handBack {
-				return store.HandBack(ctx, tx, it.req.RequestID, it.req.Attempt, err.Error())
-			}
-			if err := store.SetRequestOutcome(ctx, tx, it.req.RequestID, it.req.Attempt, err.Error(), final); err != nil {
-				return err
-			}
-			if it.att.Outcome == "failed" {
-				return store.DiscardJob(ctx, tx, it.job.ID, it.job.Attempt, it.start, err.Error())
-			}
-			return nil
+		return store.FailAttempt(ctx, w.pool, &it.att, store.Failure{
+			Err: err.Error(), HandBack: handBack, Final: final, Job: it.job.JobRow, StartedAt: it.start,
 		})
 	})
 	// What is logged and what River keeps in the job's errors is bounded like the
