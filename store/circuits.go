@@ -84,3 +84,18 @@ func keyVersion(ctx context.Context, db DB, circuit, vkDigest string) (*int, err
 	}
 	return &v, nil
 }
+
+// CircuitSizes is the number of constraints of every registered circuit, by name.
+func CircuitSizes(ctx context.Context, db DB) (map[string]int64, error) {
+	rows, err := db.Query(ctx, "SELECT name, constraints FROM cuzk.circuits")
+	if err != nil {
+		return nil, fmt.Errorf("read circuit sizes: %w", err)
+	}
+	sizes := map[string]int64{}
+	var name string
+	var n int64
+	if _, err := pgx.ForEachRow(rows, []any{&name, &n}, func() error { sizes[name] = n; return nil }); err != nil {
+		return sizes, fmt.Errorf("read circuit sizes: %w", err)
+	}
+	return sizes, nil
+}

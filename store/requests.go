@@ -77,3 +77,16 @@ func FailOrphaned(ctx context.Context, db DB) (int64, error) {
 	}
 	return n, nil
 }
+
+// QueuedCircuits are the registered circuits with queued requests, most urgent first.
+func QueuedCircuits(ctx context.Context, db DB) ([]string, error) {
+	rows, _ := db.Query(ctx, `
+		SELECT r.circuit FROM cuzk.proof_requests r JOIN cuzk.circuits c ON c.name = r.circuit
+		 WHERE r.state = 'queued'
+		 GROUP BY r.circuit ORDER BY min(r.priority), min(r.created_at)`)
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("read the circuits of queued requests: %w", err)
+	}
+	return names, nil
+}

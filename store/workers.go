@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -82,4 +83,85 @@ func PruneWorkers(ctx context.Context, db DB, keep time.Duration) (int64, error)
 		return 0, fmt.Errorf("prune stopped workers: %w", err)
 	}
 	return tag.RowsAffected(), nil
+}
+
+// Beat is what a worker records about itself in cuzk.workers at each heartbeat.
+type Beat struct {
+	Worker        string // its name (host/pid by default)
+	Host          string
+	PID           int
+	Backend       string
+	Devices       []byte // jsonb: the device labels
+	Config        []byte // jsonb: performance settings and failure handling
+	RiverClientID string
+}
+
+// Heartbeat upserts the worker's row, marking it seen now and not stopped. It returns
+// the River client ID the row held before (nil for a new row or none), so that the
+// caller can tell another live process writing under the same name.
+func Heartbeat(ctx context.Context, db DB, b *Beat) (prevClientID *string, err error) {
+	err = db.QueryRow(ctx, `
+		WITH prev AS (SELECT river_client_id FROM cuzk.workers WHERE worker = $1)
+		INSERT INTO cuzk.workers (worker, host, pid, backend, devices, config, river_client_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (worker) DO UPDATE SET last_seen_at = now(), stopped_at = NULL,
+		    host = EXCLUDED.host, pid = EXCLUDED.pid,
+		    backend = EXCLUDED.backend, devices = EXCLUDED.devices, config = EXCLUDED.config,
+		    river_client_id = EXCLUDED.river_client_id
+		RETURNING (SELECT river_client_id FROM prev)`,
+		b.Worker, b.Host, b.PID, b.Backend, b.Devices, b.Config, b.RiverClientID).Scan(&prevClientID)
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat of worker %q: %w", b.Worker, err)
+	}
+	return prevClientID, nil
+}
+
+// MarkWorkerStopped marks worker's row stopped, only while it is River client
+// clientID's: a live namesake's row stays live.
+func MarkWorkerStopped(ctx context.Context, db DB, worker, clientID string) error {
+	_, err := db.Exec(ctx, "UPDATE cuzk.workers SET stopped_at = now(), last_seen_at = now() WHERE worker = $1 AND river_client_id = $2",
+		worker, clientID)
+	if err != nil {
+		return fmt.Errorf("mark worker %q stopped: %w", worker, err)
+	}
+	return nil
+}
+
+// LastBeat is what cuzk.workers says about a worker's name.
+type LastBeat struct {
+	RiverClientID string // "" when none was recorded
+	Host          string
+	PID           int
+	LastSeenAt    time.Time
+	Stopped       bool
+}
+
+// LastHeartbeat reads worker's row; ok is false when it has none.
+func LastHeartbeat(ctx context.Context, db DB, worker string) (b LastBeat, ok bool, err error) {
+	err = db.QueryRow(ctx, `
+		SELECT coalesce(river_client_id, ''), host, pid, last_seen_at, stopped_at IS NOT NULL
+		  FROM cuzk.workers WHERE worker = $1`, worker).Scan(&b.RiverClientID, &b.Host, &b.PID, &b.LastSeenAt, &b.Stopped)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return LastBeat{}, false, nil
+	}
+	if err != nil {
+		return LastBeat{}, false, fmt.Errorf("read the last heartbeat of worker %q: %w", worker, err)
+	}
+	return b, true, nil
+}
+
+// nameLockClass is the first key of the two-key advisory lock on a worker's name
+// (the second is hashtext(name)); the two-key space is apart from the one-key locks
+// that migrations use.
+const nameLockClass = 0x637a6b // "czk"
+
+// TryNameLock tries, without waiting, the session-level advisory lock on a worker's
+// name. conn must be a connection of its own (not a pool): the lock is held for as
+// long as that connection lives.
+func TryNameLock(ctx context.Context, conn DB, worker string) (bool, error) {
+	var held bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext($2))`, int32(nameLockClass), worker).Scan(&held); err != nil {
+		return false, fmt.Errorf("try the name lock of worker %q: %w", worker, err)
+	}
+	return held, nil
 }

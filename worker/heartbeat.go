@@ -30,17 +30,8 @@ func (w *Worker) heartbeat(ctx context.Context) {
 	beat := func() {
 		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		var prev *string
-		err := w.pool.QueryRow(c, `
-			WITH prev AS (SELECT river_client_id FROM cuzk.workers WHERE worker = $1)
-			INSERT INTO cuzk.workers (worker, host, pid, backend, devices, config, river_client_id)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)
-			ON CONFLICT (worker) DO UPDATE SET last_seen_at = now(), stopped_at = NULL,
-			    host = EXCLUDED.host, pid = EXCLUDED.pid,
-			    backend = EXCLUDED.backend, devices = EXCLUDED.devices, config = EXCLUDED.config,
-			    river_client_id = EXCLUDED.river_client_id
-			RETURNING (SELECT river_client_id FROM prev)`,
-			w.cfg.Name, host, os.Getpid(), backend, devJSON, cfgJSON, w.clientID).Scan(&prev)
+		prev, err := store.Heartbeat(c, w.pool, &store.Beat{Worker: w.cfg.Name, Host: host, PID: os.Getpid(),
+			Backend: backend, Devices: devJSON, Config: cfgJSON, RiverClientID: w.clientID})
 		if err != nil && ctx.Err() == nil {
 			w.log.Warn("worker heartbeat", "err", err)
 		}
@@ -72,8 +63,7 @@ func (w *Worker) markStopped() {
 	c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	// Only while the row is this process's: a live namesake's row stays live.
-	_, _ = w.pool.Exec(c, "UPDATE cuzk.workers SET stopped_at = now(), last_seen_at = now() WHERE worker = $1 AND river_client_id = $2",
-		w.cfg.Name, w.clientID)
+	_ = store.MarkWorkerStopped(c, w.pool, w.cfg.Name, w.clientID)
 }
 
 // sanitizeClientID turns a worker name into a River client ID (no slashes or spaces).

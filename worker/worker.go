@@ -793,18 +793,12 @@ func (w *Worker) failOrphaned(ctx context.Context) {
 // loadTimeouts caches each registered circuit's job timeout (proveWorker.Timeout has
 // no context to query with).
 func (w *Worker) loadTimeouts(ctx context.Context) {
-	rows, err := w.pool.Query(ctx, "SELECT name, constraints FROM cuzk.circuits")
+	sizes, err := store.CircuitSizes(ctx, w.pool)
 	if err != nil {
 		w.log.Warn("loading circuit sizes for job timeouts", "err", err)
-		return
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var name string
-		var n int64
-		if err := rows.Scan(&name, &n); err == nil {
-			w.timeouts.Store(name, jobs.Timeout(n))
-		}
+	for name, n := range sizes {
+		w.timeouts.Store(name, jobs.Timeout(n))
 	}
 }
 

@@ -1,0 +1,39 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// River's own tables, read where River's API has no call for it.
+
+// CancelRequested says whether job is running in queue with a cancel requested
+// (cancel_attempted_at in its metadata, as cuzk.cancel_proof and River's JobCancel
+// write it).
+func CancelRequested(ctx context.Context, db DB, jobID int64, queue string) (bool, error) {
+	var ok bool
+	err := db.QueryRow(ctx, `
+		SELECT EXISTS (SELECT 1 FROM public.river_job
+		                WHERE id = $1 AND queue = $2 AND state = 'running' AND metadata ? 'cancel_attempted_at')`,
+		jobID, queue).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("read cancel request of job %d: %w", jobID, err)
+	}
+	return ok, nil
+}
+
+// QueuePaused says whether River's queue is paused; ok is false when River has no row
+// for it.
+func QueuePaused(ctx context.Context, db DB, queue string) (paused, ok bool, err error) {
+	err = db.QueryRow(ctx, `SELECT paused_at IS NOT NULL FROM public.river_queue WHERE name = $1`, queue).Scan(&paused)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, fmt.Errorf("read pause state of queue %s: %w", queue, err)
+	}
+	return paused, true, nil
+}
