@@ -37,3 +37,33 @@ func QueuePaused(ctx context.Context, db DB, queue string) (paused, ok bool, err
 	}
 	return paused, true, nil
 }
+
+// JobCount is how many of a queue's jobs are in one of River's states.
+type JobCount struct {
+	State string
+	N     int64
+}
+
+// QueueJobs counts queue's jobs that are not finished, by state, in the order
+// available, running, scheduled, retryable, pending (every state, zero included).
+func QueueJobs(ctx context.Context, db DB, queue string) ([]JobCount, error) {
+	counts := []JobCount{{State: "available"}, {State: "running"}, {State: "scheduled"}, {State: "retryable"}, {State: "pending"}}
+	dest := make([]any, len(counts))
+	for i := range counts {
+		dest[i] = &counts[i].N
+	}
+	// One row; the partial sums keep it to one index scan of river_job's (state, queue, ...) index.
+	err := db.QueryRow(ctx, `
+		SELECT count(*) FILTER (WHERE state = 'available'),
+		       count(*) FILTER (WHERE state = 'running'),
+		       count(*) FILTER (WHERE state = 'scheduled'),
+		       count(*) FILTER (WHERE state = 'retryable'),
+		       count(*) FILTER (WHERE state = 'pending')
+		  FROM river_job
+		 WHERE queue = $1 AND state IN ('available', 'running', 'scheduled', 'retryable', 'pending')`,
+		queue).Scan(dest...)
+	if err != nil {
+		return nil, fmt.Errorf("count River jobs in queue %s: %w", queue, err)
+	}
+	return counts, nil
+}
