@@ -99,3 +99,26 @@ func CircuitSizes(ctx context.Context, db DB) (map[string]int64, error) {
 	}
 	return sizes, nil
 }
+
+// CircuitNames are the registered circuits' names, in order.
+func CircuitNames(ctx context.Context, db DB) ([]string, error) {
+	rows, _ := db.Query(ctx, "SELECT name FROM cuzk.circuits ORDER BY name")
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("read circuit names: %w", err)
+	}
+	return names, nil
+}
+
+// PKDigest is a registered circuit's proving key digest; ok is false when the circuit
+// is not registered.
+func PKDigest(ctx context.Context, db DB, circuit string) (digest string, ok bool, err error) {
+	err = db.QueryRow(ctx, "SELECT pk_digest FROM cuzk.circuits WHERE name = $1", circuit).Scan(&digest)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("read pk digest of circuit %q: %w", circuit, err)
+	}
+	return digest, true, nil
+}

@@ -5,6 +5,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -34,3 +35,6 @@ func nullString(s string) *string {
 	}
 	return &s
 }
+
+// interval is d as a PostgreSQL interval literal.
+func interval(d time.Duration) string { return fmt.Sprintf("%d microseconds", d.Microseconds()) }
