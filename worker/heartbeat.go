@@ -95,3 +95,15 @@ func (w *Worker) rescueDead(ctx context.Context) {
 			"discarded", j.Discarded, "dead_after", w.cfg.DeadAfter)
 	}
 }
+
+// failOrphaned ends requests whose job River discarded behind cuzk's back (the rescuer,
+// when a dead worker's job has no attempts left), so that none stays 'running' forever.
+func (w *Worker) failOrphaned(ctx context.Context) {
+	n, err := store.FailOrphaned(ctx, w.pool)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		w.log.Warn("ending orphaned requests", "err", err)
+	case n > 0:
+		w.log.Warn("requests failed: their worker stopped during their last attempt", "requests", n)
+	}
+}
