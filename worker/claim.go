@@ -41,6 +41,22 @@ func (it *item) finish(err error) {
 	close(it.done)
 }
 
+// drop ends the item's way through the pipeline with err, letting its solution (the
+// bulk of its memory) go at once.
+func (it *item) drop(err error) {
+	it.sol = nil
+	it.finish(err)
+}
+
+// dropAll drops the items that no stage has delivered yet.
+func dropAll(items []*item, err error) {
+	for _, it := range items {
+		if !it.finished() {
+			it.drop(err)
+		}
+	}
+}
+
 // finished says whether a stage has delivered the item already.
 func (it *item) finished() bool {
 	select {

@@ -19,22 +19,12 @@ func (w *Worker) runProver(i int) {
 		if w.lost[i].Load() {
 			// Every device is lost (else this prover has returned) and the worker is
 			// stopping: what still waits for a prover goes back to the queue now.
-			for _, it := range b.items {
-				if !it.finished() {
-					it.sol = nil
-					it.finish(errHandBack)
-				}
-			}
+			dropAll(b.items, errHandBack)
 			continue
 		}
 		err := w.safely("prove on "+d.Backend.Name(), func() error { w.proveBatch(d, b); return nil })
 		if err != nil {
-			for _, it := range b.items {
-				if !it.finished() {
-					it.sol = nil
-					it.finish(err)
-				}
-			}
+			dropAll(b.items, err)
 		}
 		if w.lost[i].Load() && !w.allLost() {
 			return
@@ -81,8 +71,7 @@ func (w *Worker) proveBatch(d *Device, b *batch) {
 		it.att.Backend = d.Backend.Name()
 		it.att.Device = d.Label
 		if err := context.Cause(it.ctx); err != nil {
-			it.sol = nil
-			it.finish(err)
+			it.drop(err)
 			continue
 		}
 		live = append(live, it)
@@ -90,12 +79,7 @@ func (w *Worker) proveBatch(d *Device, b *batch) {
 	if len(live) == 0 {
 		return
 	}
-	fail := func(err error) {
-		for _, it := range live {
-			it.sol = nil
-			it.finish(err)
-		}
-	}
+	fail := func(err error) { dropAll(live, err) }
 
 	// The key is shared by the batch; loading it (reading it after synthesis, then
 	// making it resident here) is the srs phase of every attempt in it.

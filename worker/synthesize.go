@@ -42,8 +42,7 @@ func (w *Worker) startBatch(b *batch) {
 			go func() {
 				defer wg.Done()
 				if err := w.safely("synthesize", func() error { return w.synthesize(it) }); err != nil {
-					it.sol = nil
-					it.finish(err)
+					it.drop(err)
 				}
 			}()
 		}
@@ -68,8 +67,7 @@ func (w *Worker) startBatch(b *batch) {
 			it.keyWait = wait
 			if err != nil {
 				it.att.SrsMs = msPtr(wait)
-				it.sol = nil
-				it.finish(fmt.Errorf("load proving key of %q: %w", b.circuit, err))
+				it.drop(fmt.Errorf("load proving key of %q: %w", b.circuit, err))
 			}
 		}
 		if err != nil {
