@@ -213,3 +213,13 @@ func FinishAttempt(ctx context.Context, db DB, a *Attempt) error {
 	}
 	return nil
 }
+
+// SetPhases sets the attempt's phase times from d (by the names of package phase), in
+// the fractional milliseconds of the attempt row; a phase d lacks keeps its value.
+func (a *Attempt) SetPhases(d map[string]time.Duration) {
+	for _, p := range phase.All() {
+		if v, ok := d[p.Name]; ok {
+			*a.phaseField(p.Name) = Ms(v)
+		}
+	}
+}

@@ -79,3 +79,15 @@ func TestFinishAttemptWritesEveryPhaseColumn(t *testing.T) {
 		}
 	}
 }
+
+func TestSetPhasesTurnsDurationsIntoMilliseconds(t *testing.T) {
+	q := 5.0
+	a := &Attempt{QueueMs: &q}
+	a.SetPhases(map[string]time.Duration{phase.Synth: 1500 * time.Microsecond, phase.Total: 2 * time.Second})
+	if a.SynthMs == nil || *a.SynthMs != 1.5 || a.TotalMs == nil || *a.TotalMs != 2000 {
+		t.Errorf("synth %v, total %v; want 1.5 and 2000 ms", a.SynthMs, a.TotalMs)
+	}
+	if a.ProveMs != nil || a.QueueMs != &q {
+		t.Error("a phase without a duration changed")
+	}
+}

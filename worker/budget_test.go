@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"github.com/cuzk/cuzk/phase"
 	"github.com/cuzk/cuzk/store"
 	"sync"
 	"sync/atomic"
@@ -112,7 +113,7 @@ func TestCollectorFlushesOnSizeWaitAndPriority(t *testing.T) {
 			t.Fatalf("priority flush: %d items", len(b.items))
 		}
 		for _, it := range b.items {
-			if it.att.BatchWaitMs == nil {
+			if _, ok := it.times.Get(phase.BatchWait); !ok {
 				t.Fatal("batch_wait_ms not recorded")
 			}
 		}

@@ -20,7 +20,8 @@ type item struct {
 	job   *river.Job[jobs.ProveArgs]
 	req   *store.Request
 	start time.Time
-	att   store.Attempt
+	att   store.Attempt // the attempt row but for its phase times
+	times Timings
 
 	collectedAt time.Time
 	compiled    *synth.Compiled

@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/cuzk/cuzk/phase"
 	"github.com/cuzk/cuzk/prover"
 	"github.com/cuzk/cuzk/store"
 	"github.com/cuzk/cuzk/synth"
@@ -25,13 +26,13 @@ func (w *Worker) persist(ctx context.Context, it *item, log *slog.Logger) error 
 		return w.fail(ctx, it, log)
 	}
 	if err := prover.VerifyProof(it.key.VK, it.proof, it.public); err != nil {
-		it.att.VerifyMs = msPtr(time.Since(t))
+		it.times.Set(phase.Verify, time.Since(t))
 		// A proof that does not verify is never stored; it points at a faulty backend
 		// or key, so the attempt is retried.
 		it.err = fmt.Errorf("proof failed verification: %w", err)
 		return w.fail(ctx, it, log)
 	}
-	it.att.VerifyMs = msPtr(time.Since(t))
+	it.times.Set(phase.Verify, time.Since(t))
 
 	t = time.Now()
 	err = w.retryDB(ctx, log, "store proof", func(ctx context.Context) error {
@@ -40,9 +41,10 @@ func (w *Worker) persist(ctx context.Context, it *item, log *slog.Logger) error 
 			Proof: proofBytes, PublicWitness: it.public,
 			Attempt: it.req.Attempt, Worker: w.cfg.Name, Backend: it.att.Backend, VKDigest: it.key.VKDigest,
 		}, w.cfg.ScrubInputs, &it.att, func(a *store.Attempt) {
-			a.PersistMs = msPtr(time.Since(t))
+			it.times.Set(phase.Persist, time.Since(t))
 			a.FinishedAt = time.Now()
-			a.TotalMs = w.totalMs(it)
+			it.times.Set(phase.Total, w.total(it))
+			a.SetPhases(it.times.Phases())
 		})
 	})
 	if err != nil {
@@ -76,14 +78,14 @@ func (w *Worker) retryDB(ctx context.Context, log *slog.Logger, what string, op 
 	}
 }
 
-// totalMs is the attempt's time from being queued to being stored: queue time plus
+// total is the attempt's time from being queued to being stored: queue time plus
 // the attempt's own wall time, so it is at least the sum of the phases run in sequence.
-func (w *Worker) totalMs(it *item) *float64 {
+func (w *Worker) total(it *item) time.Duration {
 	queue := it.start.Sub(it.job.ScheduledAt)
 	if it.job.CreatedAt.After(it.job.ScheduledAt) {
 		queue = it.start.Sub(it.job.CreatedAt)
 	}
-	return msPtr(max(queue, 0) + time.Since(it.start))
+	return max(queue, 0) + time.Since(it.start)
 }
 
 // fail records a failed attempt and tells River what to do with the job: bad input and
@@ -123,7 +125,8 @@ func (w *Worker) fail(ctx context.Context, it *item, log *slog.Logger) error {
 	}
 	it.att.Error = store.CapError(err.Error())
 	it.att.FinishedAt = time.Now()
-	it.att.TotalMs = w.totalMs(it)
+	it.times.Set(phase.Total, w.total(it))
+	it.att.SetPhases(it.times.Phases())
 
 	dbCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
@@ -165,8 +168,6 @@ type cappedError struct{ err error }
 
 func (e cappedError) Error() string { return store.CapError(e.err.Error()) }
 func (e cappedError) Unwrap() error { return e.err }
-
-func msPtr(d time.Duration) *float64 { return store.Ms(d) }
 
 func deref(p *float64) float64 {
 	if p == nil {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cuzk/cuzk/phase"
 	"github.com/cuzk/cuzk/prover"
 	"github.com/cuzk/cuzk/synth"
 )
@@ -67,7 +68,7 @@ func (w *Worker) proveBatch(d *Device, b *batch) {
 	picked := time.Now()
 	live := b.items[:0:0]
 	for _, it := range b.items {
-		it.att.ProveWaitMs = msPtr(picked.Sub(it.synthDone) - it.keyWait)
+		it.times.Set(phase.ProveWait, picked.Sub(it.synthDone)-it.keyWait)
 		it.att.Backend = d.Backend.Name()
 		it.att.Device = d.Label
 		if err := context.Cause(it.ctx); err != nil {
@@ -93,7 +94,7 @@ func (w *Worker) proveBatch(d *Device, b *batch) {
 	defer stop()
 	key, loaded, err := w.catalog.Key(ctx, b.circuit, d.Backend)
 	for _, it := range live {
-		it.att.SrsMs = msPtr(it.keyWait + loaded)
+		it.times.Set(phase.SRS, it.keyWait+loaded)
 	}
 	if err != nil {
 		fail(fmt.Errorf("load proving key of %q on %s: %w", b.circuit, d.Backend.Name(), err))
@@ -125,24 +126,13 @@ func (w *Worker) proveBatch(d *Device, b *batch) {
 	if d.Telemetry != nil {
 		telemetry = d.Telemetry()
 	}
+	inside := devicePhases(times)
 	for _, it := range live {
 		it.att.Telemetry = telemetry
 		it.att.ProveStartedAt = start
-		it.att.ProveMs = msPtr(elapsed)
-		if times.NTT > 0 {
-			it.att.NttMs = msPtr(times.NTT)
-		}
-		if times.MSM > 0 {
-			it.att.MsmMs = msPtr(times.MSM)
-		}
-		if times.H2D > 0 {
-			it.att.H2DMs = msPtr(times.H2D)
-		}
-		if times.MSMG1 > 0 {
-			it.att.MsmG1Ms = msPtr(times.MSMG1)
-		}
-		if times.MSMG2 > 0 {
-			it.att.MsmG2Ms = msPtr(times.MSMG2)
+		it.times.Set(phase.Prove, elapsed)
+		for name, t := range inside {
+			it.times.Set(name, t)
 		}
 		it.key = key
 	}
@@ -158,4 +148,18 @@ func (w *Worker) proveBatch(d *Device, b *batch) {
 		it.res.Shrink(it.res.Bytes() / 16)
 		it.finish(nil)
 	}
+}
+
+// devicePhases are the phases inside prove that the backend measured, by name: a
+// backend that does not separate a phase reports no time for it.
+func devicePhases(t prover.PhaseTimes) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for name, d := range map[string]time.Duration{
+		phase.NTT: t.NTT, phase.MSM: t.MSM, phase.H2D: t.H2D, phase.MSMG1: t.MSMG1, phase.MSMG2: t.MSMG2,
+	} {
+		if d > 0 {
+			out[name] = d
+		}
+	}
+	return out
 }

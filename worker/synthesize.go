@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cuzk/cuzk/phase"
 	"github.com/cuzk/cuzk/synth"
 )
 
@@ -66,7 +67,7 @@ func (w *Worker) startBatch(b *batch) {
 		for _, it := range solved {
 			it.keyWait = wait
 			if err != nil {
-				it.att.SrsMs = msPtr(wait)
+				it.times.Set(phase.SRS, wait)
 				it.drop(fmt.Errorf("load proving key of %q: %w", b.circuit, err))
 			}
 		}
@@ -97,7 +98,7 @@ func (w *Worker) synthesize(it *item) error {
 	need := synth.EstimateBytes(compiled)
 	t := time.Now()
 	res, err := w.budget.Reserve(waitCtx, need)
-	it.att.MemWaitMs = msPtr(time.Since(t))
+	it.times.Set(phase.MemWait, time.Since(t))
 	if err != nil {
 		if errors.Is(context.Cause(waitCtx), errHandBack) {
 			return errHandBack
@@ -123,7 +124,7 @@ func (w *Worker) synthesize(it *item) error {
 	}
 	sol, err := synth.Solve(it.ctx, compiled, it.req.Payload())
 	it.synthDone = time.Now()
-	it.att.SynthMs = msPtr(it.synthDone.Sub(it.att.SynthStartedAt))
+	it.times.Set(phase.Synth, it.synthDone.Sub(it.att.SynthStartedAt))
 	if err != nil {
 		return fmt.Errorf("synthesize: %w", err)
 	}
