@@ -20,7 +20,7 @@ type item struct {
 	job   *river.Job[jobs.ProveArgs]
 	req   *store.Request
 	start time.Time
-	att   store.Attempt // the attempt row but for its phase times
+	att   store.Attempt // the attempt row; its phase times come from times when it is recorded
 	times Timings
 
 	collectedAt time.Time
