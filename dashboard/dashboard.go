@@ -22,6 +22,7 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/cuzk/cuzk/gpu/devinfo"
+	"github.com/cuzk/cuzk/store"
 )
 
 // Comparison is the content of the "last comparison between the two most recent
@@ -54,7 +55,7 @@ type Options struct {
 
 // Handler serves the dashboard at its mount point.
 type Handler struct {
-	db   DB
+	db   store.DB
 	opts Options
 	tmpl *template.Template
 }
@@ -63,7 +64,7 @@ type Handler struct {
 var pageHTML string
 
 // New returns the dashboard reading from db.
-func New(db DB, opts Options) *Handler {
+func New(db store.DB, opts Options) *Handler {
 	if opts.Window <= 0 {
 		opts.Window = 24 * time.Hour
 	}

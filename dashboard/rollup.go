@@ -2,15 +2,13 @@ package dashboard
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"math"
 	"sort"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/cuzk/cuzk/phase"
+	"github.com/cuzk/cuzk/store"
 )
 
 // Charts with periods of an hour or more read hourly aggregates (cuzk.attempt_hours,
@@ -27,12 +25,10 @@ const RollupHorizon = 31 * 24 * time.Hour
 // `every` until ctx ends. Any number of processes may run it (the fill takes a row
 // lock); the first fill of a large table takes a while, so it runs here, in the
 // background, never in a page view.
-func KeepRollup(ctx context.Context, db DB, every time.Duration, log *slog.Logger) {
+func KeepRollup(ctx context.Context, db store.DB, every time.Duration, log *slog.Logger) {
 	for {
 		fctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
-		var until time.Time
-		err := db.QueryRow(fctx, `SELECT cuzk.fill_attempt_hours(now() - make_interval(secs => $1))`,
-			secs(RollupHorizon)).Scan(&until)
+		_, err := store.FillAttemptHours(fctx, db, RollupHorizon)
 		cancel()
 		if err != nil && ctx.Err() == nil {
 			log.Warn("dashboard: hourly rollup", "err", err)
@@ -111,11 +107,10 @@ func (s *stats) point(period time.Time) *Point {
 
 // periodStats reads the window [start, now] by circuit and period (d.Bucket, at least
 // an hour): filled hours from cuzk.attempt_hours, the rest from the attempt rows.
-func periodStats(ctx context.Context, db DB, d *Data, start time.Time) (map[string]map[time.Time]*stats, error) {
+func periodStats(ctx context.Context, db store.DB, d *Data, start time.Time) (map[string]map[time.Time]*stats, error) {
 	// Filled hours that lie whole inside the window.
-	var from, until time.Time
-	err := db.QueryRow(ctx, `SELECT filled_from, filled_until FROM cuzk.attempt_hours_mark`).Scan(&from, &until)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+	from, until, err := store.FilledHours(ctx, db)
+	if err != nil {
 		return nil, err
 	}
 	hs := start.Truncate(time.Hour)
@@ -137,29 +132,15 @@ func periodStats(ctx context.Context, db DB, d *Data, start time.Time) (map[stri
 		}
 		return s
 	}
-	var name string
-	var period time.Time
-	var succeeded, failed, timed int64
-	var sums []float64
-	var counts, hn []int64
-	var hb []int16
-	dest := []any{&name, &period, &succeeded, &failed, &timed, &sums, &counts, &hb, &hn}
-	each := func(rows pgx.Rows, err error) error {
-		if err != nil {
-			return err
+	each := func(ps []store.PeriodStats, err error) error {
+		for _, p := range ps {
+			at(p.Circuit, p.Period).add(p.Succeeded, p.Failed, p.Timed, p.Sums, p.Counts, p.HistB, p.HistN)
 		}
-		_, err = pgx.ForEachRow(rows, dest, func() error {
-			at(name, period).add(succeeded, failed, timed, sums, counts, hb, hn)
-			return nil
-		})
 		return err
 	}
 	raw := [][2]time.Time{{start, d.Now.Add(time.Second)}}
 	if from.Before(until) {
-		if err := each(db.Query(ctx, `
-			SELECT circuit, date_bin(make_interval(secs => $1), hour, timestamptz '2000-01-01'),
-			       succeeded, failed, timed, sums, counts, hist_b, hist_n
-			  FROM cuzk.attempt_hours WHERE hour >= $2 AND hour < $3`, secs(d.Bucket), from, until)); err != nil {
+		if err := each(store.HourStats(ctx, db, d.Bucket, from, until)); err != nil {
 			return nil, err
 		}
 		raw = [][2]time.Time{{start, from}, {until, d.Now.Add(time.Second)}}
@@ -168,8 +149,7 @@ func periodStats(ctx context.Context, db DB, d *Data, start time.Time) (map[stri
 		if !r[0].Before(r[1]) {
 			continue
 		}
-		if err := each(db.Query(ctx, `SELECT * FROM cuzk.attempt_stats($1, $2, make_interval(secs => $3))`,
-			r[0], r[1], secs(d.Bucket))); err != nil {
+		if err := each(store.AttemptStats(ctx, db, r[0], r[1], d.Bucket)); err != nil {
 			return nil, err
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/cuzk/cuzk/phase"
-	cuzksql "github.com/cuzk/cuzk/sql"
+	"github.com/cuzk/cuzk/store"
 )
 
 // Metrics owns a registry with cuzk's collectors. It implements worker.Observer.
@@ -54,7 +54,7 @@ func (m *Metrics) Handler() http.Handler {
 }
 
 // AttemptFinished records an attempt's outcome and the phases it reached.
-func (m *Metrics) AttemptFinished(a *cuzksql.Attempt) {
+func (m *Metrics) AttemptFinished(a *store.Attempt) {
 	m.attempts.WithLabelValues(a.Circuit, a.Outcome).Inc()
 	for _, p := range Phases(a) {
 		if p.Ms != nil {
@@ -71,7 +71,7 @@ type Phase struct {
 
 // Phases lists an attempt's phases, in package phase's order and under its names
 // (those of cuzk.attempt_phases).
-func Phases(a *cuzksql.Attempt) []Phase {
+func Phases(a *store.Attempt) []Phase {
 	all := phase.All()
 	out := make([]Phase, len(all))
 	for i, p := range all {

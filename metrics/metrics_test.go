@@ -16,7 +16,7 @@ import (
 	"github.com/cuzk/cuzk/internal/pgtest"
 	"github.com/cuzk/cuzk/metrics"
 	"github.com/cuzk/cuzk/phase"
-	cuzksql "github.com/cuzk/cuzk/sql"
+	"github.com/cuzk/cuzk/store"
 	"github.com/cuzk/cuzk/worker"
 )
 
@@ -52,12 +52,12 @@ func wantLines(t *testing.T, body string, lines ...string) {
 
 func TestAttemptPhasesAndOutcomes(t *testing.T) {
 	m := metrics.New()
-	m.AttemptFinished(&cuzksql.Attempt{Circuit: "synthetic-k10", Outcome: "succeeded",
+	m.AttemptFinished(&store.Attempt{Circuit: "synthetic-k10", Outcome: "succeeded",
 		SynthMs: ms(1500), ProveMs: ms(250), TotalMs: ms(2000)})
-	m.AttemptFinished(&cuzksql.Attempt{Circuit: "synthetic-k10", Outcome: "succeeded",
+	m.AttemptFinished(&store.Attempt{Circuit: "synthetic-k10", Outcome: "succeeded",
 		SynthMs: ms(500), ProveMs: ms(750), TotalMs: ms(1000)})
 	// A bad request fails in synthesis: later phases were never reached and are not observed.
-	m.AttemptFinished(&cuzksql.Attempt{Circuit: "synthetic-k10", Outcome: "failed", SynthMs: ms(3), TotalMs: ms(4)})
+	m.AttemptFinished(&store.Attempt{Circuit: "synthetic-k10", Outcome: "failed", SynthMs: ms(3), TotalMs: ms(4)})
 
 	body := scrape(t, m.Handler())
 	wantLines(t, body,
@@ -83,7 +83,7 @@ func TestAttemptPhasesAndOutcomes(t *testing.T) {
 // Every phase of the phase table, the device phases inside prove too, has its series.
 func TestEveryPhaseIsObserved(t *testing.T) {
 	m := metrics.New()
-	m.AttemptFinished(&cuzksql.Attempt{Circuit: "c", Outcome: "succeeded",
+	m.AttemptFinished(&store.Attempt{Circuit: "c", Outcome: "succeeded",
 		QueueMs: ms(1), BatchWaitMs: ms(1), MemWaitMs: ms(1), SrsMs: ms(1), SynthMs: ms(1), ProveWaitMs: ms(1),
 		ProveMs: ms(1), H2DMs: ms(1), NttMs: ms(1), MsmMs: ms(1), MsmG1Ms: ms(1), MsmG2Ms: ms(1),
 		VerifyMs: ms(1), PersistMs: ms(1), TotalMs: ms(1)})

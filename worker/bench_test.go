@@ -13,7 +13,7 @@ import (
 	"github.com/cuzk/cuzk/internal/bench"
 	"github.com/cuzk/cuzk/internal/pgtest"
 	"github.com/cuzk/cuzk/prover"
-	cuzksql "github.com/cuzk/cuzk/sql"
+	"github.com/cuzk/cuzk/store"
 	"github.com/cuzk/cuzk/synth"
 	"github.com/cuzk/cuzk/worker"
 )
@@ -114,7 +114,7 @@ type attemptEnd struct {
 	persist time.Duration
 }
 
-func (r *endRecorder) AttemptFinished(a *cuzksql.Attempt) {
+func (r *endRecorder) AttemptFinished(a *store.Attempt) {
 	now := time.Now()
 	if a.Outcome != "succeeded" || a.PersistMs == nil {
 		return

@@ -3,7 +3,8 @@ package worker
 import (
 	"context"
 	"errors"
-	cuzksql "github.com/cuzk/cuzk/sql"
+	"github.com/cuzk/cuzk/phase"
+	"github.com/cuzk/cuzk/store"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -82,7 +83,7 @@ func TestCollectorFlushesOnSizeWaitAndPriority(t *testing.T) {
 	got := make(chan *batch, 10)
 	c := newCollector(3, 50*time.Millisecond, func(b *batch) { got <- b })
 	mk := func(circuit string, prio int) *item {
-		return &item{req: &cuzksql.Request{Circuit: circuit, Priority: prio}}
+		return &item{req: &store.Request{Circuit: circuit, Priority: prio}}
 	}
 	// Size: three of one circuit flush at once.
 	for range 3 {
@@ -112,7 +113,7 @@ func TestCollectorFlushesOnSizeWaitAndPriority(t *testing.T) {
 			t.Fatalf("priority flush: %d items", len(b.items))
 		}
 		for _, it := range b.items {
-			if it.att.BatchWaitMs == nil {
+			if _, ok := it.times.Get(phase.BatchWait); !ok {
 				t.Fatal("batch_wait_ms not recorded")
 			}
 		}

@@ -14,7 +14,7 @@ import (
 	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
 
 	"github.com/cuzk/cuzk/prover"
-	cuzksql "github.com/cuzk/cuzk/sql"
+	"github.com/cuzk/cuzk/store"
 	"github.com/cuzk/cuzk/synth"
 )
 
@@ -304,7 +304,7 @@ func (c *catalog) load(ctx context.Context, name string, b prover.Backend) (k *R
 		if err != nil {
 			return nil, err
 		}
-		k = &ResidentKey{PK: g.pk, Key: dk, VK: g.vk, VKDigest: cuzksql.VKDigest(enc.Bytes()),
+		k = &ResidentKey{PK: g.pk, Key: dk, VK: g.vk, VKDigest: store.VKDigest(enc.Bytes()),
 			c: c, id: name + "\x00" + b.Name(), backend: b.Name(), state: st, lastUse: time.Now()}
 		if c.register(k, resets) {
 			return k, nil

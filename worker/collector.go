@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/cuzk/cuzk/phase"
 )
 
 // batch is a group of requests for one circuit proven together.
@@ -79,7 +81,7 @@ func (c *collector) flushGroup(circuit string, g *pendingGroup) {
 
 	now := time.Now()
 	for _, it := range g.items {
-		it.att.BatchWaitMs = msPtr(now.Sub(it.collectedAt))
+		it.times.Set(phase.BatchWait, now.Sub(it.collectedAt))
 	}
 	c.flush(&batch{id: uuid.New(), circuit: circuit, items: g.items})
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/cuzk/cuzk/internal/hostinfo"
 	"github.com/cuzk/cuzk/internal/pgtest"
 	"github.com/cuzk/cuzk/prover"
-	cuzksql "github.com/cuzk/cuzk/sql"
+	"github.com/cuzk/cuzk/store"
 	"github.com/cuzk/cuzk/synth"
 	"github.com/cuzk/cuzk/worker"
 )
@@ -88,7 +88,7 @@ func register(t testing.TB, pool *pgxpool.Pool, name string) {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(pkBuf.Bytes())
-	err := cuzksql.New(pool).RegisterCircuit(context.Background(), &cuzksql.Circuit{
+	err := store.RegisterCircuit(context.Background(), pool, &store.Circuit{
 		Name: name, Constraints: int64(c.NbConstraints()), PublicInputs: c.NbPublic() - 1, SecretInputs: c.NbSecret(),
 		Wires: int64(c.NbWires()), VK: vkBuf.Bytes(), PKDigest: hex.EncodeToString(sum[:]),
 		MemEstimateBytes: synth.EstimateBytes(c), MaxInputsBytes: c.MaxInputsBytes(),

@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cuzk/cuzk/internal/pgtest"
-	cuzksql "github.com/cuzk/cuzk/sql"
+	"github.com/cuzk/cuzk/store"
 	"github.com/cuzk/cuzk/synth"
 )
 
@@ -128,7 +128,7 @@ func scalar(t *testing.T, pool *pgxpool.Pool, q string, args ...any) int {
 
 // Error texts are bounded wherever they are kept: an input's megabyte field name is
 // not repeated into last_error, the attempt's error, River's job errors or the log, and
-// any error text over cuzksql.MaxErrorBytes is stored cut and marked so.
+// any error text over store.MaxErrorBytes is stored cut and marked so.
 func TestGiantErrorsAreStoredCut(t *testing.T) {
 	db := pgtest.New(t)
 	const circuit = "synthetic-k6"
@@ -152,19 +152,19 @@ func TestGiantErrorsAreStoredCut(t *testing.T) {
 	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	startWorkerWith(t, db.Pool, nil, log, nil)
 	st, le := waitState(t, db.Pool, "giant-key", "failed", "succeeded")
-	if st != "failed" || !strings.Contains(le, "unknown field") || len(le) > cuzksql.MaxErrorBytes {
-		t.Errorf("giant key: %s with a %d-byte error %.300q; want failed, unknown field, at most %d bytes", st, len(le), le, cuzksql.MaxErrorBytes)
+	if st != "failed" || !strings.Contains(le, "unknown field") || len(le) > store.MaxErrorBytes {
+		t.Errorf("giant key: %s with a %d-byte error %.300q; want failed, unknown field, at most %d bytes", st, len(le), le, store.MaxErrorBytes)
 	}
-	if n := scalar(t, db.Pool, `SELECT max(octet_length(error)) FROM cuzk.proof_attempts`); n > cuzksql.MaxErrorBytes {
+	if n := scalar(t, db.Pool, `SELECT max(octet_length(error)) FROM cuzk.proof_attempts`); n > store.MaxErrorBytes {
 		t.Errorf("attempt error of %d bytes", n)
 	}
-	if n := scalar(t, db.Pool, `SELECT coalesce(max(octet_length(e->>'error')), 0) FROM river_job j, unnest(j.errors) e`); n > cuzksql.MaxErrorBytes+64 {
+	if n := scalar(t, db.Pool, `SELECT coalesce(max(octet_length(e->>'error')), 0) FROM river_job j, unnest(j.errors) e`); n > store.MaxErrorBytes+64 {
 		t.Errorf("River job error of %d bytes", n)
 	}
 	sc := bufio.NewScanner(strings.NewReader(buf.String()))
 	sc.Buffer(nil, 64<<20)
 	for sc.Scan() {
-		if len(sc.Text()) > 3*cuzksql.MaxErrorBytes {
+		if len(sc.Text()) > 3*store.MaxErrorBytes {
 			t.Errorf("log line of %d bytes: %.300s", len(sc.Text()), sc.Text())
 		}
 	}
@@ -179,10 +179,10 @@ func TestGiantErrorsAreStoredCut(t *testing.T) {
 		if _, err := tx.Exec(ctx, `UPDATE cuzk.proof_requests SET state = 'running' WHERE request_id = 'giant-error'`); err != nil {
 			return err
 		}
-		if err := cuzksql.FinishAttempt(ctx, tx, &cuzksql.Attempt{RequestID: "giant-error", Attempt: 1, Outcome: "failed", Error: giant}); err != nil {
+		if err := store.FinishAttempt(ctx, tx, &store.Attempt{RequestID: "giant-error", Attempt: 1, Outcome: "failed", Error: giant}); err != nil {
 			return err
 		}
-		return cuzksql.SetRequestOutcome(ctx, tx, "giant-error", 1, giant, true)
+		return store.SetRequestOutcome(ctx, tx, "giant-error", 1, giant, true)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -196,8 +196,8 @@ func TestGiantErrorsAreStoredCut(t *testing.T) {
 		if err := db.Pool.QueryRow(ctx, q).Scan(&s); err != nil {
 			t.Fatal(err)
 		}
-		if len(s) > cuzksql.MaxErrorBytes || !strings.HasSuffix(s, mark) || !strings.HasPrefix(s, "éé") {
-			t.Errorf("%s: %d bytes ending %q; want at most %d ending %q", q, len(s), s[max(0, len(s)-40):], cuzksql.MaxErrorBytes, mark)
+		if len(s) > store.MaxErrorBytes || !strings.HasSuffix(s, mark) || !strings.HasPrefix(s, "éé") {
+			t.Errorf("%s: %d bytes ending %q; want at most %d ending %q", q, len(s), s[max(0, len(s)-40):], store.MaxErrorBytes, mark)
 		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cuzk/cuzk/jobs"
-	cuzksql "github.com/cuzk/cuzk/sql"
+	"github.com/cuzk/cuzk/store"
 )
 
 // heartbeat keeps this worker's row in cuzk.workers fresh (and the circuit timeouts
@@ -30,17 +30,8 @@ func (w *Worker) heartbeat(ctx context.Context) {
 	beat := func() {
 		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		var prev *string
-		err := w.pool.QueryRow(c, `
-			WITH prev AS (SELECT river_client_id FROM cuzk.workers WHERE worker = $1)
-			INSERT INTO cuzk.workers (worker, host, pid, backend, devices, config, river_client_id)
-			VALUES ($1, $2, $3, $4, $5, $6, $7)
-			ON CONFLICT (worker) DO UPDATE SET last_seen_at = now(), stopped_at = NULL,
-			    host = EXCLUDED.host, pid = EXCLUDED.pid,
-			    backend = EXCLUDED.backend, devices = EXCLUDED.devices, config = EXCLUDED.config,
-			    river_client_id = EXCLUDED.river_client_id
-			RETURNING (SELECT river_client_id FROM prev)`,
-			w.cfg.Name, host, os.Getpid(), backend, devJSON, cfgJSON, w.clientID).Scan(&prev)
+		prev, err := store.Heartbeat(c, w.pool, &store.Beat{Worker: w.cfg.Name, Host: host, PID: os.Getpid(),
+			Backend: backend, Devices: devJSON, Config: cfgJSON, RiverClientID: w.clientID})
 		if err != nil && ctx.Err() == nil {
 			w.log.Warn("worker heartbeat", "err", err)
 		}
@@ -60,7 +51,7 @@ func (w *Worker) heartbeat(ctx context.Context) {
 			beat()
 			w.loadTimeouts(ctx)
 			w.rescueDead(ctx)
-			if _, err := cuzksql.PruneWorkers(ctx, w.pool, stoppedWorkersKept); err != nil && ctx.Err() == nil {
+			if _, err := store.PruneWorkers(ctx, w.pool, stoppedWorkersKept); err != nil && ctx.Err() == nil {
 				w.log.Warn("pruning stopped workers", "err", err)
 			}
 			w.failOrphaned(ctx)
@@ -72,8 +63,7 @@ func (w *Worker) markStopped() {
 	c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	// Only while the row is this process's: a live namesake's row stays live.
-	_, _ = w.pool.Exec(c, "UPDATE cuzk.workers SET stopped_at = now(), last_seen_at = now() WHERE worker = $1 AND river_client_id = $2",
-		w.cfg.Name, w.clientID)
+	_ = store.MarkWorkerStopped(c, w.pool, w.cfg.Name, w.clientID)
 }
 
 // sanitizeClientID turns a worker name into a River client ID (no slashes or spaces).
@@ -86,14 +76,14 @@ func sanitizeClientID(name string) string {
 const stoppedWorkersKept = 7 * 24 * time.Hour
 
 // rescueDead hands the running jobs of workers whose heartbeat stopped back to the
-// queue (see cuzksql.RescueDeadWorkers).
+// queue (see store.RescueDeadWorkers).
 func (w *Worker) rescueDead(ctx context.Context) {
 	if w.cfg.DeadAfter <= 0 {
 		return
 	}
 	c, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	rescued, err := cuzksql.RescueDeadWorkers(c, w.pool, w.cfg.Name, w.cfg.DeadAfter, jobs.Queue)
+	rescued, err := store.RescueDeadWorkers(c, w.pool, w.cfg.Name, w.cfg.DeadAfter, jobs.Queue)
 	if err != nil {
 		if ctx.Err() == nil {
 			w.log.Warn("rescuing the jobs of dead workers", "err", err)
@@ -103,5 +93,17 @@ func (w *Worker) rescueDead(ctx context.Context) {
 	for _, j := range rescued {
 		w.log.Warn("job of a dead worker handed back", "job_id", j.JobID, "dead_worker", j.Worker,
 			"discarded", j.Discarded, "dead_after", w.cfg.DeadAfter)
+	}
+}
+
+// failOrphaned ends requests whose job River discarded behind cuzk's back (the rescuer,
+// when a dead worker's job has no attempts left), so that none stays 'running' forever.
+func (w *Worker) failOrphaned(ctx context.Context) {
+	n, err := store.FailOrphaned(ctx, w.pool)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		w.log.Warn("ending orphaned requests", "err", err)
+	case n > 0:
+		w.log.Warn("requests failed: their worker stopped during their last attempt", "requests", n)
 	}
 }

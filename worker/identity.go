@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -12,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cuzk/cuzk/jobs"
-	cuzksql "github.com/cuzk/cuzk/sql"
+	"github.com/cuzk/cuzk/store"
 )
 
 // A worker's name (--name) is held by one live process at a time through a
@@ -24,11 +23,6 @@ import (
 // --rescue-after, since the heartbeat row, shared by name, looks alive. A process
 // that finds the lock held runs beside the other one without touching its jobs, and
 // says so loudly: two live processes must not share a name.
-
-// nameLockClass is the first key of the two-key advisory lock on a worker's name
-// (the second is hashtext(name)); the two-key space is apart from the one-key locks
-// that migrations use.
-const nameLockClass = 0x637a6b // "czk"
 
 // nameLockPatience is how long a starting process waits for a held lock to be freed
 // before it takes the holder for alive.
@@ -63,8 +57,6 @@ type predecessor struct {
 // the name. It returns the predecessor's client ID (its writes to the row are then not
 // a conflict).
 func (w *Worker) takeOver(ctx context.Context) string {
-	var prev predecessor
-	var found bool
 	w.lock = &nameLock{w: w}
 	locked, err := w.lock.acquire(ctx)
 	// A process killed a moment ago may still hold the lock until PostgreSQL has seen
@@ -79,16 +71,11 @@ func (w *Worker) takeOver(ctx context.Context) string {
 		w.log.Warn("taking the worker name's lock", "worker", w.cfg.Name, "err", err)
 		return ""
 	}
-	err = w.pool.QueryRow(ctx, `
-		SELECT coalesce(river_client_id, ''), host, pid, last_seen_at, stopped_at IS NOT NULL
-		  FROM cuzk.workers WHERE worker = $1`, w.cfg.Name).Scan(&prev.clientID, &prev.host, &prev.pid, &prev.lastSeen, &prev.stopped)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-	case err != nil:
+	last, found, err := store.LastHeartbeat(ctx, w.pool, w.cfg.Name)
+	if err != nil {
 		w.log.Warn("reading the worker's previous heartbeat", "worker", w.cfg.Name, "err", err)
-	default:
-		found = true
 	}
+	prev := predecessor{clientID: last.RiverClientID, host: last.Host, pid: last.PID, lastSeen: last.LastSeenAt, stopped: last.Stopped}
 	if !locked {
 		w.lock.conflict("another live process holds this worker's name: its jobs are left alone", prev)
 		return ""
@@ -98,7 +85,7 @@ func (w *Worker) takeOver(ctx context.Context) string {
 	}
 	c, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	handed, err := cuzksql.HandBackClientJobs(c, w.pool, prev.clientID, jobs.Queue,
+	handed, err := store.HandBackClientJobs(c, w.pool, prev.clientID, jobs.Queue,
 		fmt.Sprintf("worker %s restarted: its previous process (%s pid %d) is gone (rescued)", w.cfg.Name, prev.host, prev.pid))
 	if err != nil {
 		w.log.Warn("handing back the previous process's jobs", "worker", w.cfg.Name, "err", err)
@@ -137,7 +124,8 @@ func (l *nameLock) acquire(ctx context.Context) (bool, error) {
 	}
 	c, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	err := l.conn.QueryRow(c, `SELECT pg_try_advisory_lock($1, hashtext($2))`, int32(nameLockClass), l.w.cfg.Name).Scan(&l.held)
+	held, err := store.TryNameLock(c, l.conn, l.w.cfg.Name)
+	l.held = held
 	if err != nil {
 		l.conn.Close(context.Background())
 		l.conn = nil

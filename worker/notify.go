@@ -3,16 +3,15 @@ package worker
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/cuzk/cuzk/jobs"
+	"github.com/cuzk/cuzk/store"
 )
 
 // PostgreSQL has no privilege on NOTIFY: any login that can connect to the database
@@ -113,21 +112,12 @@ func (l *trustedListener) backed(ctx context.Context, m *controlMessage) (bool, 
 	// connection), and a legitimate message must not be lost to that.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	var ok bool
-	var err error
 	switch m.Action {
 	case "cancel":
-		err = l.pool.QueryRow(ctx, `
-			SELECT EXISTS (SELECT 1 FROM public.river_job
-			                WHERE id = $1 AND queue = $2 AND state = 'running' AND metadata ? 'cancel_attempted_at')`,
-			m.JobID, jobs.Queue).Scan(&ok)
+		return store.CancelRequested(ctx, l.pool, m.JobID, jobs.Queue)
 	case "pause", "resume":
-		var paused bool
-		err = l.pool.QueryRow(ctx, `SELECT paused_at IS NOT NULL FROM public.river_queue WHERE name = $1`, jobs.Queue).Scan(&paused)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return false, nil
-		}
-		ok = paused == (m.Action == "pause")
+		paused, ok, err := store.QueuePaused(ctx, l.pool, jobs.Queue)
+		return ok && paused == (m.Action == "pause"), err
 	}
-	return ok, err
+	return false, nil
 }

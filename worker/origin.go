@@ -8,7 +8,7 @@ import (
 	"runtime/debug"
 
 	"github.com/cuzk/cuzk/internal/hostinfo"
-	cuzksql "github.com/cuzk/cuzk/sql"
+	"github.com/cuzk/cuzk/store"
 )
 
 // BuildString names the running binary: module version and VCS revision from its build
@@ -86,13 +86,13 @@ func (w *Worker) perfConfig() PerfConfig {
 	return pc
 }
 
-func (w *Worker) makeOrigin() cuzksql.Origin {
+func (w *Worker) makeOrigin() store.Origin {
 	hash, js := w.perfConfig().Hash()
 	build := w.cfg.Build
 	if build == "" {
 		build = BuildString()
 	}
-	return cuzksql.Origin{Worker: w.cfg.Name, Build: build, ConfigHash: hash, Config: js}
+	return store.Origin{Worker: w.cfg.Name, Build: build, ConfigHash: hash, Config: js}
 }
 
 // backendKind is "cuda" for "cuda:0": the backend, not the device.
@@ -108,10 +108,10 @@ func backendKind(name string) string {
 // Observer is told about every attempt the worker finishes (metrics). Calls come from
 // many goroutines and must not block.
 type Observer interface {
-	AttemptFinished(a *cuzksql.Attempt)
+	AttemptFinished(a *store.Attempt)
 }
 
-func (w *Worker) observe(a *cuzksql.Attempt) {
+func (w *Worker) observe(a *store.Attempt) {
 	if w.cfg.Observer != nil {
 		w.cfg.Observer.AttemptFinished(a)
 	}

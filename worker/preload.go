@@ -8,9 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/cuzk/cuzk/prover"
+	"github.com/cuzk/cuzk/store"
 )
 
 // preload makes proving keys resident on every device in the background at start, so
@@ -24,7 +23,7 @@ import (
 // it stops there (a request's own load may evict).
 func (w *Worker) preload(ctx context.Context) {
 	names := slices.Clone(w.cfg.PreloadKeys)
-	queued, err := w.queuedCircuits(ctx)
+	queued, err := store.QueuedCircuits(ctx, w.pool)
 	if err != nil && ctx.Err() == nil {
 		w.log.Warn("finding the circuits of queued requests to preload their keys", "err", err)
 	}
@@ -63,13 +62,4 @@ func (w *Worker) preload(ctx context.Context) {
 			return
 		}
 	}
-}
-
-// queuedCircuits are the registered circuits with queued requests, most urgent first.
-func (w *Worker) queuedCircuits(ctx context.Context) ([]string, error) {
-	rows, _ := w.pool.Query(ctx, `
-		SELECT r.circuit FROM cuzk.proof_requests r JOIN cuzk.circuits c ON c.name = r.circuit
-		 WHERE r.state = 'queued'
-		 GROUP BY r.circuit ORDER BY min(r.priority), min(r.created_at)`)
-	return pgx.CollectRows(rows, pgx.RowTo[string])
 }

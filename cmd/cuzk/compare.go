@@ -9,12 +9,12 @@ import (
 	"strings"
 
 	"github.com/alecthomas/kong"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cuzk/cuzk/dashboard"
 	"github.com/cuzk/cuzk/regress"
+	"github.com/cuzk/cuzk/store"
 )
 
 // exitRegression is the exit status when a comparison flags a phase, so deploy scripts
@@ -86,30 +86,17 @@ func (f compareFlags) compare(ctx context.Context, g *globals, circuit string, a
 // loadSelection reads the timings a selector stands for, resolved by the same SQL that
 // cuzk.compare_timings uses, and a description naming them.
 func loadSelection(ctx context.Context, pool *pgxpool.Pool, sel string) (regress.Samples, string, error) {
-	var desc string
-	if err := pool.QueryRow(ctx, "SELECT description FROM cuzk.resolve_selector($1)", sel).Scan(&desc); err != nil {
-		return nil, "", selectorErr(sel, err)
-	}
-	rows, err := pool.Query(ctx, "SELECT source, circuit, phase, ms FROM cuzk.timing_samples($1)", sel)
+	desc, samples, err := store.SelectorSamples(ctx, pool, sel)
 	if err != nil {
 		return nil, "", selectorErr(sel, err)
 	}
-	defer rows.Close()
 	s := regress.Samples{}
-	var k regress.Key
-	var ms float64
 	n := 0
-	for rows.Next() {
-		if err := rows.Scan(&k.Source, &k.Circuit, &k.Phase, &ms); err != nil {
-			return nil, "", fmt.Errorf("read timings of %s: %w", sel, err)
-		}
-		s.Add(k, ms)
-		if k.Phase == "total" {
+	for _, x := range samples {
+		s.Add(regress.Key{Source: x.Source, Circuit: x.Circuit, Phase: x.Phase}, x.Ms)
+		if x.Phase == "total" {
 			n++
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, "", selectorErr(sel, err)
 	}
 	return s, fmt.Sprintf("%s = %s (%d timed)", sel, desc, n), nil
 }
@@ -154,25 +141,9 @@ const panelSample = 2000
 // would cost too much for every page view).
 func comparisonPanel(pool *pgxpool.Pool) dashboard.ComparisonFunc {
 	return func(ctx context.Context) (*dashboard.Comparison, error) {
-		// Distinct builds by a skip scan of proof_attempts_build_finished_idx, then
-		// each one's newest success: a handful of index probes, not a table scan.
-		rows, err := pool.Query(ctx, `
-			WITH RECURSIVE b(build) AS (
-			    SELECT min(build) FROM cuzk.proof_attempts WHERE outcome = 'succeeded' AND build IS NOT NULL
-			    UNION ALL
-			    SELECT (SELECT min(a.build) FROM cuzk.proof_attempts a
-			             WHERE a.outcome = 'succeeded' AND a.build > b.build)
-			      FROM b WHERE b.build IS NOT NULL)
-			SELECT build FROM b WHERE build IS NOT NULL
-			 ORDER BY (SELECT max(a.finished_at) FROM cuzk.proof_attempts a
-			            WHERE a.outcome = 'succeeded' AND a.build = b.build) DESC
-			 LIMIT 2`)
+		builds, err := store.RecentBuilds(ctx, pool, 2)
 		if err != nil {
-			return nil, fmt.Errorf("recent builds: %w", err)
-		}
-		builds, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return nil, fmt.Errorf("recent builds: %w", err)
+			return nil, err
 		}
 		if len(builds) < 2 {
 			return nil, nil
@@ -222,40 +193,13 @@ func comparisonPanel(pool *pgxpool.Pool) dashboard.ComparisonFunc {
 // latestOfBuild reads the phase timings of a build's latest panelSample succeeded
 // attempts.
 func latestOfBuild(ctx context.Context, pool *pgxpool.Pool, build string) (regress.Samples, error) {
-	phases := regress.Phases()
-	cols := make([]string, len(phases))
-	for i, p := range phases {
-		cols[i] = p + "_ms"
-	}
-	rows, err := pool.Query(ctx, `
-		SELECT circuit, `+strings.Join(cols, ", ")+`
-		  FROM cuzk.proof_attempts
-		 WHERE outcome = 'succeeded' AND build = $1
-		 ORDER BY finished_at DESC LIMIT $2`, build, panelSample)
+	samples, err := store.BuildSamples(ctx, pool, build, panelSample)
 	if err != nil {
-		return nil, fmt.Errorf("timings of build %s: %w", build, err)
+		return nil, err
 	}
-	defer rows.Close()
 	s := regress.Samples{}
-	ms := make([]*float64, len(phases))
-	dest := make([]any, len(phases)+1)
-	var circuit string
-	dest[0] = &circuit
-	for i := range ms {
-		dest[i+1] = &ms[i]
-	}
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			return nil, fmt.Errorf("timings of build %s: %w", build, err)
-		}
-		for i, v := range ms {
-			if v != nil {
-				s.Add(regress.Key{Source: "worker", Circuit: circuit, Phase: phases[i]}, *v)
-			}
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("timings of build %s: %w", build, err)
+	for _, x := range samples {
+		s.Add(regress.Key{Source: x.Source, Circuit: x.Circuit, Phase: x.Phase}, x.Ms)
 	}
 	return s, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/cuzk/cuzk/internal/pgcluster"
 	"github.com/cuzk/cuzk/keys"
 	"github.com/cuzk/cuzk/migrations"
+	"github.com/cuzk/cuzk/store"
 	"github.com/cuzk/cuzk/synth"
 )
 
@@ -80,7 +81,7 @@ func (c demoCmd) Run(ctx context.Context, g *globals) error {
 			return err
 		}
 		rid := fmt.Sprintf("demo-%d", i+1)
-		if _, err := pool.Exec(ctx, "SELECT cuzk.submit_proof(request_id => $1, circuit => $2, inputs => $3::jsonb)", rid, c.Circuit, string(inputs)); err != nil {
+		if _, err := store.Submit(ctx, pool, &store.Submission{RequestID: rid, Circuit: c.Circuit, Inputs: inputs}); err != nil {
 			return sqlErr("submit", err)
 		}
 	}
@@ -125,9 +126,8 @@ func (c demoCmd) waitProven(ctx context.Context, g *globals, pool *pgxpool.Pool,
 	defer func() { p.Done(err) }()
 	deadline := time.After(10 * time.Minute)
 	for {
-		var finished, failed int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE state IN ('succeeded','failed','cancelled')),
-		                                     count(*) FILTER (WHERE state = 'failed') FROM cuzk.proof_status`).Scan(&finished, &failed); err != nil {
+		finished, failed, err := store.RequestCounts(ctx, pool)
+		if err != nil {
 			stop()
 			return err
 		}

@@ -4,10 +4,10 @@ import (
 	"context"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cuzk/cuzk/keys"
+	"github.com/cuzk/cuzk/store"
 )
 
 // preloadNames resolves --preload-keys: "all" is every registered circuit whose keys
@@ -22,8 +22,7 @@ func preloadNames(ctx context.Context, spec string, pool *pgxpool.Pool, kd keys.
 		}
 		return names, nil
 	}
-	rows, _ := pool.Query(ctx, "SELECT name FROM cuzk.circuits ORDER BY name")
-	all, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	all, err := store.CircuitNames(ctx, pool)
 	if err != nil {
 		return nil, err
 	}

@@ -12,10 +12,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/cuzk/cuzk/migrations"
+	"github.com/cuzk/cuzk/store"
 	"github.com/cuzk/cuzk/synth"
 )
 
@@ -93,14 +93,8 @@ func (c submitCmd) Run(ctx context.Context, g *globals) error {
 		return err
 	}
 	defer pool.Close()
-	var inputsArg any
-	if inputs != nil {
-		inputsArg = string(inputs)
-	}
-	var id int64
-	err = pool.QueryRow(ctx, `SELECT cuzk.submit_proof(request_id => $1, circuit => $2, inputs => $3::jsonb,
-	                                witness => $4, priority => $5, max_attempts => $6)`,
-		c.RequestID, c.Circuit, inputsArg, witness, c.Priority, c.MaxAttempts).Scan(&id)
+	id, err := store.Submit(ctx, pool, &store.Submission{RequestID: c.RequestID, Circuit: c.Circuit,
+		Inputs: inputs, Witness: witness, Priority: c.Priority, MaxAttempts: c.MaxAttempts})
 	if err != nil {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == "23514" { // check_violation
@@ -116,9 +110,8 @@ func (c submitCmd) Run(ctx context.Context, g *globals) error {
 	wctx, cancel := context.WithTimeout(ctx, c.Wait)
 	defer cancel()
 	for {
-		var state string
-		var lastErr *string
-		if err := pool.QueryRow(wctx, "SELECT state, last_error FROM cuzk.proof_status WHERE request_id = $1", c.RequestID).Scan(&state, &lastErr); err != nil {
+		state, lastErr, err := store.RequestState(wctx, pool, c.RequestID)
+		if err != nil {
 			return fmt.Errorf("wait for %s: %w", c.RequestID, err)
 		}
 		switch state {
@@ -126,7 +119,7 @@ func (c submitCmd) Run(ctx context.Context, g *globals) error {
 			fmt.Fprintf(g.stdout, "%s succeeded\n", c.RequestID)
 			return nil
 		case "failed", "cancelled":
-			return fmt.Errorf("request %s %s: %s", c.RequestID, state, deref(lastErr))
+			return fmt.Errorf("request %s %s: %s", c.RequestID, state, lastErr)
 		}
 		select {
 		case <-wctx.Done():
@@ -153,15 +146,11 @@ func (c statusCmd) Run(ctx context.Context, g *globals) error {
 	if len(c.RequestIDs) > 0 {
 		limit = len(c.RequestIDs) // every named request that exists
 	}
-	rows, err := pool.Query(ctx, `
-		SELECT request_id, circuit, state, attempts, coalesce(last_error, ''), created_at, finished_at
-		  FROM cuzk.proof_status
-		 WHERE (coalesce(cardinality($1::text[]), 0) = 0 OR request_id = ANY($1))
-		   AND ($2 = '' OR state = $2)
-		 ORDER BY created_at DESC LIMIT $3`, c.RequestIDs, c.State, limit)
+	statuses, err := store.Statuses(ctx, pool, store.StatusFilter{RequestIDs: c.RequestIDs, State: c.State, Limit: limit})
 	if err != nil {
 		return sqlErr("status", err)
 	}
+	// store.Status with the names of the JSON lines.
 	type row struct {
 		RequestID  string     `json:"request_id"`
 		Circuit    string     `json:"circuit"`
@@ -171,9 +160,9 @@ func (c statusCmd) Run(ctx context.Context, g *globals) error {
 		CreatedAt  time.Time  `json:"created_at"`
 		FinishedAt *time.Time `json:"finished_at,omitempty"`
 	}
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
-	if err != nil {
-		return sqlErr("status", err)
+	list := make([]row, len(statuses))
+	for i, s := range statuses {
+		list[i] = row(s)
 	}
 	// Named requests that are not there (or not in --state) are reported after the
 	// rows that are, so a script still gets what exists.
@@ -237,13 +226,11 @@ func (c timingsCmd) Run(ctx context.Context, g *globals) error {
 	if bucket <= 0 {
 		bucket = c.Since + time.Hour // one period covers the window
 	}
-	rows, err := pool.Query(ctx, `
-		SELECT circuit, period, phase, n, p50_ms, p95_ms, mean_ms
-		  FROM cuzk.timing_history($1::interval, now() - $2::interval, nullif($3, ''))`,
-		pgInterval(bucket), pgInterval(c.Since), c.Circuit)
+	history, err := store.TimingHistory(ctx, pool, bucket, c.Since, c.Circuit)
 	if err != nil {
 		return sqlErr("timings", err)
 	}
+	// store.HistoryRow with the names of the JSON lines.
 	type row struct {
 		Circuit string    `json:"circuit"`
 		Period  time.Time `json:"period"`
@@ -253,9 +240,9 @@ func (c timingsCmd) Run(ctx context.Context, g *globals) error {
 		P95     float64   `json:"p95_ms"`
 		Mean    float64   `json:"mean_ms"`
 	}
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
-	if err != nil {
-		return sqlErr("timings", err)
+	list := make([]row, len(history))
+	for i, h := range history {
+		list[i] = row(h)
 	}
 	if c.JSON {
 		return writeJSONLines(g.stdout, list)
@@ -293,12 +280,7 @@ func (c retryCmd) Run(ctx context.Context, g *globals) error {
 	defer pool.Close()
 	ids := c.RequestIDs
 	if c.Failed {
-		rows, err := pool.Query(ctx, `SELECT request_id FROM cuzk.proof_status
-		                               WHERE state = 'failed' AND finished_at >= now() - $1::interval ORDER BY finished_at`, pgInterval(c.Since))
-		if err != nil {
-			return sqlErr("retry", err)
-		}
-		more, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		more, err := store.FailedSince(ctx, pool, c.Since)
 		if err != nil {
 			return sqlErr("retry", err)
 		}
@@ -306,8 +288,8 @@ func (c retryCmd) Run(ctx context.Context, g *globals) error {
 	}
 	var failed int
 	for _, id := range ids {
-		var job int64
-		if err := pool.QueryRow(ctx, "SELECT cuzk.retry_proof($1)", id).Scan(&job); err != nil {
+		job, err := store.Retry(ctx, pool, id)
+		if err != nil {
 			fmt.Fprintf(g.stderr, "cuzk: retry %s: %s\n", id, sqlErr("", err))
 			failed++
 			continue
@@ -335,12 +317,8 @@ func (c cancelCmd) Run(ctx context.Context, g *globals) error {
 	defer pool.Close()
 	var failed int
 	for _, id := range c.RequestIDs {
-		var ok bool
-		var state string
-		// cancel_proof returns false when the request had already ended; its state then
-		// says how (the function's own change is not visible to this statement's view).
-		if err := pool.QueryRow(ctx, `SELECT cuzk.cancel_proof($1), coalesce((SELECT state FROM cuzk.proof_status
-		                                WHERE request_id = $1), '')`, id).Scan(&ok, &state); err != nil {
+		ok, state, err := store.Cancel(ctx, pool, id)
+		if err != nil {
 			fmt.Fprintf(g.stderr, "cuzk: cancel %s: %s\n", id, sqlErr("", err))
 			failed++
 			continue
@@ -388,17 +366,6 @@ func truncate(s string, n int) string {
 	}
 	return s[:n-1] + "…"
 }
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}
-
-// pgInterval renders d as a PostgreSQL interval literal.
-func pgInterval(d time.Duration) string { return fmt.Sprintf("%d microseconds", d.Microseconds()) }
 
 // writeJSONLines prints one JSON object per line.
 func writeJSONLines[T any](w io.Writer, list []T) error {

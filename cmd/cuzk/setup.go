@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cuzk/cuzk/keys"
-	cuzksql "github.com/cuzk/cuzk/sql"
+	"github.com/cuzk/cuzk/store"
 	"github.com/cuzk/cuzk/synth"
 )
 
@@ -121,7 +121,7 @@ func setupBuiltin(ctx context.Context, g *globals, pool *pgxpool.Pool, reg *synt
 	}
 	fmt.Fprintf(g.stderr, "compiled %s: %d constraints, %d wires (%s)\n", name, compiled.NbConstraints(), compiled.NbWires(), time.Since(t).Round(time.Millisecond))
 
-	_, curVK, registered, err := cuzksql.CurrentKey(ctx, pool, name)
+	_, curVK, registered, err := store.CurrentKey(ctx, pool, name)
 	if err != nil {
 		return err
 	}
@@ -184,7 +184,7 @@ func errNeedsForce(name, why string) error {
 // staging directory, as one change: the files take the circuit's place in kd only
 // inside the transaction that registers them, and a failure anywhere leaves the keys
 // directory and the database as they were. It returns the key version registered.
-func installKeys(ctx context.Context, pool *pgxpool.Pool, kd keys.Dir, name string, write func(stage keys.Dir) error, row *cuzksql.Circuit) (int, error) {
+func installKeys(ctx context.Context, pool *pgxpool.Pool, kd keys.Dir, name string, write func(stage keys.Dir) error, row *store.Circuit) (int, error) {
 	var stage string
 	if write != nil {
 		var err error
@@ -202,10 +202,10 @@ func installKeys(ctx context.Context, pool *pgxpool.Pool, kd keys.Dir, name stri
 		return 0, sqlErr("register circuit", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	if err := cuzksql.RegisterCircuit(ctx, tx, row); err != nil {
+	if err := store.RegisterCircuit(ctx, tx, row); err != nil {
 		return 0, err
 	}
-	version, _, _, err := cuzksql.CurrentKey(ctx, tx, name)
+	version, _, _, err := store.CurrentKey(ctx, tx, name)
 	if err != nil {
 		return 0, err
 	}
@@ -260,7 +260,7 @@ func importCircuit(ctx context.Context, g *globals, pool *pgxpool.Pool, reg *syn
 	if err != nil {
 		return err
 	}
-	_, curVK, registered, err := cuzksql.CurrentKey(ctx, pool, name)
+	_, curVK, registered, err := store.CurrentKey(ctx, pool, name)
 	if err != nil {
 		return err
 	}
@@ -285,8 +285,8 @@ func importCircuit(ctx context.Context, g *globals, pool *pgxpool.Pool, reg *syn
 }
 
 // circuitRow is compiled's row of cuzk.circuits, without its keys.
-func circuitRow(compiled *synth.Compiled, source string) *cuzksql.Circuit {
-	return &cuzksql.Circuit{
+func circuitRow(compiled *synth.Compiled, source string) *store.Circuit {
+	return &store.Circuit{
 		Name: compiled.Name, Constraints: int64(compiled.NbConstraints()), PublicInputs: compiled.NbPublic() - 1,
 		SecretInputs: compiled.NbSecret(), Wires: int64(compiled.NbWires()), Source: source,
 		MemEstimateBytes: synth.EstimateBytes(compiled), MaxInputsBytes: compiled.MaxInputsBytes(),

@@ -4,9 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/cuzk/cuzk/prover"
+	"github.com/cuzk/cuzk/store"
 )
 
 type verifyCmd struct {
@@ -23,31 +22,20 @@ func (c verifyCmd) Run(ctx context.Context, g *globals) error {
 		return err
 	}
 	defer pool.Close()
-	rows, err := pool.Query(ctx, `
-		SELECT p.request_id, p.proof, p.public_witness, k.vk
-		  FROM cuzk.proofs p JOIN cuzk.circuit_keys k ON k.circuit = p.circuit AND k.version = p.key_version
-		 WHERE $1 OR p.request_id = ANY($2) ORDER BY p.created_at`, c.All, c.RequestIDs)
-	if err != nil {
-		return sqlErr("verify", err)
-	}
-	type row struct {
-		ID                string
-		Proof, Public, VK []byte
-	}
-	list, err := pgx.CollectRows(rows, pgx.RowToStructByPos[row])
+	list, err := store.StoredProofs(ctx, pool, c.RequestIDs, c.All)
 	if err != nil {
 		return sqlErr("verify", err)
 	}
 	found := map[string]bool{}
 	bad := 0
 	for _, r := range list {
-		found[r.ID] = true
+		found[r.RequestID] = true
 		if err := prover.Verify(r.VK, r.Proof, r.Public); err != nil {
-			fmt.Fprintf(g.stdout, "%s: INVALID: %v\n", r.ID, err)
+			fmt.Fprintf(g.stdout, "%s: INVALID: %v\n", r.RequestID, err)
 			bad++
 			continue
 		}
-		fmt.Fprintf(g.stdout, "%s: ok\n", r.ID)
+		fmt.Fprintf(g.stdout, "%s: ok\n", r.RequestID)
 	}
 	for _, id := range c.RequestIDs {
 		if !found[id] {

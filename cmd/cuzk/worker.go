@@ -18,6 +18,7 @@ import (
 	"github.com/cuzk/cuzk/gpu/devinfo"
 	"github.com/cuzk/cuzk/keys"
 	"github.com/cuzk/cuzk/prover"
+	"github.com/cuzk/cuzk/store"
 	"github.com/cuzk/cuzk/synth"
 	"github.com/cuzk/cuzk/worker"
 )
@@ -141,10 +142,12 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 // a key other than the one whose vk the database holds.
 func digestLookup(pool *pgxpool.Pool) func(context.Context, string) (string, error) {
 	return func(ctx context.Context, name string) (string, error) {
-		var d string
-		err := pool.QueryRow(ctx, "SELECT pk_digest FROM cuzk.circuits WHERE name = $1", name).Scan(&d)
-		if err != nil {
-			return "", fmt.Errorf("circuit %q is not registered (run cuzk setup): %w", name, err)
+		d, ok, err := store.PKDigest(ctx, pool, name)
+		switch {
+		case err != nil:
+			return "", err
+		case !ok:
+			return "", fmt.Errorf("circuit %q is not registered (run cuzk setup)", name)
 		}
 		return d, nil
 	}

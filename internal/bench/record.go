@@ -5,13 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/cuzk/cuzk/regress"
+	"github.com/cuzk/cuzk/store"
 )
 
 // Config is what makes a benchmark arm fast or slow, recorded with its runs. Its hash
@@ -45,35 +42,21 @@ type Recording struct {
 }
 
 // Record stores the runs in cuzk.bench_runs under one new bench id, in one transaction.
-func Record(ctx context.Context, pool *pgxpool.Pool, recs []Recording) (int64, error) {
-	var id int64
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, "SELECT nextval('cuzk.bench_id_seq')").Scan(&id); err != nil {
-			return fmt.Errorf("new bench id: %w", err)
+func Record(ctx context.Context, db store.DB, recs []Recording) (int64, error) {
+	var runs []store.BenchRun
+	for _, rec := range recs {
+		hash, cfg := rec.Config.Hash()
+		for i, s := range rec.Result.Ours {
+			p := s.Phases
+			runs = append(runs, store.BenchRun{Arm: rec.Arm, Run: i + 1, Label: rec.Label, Circuit: rec.Result.Case,
+				Worker: rec.Worker, Build: rec.Build, ConfigHash: hash, Config: cfg,
+				Backend: rec.Config.Backend, Device: rec.Device, StartedAt: s.At.Add(-s.Total()), FinishedAt: s.At,
+				SynthMs: msOf(s.Solve), ProveMs: msOf(s.Prove), NttMs: msOf(p.NTT), MsmMs: msOf(p.MSM),
+				MsmG1Ms: msOrNil(p.MSMG1), MsmG2Ms: msOrNil(p.MSMG2), H2DMs: msOrNil(p.H2D),
+				VerifyMs: msOrNil(s.Verify), TotalMs: msOf(s.Total())})
 		}
-		cols := []string{"bench_id", "arm", "run", "label", "circuit", "worker", "build", "config_hash", "config",
-			"backend", "device", "started_at", "finished_at",
-			"synth_ms", "prove_ms", "ntt_ms", "msm_ms", "msm_g1_ms", "msm_g2_ms", "h2d_ms", "verify_ms", "total_ms"}
-		var rows [][]any
-		for _, rec := range recs {
-			hash, cfg := rec.Config.Hash()
-			for i, s := range rec.Result.Ours {
-				p := s.Phases
-				rows = append(rows, []any{id, rec.Arm, i + 1, rec.Label, rec.Result.Case, rec.Worker, rec.Build, hash, cfg,
-					rec.Config.Backend, rec.Device, s.At.Add(-s.Total()), s.At,
-					msOf(s.Solve), msOf(s.Prove), msOf(p.NTT), msOf(p.MSM), msOrNil(p.MSMG1), msOrNil(p.MSMG2), msOrNil(p.H2D),
-					msOrNil(s.Verify), msOf(s.Total())})
-			}
-		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"cuzk", "bench_runs"}, cols, pgx.CopyFromRows(rows)); err != nil {
-			return fmt.Errorf("store bench runs: %w", err)
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("record bench: %w", err)
 	}
-	return id, nil
+	return store.RecordBench(ctx, db, runs)
 }
 
 // Samples are the runs' phase timings as package regress compares them.

@@ -1,4 +1,4 @@
-package sql
+package store
 
 import (
 	"context"
@@ -42,7 +42,7 @@ func TestFinishAttemptWritesEveryPhaseColumn(t *testing.T) {
 		INSERT INTO cuzk.proof_requests (request_id, circuit, inputs) VALUES ('r', 'c', '{}')`); err != nil {
 		t.Fatal(err)
 	}
-	req, err := New(db.Pool).BeginAttempt(ctx, "r", 1, Origin{Worker: "w"}, time.Now().Add(-time.Second))
+	req, err := BeginAttempt(ctx, db.Pool, "r", 1, Origin{Worker: "w"}, time.Now().Add(-time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,5 +77,17 @@ func TestFinishAttemptWritesEveryPhaseColumn(t *testing.T) {
 		if got[i] != want[c] {
 			t.Errorf("%s = %v, want %v", c, got[i], want[c])
 		}
+	}
+}
+
+func TestSetPhasesTurnsDurationsIntoMilliseconds(t *testing.T) {
+	q := 5.0
+	a := &Attempt{QueueMs: &q}
+	a.SetPhases(map[string]time.Duration{phase.Synth: 1500 * time.Microsecond, phase.Total: 2 * time.Second})
+	if a.SynthMs == nil || *a.SynthMs != 1.5 || a.TotalMs == nil || *a.TotalMs != 2000 {
+		t.Errorf("synth %v, total %v; want 1.5 and 2000 ms", a.SynthMs, a.TotalMs)
+	}
+	if a.ProveMs != nil || a.QueueMs != &q {
+		t.Error("a phase without a duration changed")
 	}
 }

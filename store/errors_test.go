@@ -1,4 +1,4 @@
-package worker
+package store
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// transientDB decides whether a finished proof is stored again after an error, so a
+// Unavailable decides whether a finished proof is stored again after an error, so a
 // server's answer must never be mistaken for a lost connection, nor the reverse.
-func TestTransientDBTellsLostConnectionsFromAnswers(t *testing.T) {
+func TestUnavailableTellsLostConnectionsFromAnswers(t *testing.T) {
 	for _, c := range []struct {
 		err  error
 		want bool
@@ -21,14 +21,14 @@ func TestTransientDBTellsLostConnectionsFromAnswers(t *testing.T) {
 		{&pgconn.PgError{Code: "57P03", Message: "the database system is starting up"}, true},
 		{&pgconn.PgError{Code: "08006"}, true},
 		{fmt.Errorf("store proof: %w", io.ErrUnexpectedEOF), true},
-		{errors.New("conn closed"), true},
+		{fmt.Errorf("begin: %w", pgconn.ErrConnClosed), true},
 		{&pgconn.PgError{Code: "23505", Message: "duplicate key value"}, false},
 		{&pgconn.PgError{Code: "40001", Message: "could not serialize access"}, false},
 		{context.Canceled, false},
 		{errors.New("record attempt 1 of \"x\": no attempt row"), false},
 	} {
-		if got := transientDB(c.err); got != c.want {
-			t.Errorf("transientDB(%v) = %v, want %v", c.err, got, c.want)
+		if got := Unavailable(c.err); got != c.want {
+			t.Errorf("Unavailable(%v) = %v, want %v", c.err, got, c.want)
 		}
 	}
 }

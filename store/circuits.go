@@ -1,4 +1,4 @@
-package sql
+package store
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Circuit is a row of cuzk.circuits.
@@ -30,19 +29,7 @@ type Circuit struct {
 // RegisterCircuit inserts or updates a circuit. A vk the circuit never had becomes
 // a new version in cuzk.circuit_keys (the database's trigger numbers it); the
 // versions before it stay, so proofs made with them still verify.
-func (s *Store) RegisterCircuit(ctx context.Context, c *Circuit) error {
-	return RegisterCircuit(ctx, s.Pool, c)
-}
-
-// Execer is a pool, a connection or a transaction.
-type Execer interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-// RegisterCircuit is Store.RegisterCircuit on db (a transaction, to make it part of
-// a larger change).
-func RegisterCircuit(ctx context.Context, db Execer, c *Circuit) error {
+func RegisterCircuit(ctx context.Context, db DB, c *Circuit) error {
 	src := c.Source
 	if src == "" {
 		src = "builtin"
@@ -64,7 +51,7 @@ func RegisterCircuit(ctx context.Context, db Execer, c *Circuit) error {
 
 // CurrentKey is a registered circuit's current key version and vk; ok is false when
 // the circuit is not registered.
-func CurrentKey(ctx context.Context, db Execer, circuit string) (version int, vk []byte, ok bool, err error) {
+func CurrentKey(ctx context.Context, db DB, circuit string) (version int, vk []byte, ok bool, err error) {
 	err = db.QueryRow(ctx, `SELECT key_version, vk FROM cuzk.circuits WHERE name = $1`, circuit).Scan(&version, &vk)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil, false, nil
@@ -83,7 +70,7 @@ func VKDigest(vk []byte) string {
 
 // keyVersion is the version of circuit's key whose vk hashes to vkDigest; with
 // vkDigest "" it is nil (the database records the current version).
-func keyVersion(ctx context.Context, db Execer, circuit, vkDigest string) (*int, error) {
+func keyVersion(ctx context.Context, db DB, circuit, vkDigest string) (*int, error) {
 	if vkDigest == "" {
 		return nil, nil
 	}
@@ -96,4 +83,42 @@ func keyVersion(ctx context.Context, db Execer, circuit, vkDigest string) (*int,
 		return nil, fmt.Errorf("read key version of circuit %q: %w", circuit, err)
 	}
 	return &v, nil
+}
+
+// CircuitSizes is the number of constraints of every registered circuit, by name.
+func CircuitSizes(ctx context.Context, db DB) (map[string]int64, error) {
+	rows, err := db.Query(ctx, "SELECT name, constraints FROM cuzk.circuits")
+	if err != nil {
+		return nil, fmt.Errorf("read circuit sizes: %w", err)
+	}
+	sizes := map[string]int64{}
+	var name string
+	var n int64
+	if _, err := pgx.ForEachRow(rows, []any{&name, &n}, func() error { sizes[name] = n; return nil }); err != nil {
+		return sizes, fmt.Errorf("read circuit sizes: %w", err)
+	}
+	return sizes, nil
+}
+
+// CircuitNames are the registered circuits' names, in order.
+func CircuitNames(ctx context.Context, db DB) ([]string, error) {
+	rows, _ := db.Query(ctx, "SELECT name FROM cuzk.circuits ORDER BY name")
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("read circuit names: %w", err)
+	}
+	return names, nil
+}
+
+// PKDigest is a registered circuit's proving key digest; ok is false when the circuit
+// is not registered.
+func PKDigest(ctx context.Context, db DB, circuit string) (digest string, ok bool, err error) {
+	err = db.QueryRow(ctx, "SELECT pk_digest FROM cuzk.circuits WHERE name = $1", circuit).Scan(&digest)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("read pk digest of circuit %q: %w", circuit, err)
+	}
+	return digest, true, nil
 }

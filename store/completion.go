@@ -1,0 +1,200 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// CompleteAttempt stores a verified proof, completes its River job and records the
+// attempt, all in one transaction on db, so that a proof is never stored without its
+// job done and its attempt row, nor the reverse. A proof that StoreProof refuses is
+// no error: the attempt is recorded as interrupted (another attempt stored the
+// request's proof) or cancelled, and the job completed all the same. stamp runs once
+// the job is complete, just before the attempt row is written, to set the attempt's
+// last timings (the time spent storing is known only then).
+func CompleteAttempt[A river.JobArgs](ctx context.Context, db DB, job *river.Job[A], p *Proof, scrub bool,
+	a *Attempt, stamp func(*Attempt)) error {
+	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		err := StoreProof(ctx, tx, p, scrub)
+		switch {
+		case errors.Is(err, ErrDuplicateProof):
+			a.Outcome, a.Error = "interrupted", err.Error()
+		case errors.Is(err, ErrCancelled):
+			a.Outcome, a.Error = "cancelled", err.Error()
+		case err != nil:
+			return err
+		default:
+			a.Outcome = "succeeded"
+		}
+		if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
+			return fmt.Errorf("complete job %d: %w", job.ID, err)
+		}
+		stamp(a)
+		return FinishAttempt(ctx, tx, a)
+	})
+}
+
+// Failure is what becomes of the request and the job of an attempt that failed.
+type Failure struct {
+	Err string // the attempt's error, for the request's last_error and the job's errors
+	// HandBack: a worker shutdown stopped the attempt; the request goes back to the
+	// queue and its attempt is not counted (HandBack).
+	HandBack bool
+	// Final: no attempt is left, or none would help; the request fails for good.
+	Final bool
+	// Job and StartedAt are for the job's errors when the attempt's outcome is
+	// 'failed' (DiscardJob).
+	Job       *rivertype.JobRow
+	StartedAt time.Time
+}
+
+// FailAttempt records a failed attempt and moves its request on as f says, in one
+// transaction on db: handed back, queued again for River's retry, or failed with its
+// job discarded.
+func FailAttempt(ctx context.Context, db DB, a *Attempt, f Failure) error {
+	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		if err := FinishAttempt(ctx, tx, a); err != nil {
+			return err
+		}
+		if f.HandBack {
+			return HandBack(ctx, tx, a.RequestID, a.Attempt, f.Err)
+		}
+		if err := SetRequestOutcome(ctx, tx, a.RequestID, a.Attempt, f.Err, f.Final); err != nil {
+			return err
+		}
+		if a.Outcome == "failed" {
+			return DiscardJob(ctx, tx, f.Job.ID, f.Job.Attempt, f.StartedAt, f.Err)
+		}
+		return nil
+	})
+}
+
+// Proof is a verified proof to store.
+type Proof struct {
+	RequestID, Circuit   string
+	Proof, PublicWitness []byte
+	Attempt              int
+	Worker, Backend      string
+	// VKDigest is the hex SHA-256 of the verifying key (gnark WriteTo) the proof was
+	// made and checked with; it names the key version stored with the proof. Empty:
+	// the circuit's current key.
+	VKDigest string
+}
+
+// ErrDuplicateProof means another attempt already stored this request's proof (a
+// rescued job finishing late); nothing was written.
+var ErrDuplicateProof = errors.New("proof already stored by another attempt")
+
+// ErrCancelled means the request was cancelled while the attempt ran.
+var ErrCancelled = errors.New("request was cancelled")
+
+// StoreProof inserts the proof and moves the request to 'succeeded', scrubbing its
+// private inputs when asked. It refuses (ErrDuplicateProof, ErrCancelled) rather than
+// writing a second proof or resurrecting a cancelled request.
+func StoreProof(ctx context.Context, db DB, p *Proof, scrub bool) error {
+	var state string
+	if err := db.QueryRow(ctx, `SELECT state FROM cuzk.proof_requests WHERE request_id = $1 FOR UPDATE`, p.RequestID).Scan(&state); err != nil {
+		return fmt.Errorf("lock request %q: %w", p.RequestID, err)
+	}
+	if state == "cancelled" {
+		return ErrCancelled
+	}
+	version, err := keyVersion(ctx, db, p.Circuit, p.VKDigest)
+	if err != nil {
+		return err
+	}
+	tag, err := db.Exec(ctx, `
+		INSERT INTO cuzk.proofs (request_id, circuit, proof, public_witness, attempt, worker, backend, key_version)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (request_id) DO NOTHING`,
+		p.RequestID, p.Circuit, p.Proof, p.PublicWitness, p.Attempt, p.Worker, p.Backend, version)
+	if err != nil {
+		return fmt.Errorf("insert proof of %q: %w", p.RequestID, err)
+	}
+	if tag.RowsAffected() == 0 {
+		// The row may be this very attempt's, from a commit whose answer the connection
+		// lost before a retry: then storing is done, not a duplicate.
+		var attempt int
+		var worker string
+		if err := db.QueryRow(ctx, `SELECT attempt, worker FROM cuzk.proofs WHERE request_id = $1`, p.RequestID).Scan(&attempt, &worker); err != nil {
+			return fmt.Errorf("read stored proof of %q: %w", p.RequestID, err)
+		}
+		if attempt != p.Attempt || worker != p.Worker {
+			return ErrDuplicateProof
+		}
+	}
+	scrubSQL := ""
+	if scrub {
+		scrubSQL = ", inputs = NULL, witness = NULL, inputs_scrubbed_at = now()"
+	}
+	if _, err := db.Exec(ctx, `
+		UPDATE cuzk.proof_requests SET state = 'succeeded', last_error = NULL, finished_at = now(), updated_at = now()`+scrubSQL+`
+		 WHERE request_id = $1`, p.RequestID); err != nil {
+		return fmt.Errorf("mark %q succeeded: %w", p.RequestID, err)
+	}
+	return nil
+}
+
+// SetRequestOutcome records a failed attempt on the request: 'failed' when no attempt
+// is left (final), else back to 'queued' for River's retry. A cancelled request stays
+// cancelled, and an attempt that a later one has superseded (its job was rescued while
+// it ran) changes nothing.
+func SetRequestOutcome(ctx context.Context, db DB, requestID string, attempt int, errMsg string, final bool) error {
+	state := "queued"
+	if final {
+		state = "failed"
+	}
+	_, err := db.Exec(ctx, `
+		UPDATE cuzk.proof_requests r
+		   SET state = $2, last_error = $3, updated_at = now(),
+		       finished_at = CASE WHEN $2 = 'failed' THEN now() ELSE NULL END
+		 WHERE r.request_id = $1 AND r.state = 'running'
+		   AND NOT EXISTS (SELECT 1 FROM cuzk.proof_attempts a WHERE a.request_id = r.request_id AND a.attempt > $4)`,
+		requestID, state, CapError(errMsg), attempt)
+	if err != nil {
+		return fmt.Errorf("mark %q %s: %w", requestID, state, err)
+	}
+	return nil
+}
+
+// DiscardJob ends the running River job of a request that failed for good as
+// discarded, with errMsg as the attempt's entry in the job's errors. It runs in the
+// transaction that marks the request failed, so River shows every failed request the
+// same way whether it ran out of attempts or failed at once (bad input), which River
+// would otherwise show as cancelled. River's own completion of the job afterwards
+// changes nothing: it updates running jobs only. A job rescued meanwhile and running
+// another attempt is left alone.
+func DiscardJob(ctx context.Context, db DB, jobID int64, attempt int, at time.Time, errMsg string) error {
+	_, err := db.Exec(ctx, `
+		UPDATE public.river_job
+		   SET state = 'discarded', finalized_at = now(),
+		       errors = array_append(errors, jsonb_build_object('at', $3::timestamptz, 'attempt', $2::int, 'error', $4::text, 'trace', ''))
+		 WHERE id = $1 AND state = 'running' AND attempt = $2`, jobID, attempt, at, CapError(errMsg))
+	if err != nil {
+		return fmt.Errorf("discard job %d: %w", jobID, err)
+	}
+	return nil
+}
+
+// HandBack returns a request whose attempt was stopped by a worker shutdown to the
+// queue and gives back the attempt it counted: the attempt row stays (outcome
+// 'interrupted'), but it does not use up one of max_attempts, matching River, which
+// makes the job available again without counting the attempt.
+func HandBack(ctx context.Context, db DB, requestID string, attempt int, reason string) error {
+	_, err := db.Exec(ctx, `
+		UPDATE cuzk.proof_requests r
+		   SET state = 'queued', attempts = greatest(r.attempts - 1, 0), last_error = $3, updated_at = now()
+		 WHERE r.request_id = $1 AND r.state = 'running'
+		   AND NOT EXISTS (SELECT 1 FROM cuzk.proof_attempts a WHERE a.request_id = r.request_id AND a.attempt > $2)`,
+		requestID, attempt, CapError(reason))
+	if err != nil {
+		return fmt.Errorf("hand %q back to the queue: %w", requestID, err)
+	}
+	return nil
+}

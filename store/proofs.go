@@ -1,0 +1,31 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// StoredProof is a stored proof with the verifying key of the version it was made with.
+type StoredProof struct {
+	RequestID         string
+	Proof, Public, VK []byte
+}
+
+// StoredProofs reads the stored proofs of the named requests, or every one with all,
+// oldest first.
+func StoredProofs(ctx context.Context, db DB, requestIDs []string, all bool) ([]StoredProof, error) {
+	rows, err := db.Query(ctx, `
+		SELECT p.request_id, p.proof, p.public_witness, k.vk
+		  FROM cuzk.proofs p JOIN cuzk.circuit_keys k ON k.circuit = p.circuit AND k.version = p.key_version
+		 WHERE $1 OR p.request_id = ANY($2) ORDER BY p.created_at`, all, requestIDs)
+	if err != nil {
+		return nil, fmt.Errorf("read stored proofs: %w", err)
+	}
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByPos[StoredProof])
+	if err != nil {
+		return nil, fmt.Errorf("read stored proofs: %w", err)
+	}
+	return list, nil
+}

@@ -1,0 +1,69 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// River's own tables, read where River's API has no call for it.
+
+// CancelRequested says whether job is running in queue with a cancel requested
+// (cancel_attempted_at in its metadata, as cuzk.cancel_proof and River's JobCancel
+// write it).
+func CancelRequested(ctx context.Context, db DB, jobID int64, queue string) (bool, error) {
+	var ok bool
+	err := db.QueryRow(ctx, `
+		SELECT EXISTS (SELECT 1 FROM public.river_job
+		                WHERE id = $1 AND queue = $2 AND state = 'running' AND metadata ? 'cancel_attempted_at')`,
+		jobID, queue).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("read cancel request of job %d: %w", jobID, err)
+	}
+	return ok, nil
+}
+
+// QueuePaused says whether River's queue is paused; ok is false when River has no row
+// for it.
+func QueuePaused(ctx context.Context, db DB, queue string) (paused, ok bool, err error) {
+	err = db.QueryRow(ctx, `SELECT paused_at IS NOT NULL FROM public.river_queue WHERE name = $1`, queue).Scan(&paused)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, fmt.Errorf("read pause state of queue %s: %w", queue, err)
+	}
+	return paused, true, nil
+}
+
+// JobCount is how many of a queue's jobs are in one of River's states.
+type JobCount struct {
+	State string
+	N     int64
+}
+
+// QueueJobs counts queue's jobs that are not finished, by state, in the order
+// available, running, scheduled, retryable, pending (every state, zero included).
+func QueueJobs(ctx context.Context, db DB, queue string) ([]JobCount, error) {
+	counts := []JobCount{{State: "available"}, {State: "running"}, {State: "scheduled"}, {State: "retryable"}, {State: "pending"}}
+	dest := make([]any, len(counts))
+	for i := range counts {
+		dest[i] = &counts[i].N
+	}
+	// One row; the partial sums keep it to one index scan of river_job's (state, queue, ...) index.
+	err := db.QueryRow(ctx, `
+		SELECT count(*) FILTER (WHERE state = 'available'),
+		       count(*) FILTER (WHERE state = 'running'),
+		       count(*) FILTER (WHERE state = 'scheduled'),
+		       count(*) FILTER (WHERE state = 'retryable'),
+		       count(*) FILTER (WHERE state = 'pending')
+		  FROM river_job
+		 WHERE queue = $1 AND state IN ('available', 'running', 'scheduled', 'retryable', 'pending')`,
+		queue).Scan(dest...)
+	if err != nil {
+		return nil, fmt.Errorf("count River jobs in queue %s: %w", queue, err)
+	}
+	return counts, nil
+}

@@ -1,0 +1,167 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// RescuedJob is a running job handed back because its worker stopped heartbeating.
+type RescuedJob struct {
+	JobID     int64
+	Worker    string
+	Discarded bool // it had no attempt left
+}
+
+// RescueDeadWorkers marks workers other than self whose heartbeat is older than
+// deadAfter as stopped and hands their running jobs in queue back: available again at
+// once when attempts remain (the dead attempt counts, as with River's own rescuer),
+// discarded otherwise. River's rescuer would do the same, but only after the job's
+// rescue-after, which must be longer than the longest proof; a heartbeat tells a dead
+// worker from a slow one much sooner. If the worker was alive after all (a network
+// partition), its late completion finds the job no longer running, and the one-proof
+// rules keep a second proof out.
+func RescueDeadWorkers(ctx context.Context, db DB, self string, deadAfter time.Duration, queue string) ([]RescuedJob, error) {
+	rows, err := db.Query(ctx, `
+		WITH dead AS (
+		    UPDATE cuzk.workers SET stopped_at = now()
+		     WHERE stopped_at IS NULL AND worker <> $1 AND river_client_id IS NOT NULL
+		       AND last_seen_at < now() - make_interval(secs => $2)
+		    RETURNING worker, river_client_id,
+		              'worker ' || worker || ' stopped heartbeating during the attempt (rescued)' AS reason)
+		`+handBackJobs, self, deadAfter.Seconds(), queue)
+	return collectRescued(rows, err, "rescue the jobs of dead workers")
+}
+
+// HandBackClientJobs hands the running jobs in queue last claimed under River client
+// clientID back, as RescueDeadWorkers does, with reason in each job's errors: for a
+// worker restarted under its name, whose previous process is known to be gone.
+func HandBackClientJobs(ctx context.Context, db DB, clientID, queue, reason string) ([]RescuedJob, error) {
+	rows, err := db.Query(ctx, `
+		WITH dead AS (SELECT ''::text AS worker, $1::text AS river_client_id, $2::text AS reason)
+		`+handBackJobs, clientID, reason, queue)
+	return collectRescued(rows, err, "hand back the jobs of the previous process")
+}
+
+// handBackJobs follows a CTE dead(worker, river_client_id, reason) and takes the
+// queue as $3.
+const handBackJobs = `
+		UPDATE river_job j
+		   SET state = (CASE WHEN j.attempt < j.max_attempts THEN 'available' ELSE 'discarded' END)::river_job_state,
+		       scheduled_at = now(),
+		       finalized_at = CASE WHEN j.attempt < j.max_attempts THEN NULL ELSE now() END,
+		       errors = array_append(j.errors, jsonb_build_object(
+		           'at', now(), 'attempt', j.attempt, 'trace', '', 'error', d.reason))
+		  FROM dead d
+		 WHERE j.state = 'running' AND j.queue = $3
+		   AND j.attempted_by[array_upper(j.attempted_by, 1)] = d.river_client_id
+		RETURNING j.id, d.worker, j.state = 'discarded'`
+
+func collectRescued(rows pgx.Rows, err error, what string) ([]RescuedJob, error) {
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (RescuedJob, error) {
+		var j RescuedJob
+		return j, r.Scan(&j.JobID, &j.Worker, &j.Discarded)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return out, nil
+}
+
+// PruneWorkers deletes cuzk.workers rows of workers stopped longer ago than keep: each
+// process start adds a row (host/pid), and a fleet restarted daily for months would
+// otherwise carry them all.
+func PruneWorkers(ctx context.Context, db DB, keep time.Duration) (int64, error) {
+	tag, err := db.Exec(ctx, `DELETE FROM cuzk.workers WHERE stopped_at < now() - make_interval(secs => $1)`, keep.Seconds())
+	if err != nil {
+		return 0, fmt.Errorf("prune stopped workers: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// Beat is what a worker records about itself in cuzk.workers at each heartbeat.
+type Beat struct {
+	Worker        string // its name (host/pid by default)
+	Host          string
+	PID           int
+	Backend       string
+	Devices       []byte // jsonb: the device labels
+	Config        []byte // jsonb: performance settings and failure handling
+	RiverClientID string
+}
+
+// Heartbeat upserts the worker's row, marking it seen now and not stopped. It returns
+// the River client ID the row held before (nil for a new row or none), so that the
+// caller can tell another live process writing under the same name.
+func Heartbeat(ctx context.Context, db DB, b *Beat) (prevClientID *string, err error) {
+	err = db.QueryRow(ctx, `
+		WITH prev AS (SELECT river_client_id FROM cuzk.workers WHERE worker = $1)
+		INSERT INTO cuzk.workers (worker, host, pid, backend, devices, config, river_client_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7)
+		ON CONFLICT (worker) DO UPDATE SET last_seen_at = now(), stopped_at = NULL,
+		    host = EXCLUDED.host, pid = EXCLUDED.pid,
+		    backend = EXCLUDED.backend, devices = EXCLUDED.devices, config = EXCLUDED.config,
+		    river_client_id = EXCLUDED.river_client_id
+		RETURNING (SELECT river_client_id FROM prev)`,
+		b.Worker, b.Host, b.PID, b.Backend, b.Devices, b.Config, b.RiverClientID).Scan(&prevClientID)
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat of worker %q: %w", b.Worker, err)
+	}
+	return prevClientID, nil
+}
+
+// MarkWorkerStopped marks worker's row stopped, only while it is River client
+// clientID's: a live namesake's row stays live.
+func MarkWorkerStopped(ctx context.Context, db DB, worker, clientID string) error {
+	_, err := db.Exec(ctx, "UPDATE cuzk.workers SET stopped_at = now(), last_seen_at = now() WHERE worker = $1 AND river_client_id = $2",
+		worker, clientID)
+	if err != nil {
+		return fmt.Errorf("mark worker %q stopped: %w", worker, err)
+	}
+	return nil
+}
+
+// LastBeat is what cuzk.workers says about a worker's name.
+type LastBeat struct {
+	RiverClientID string // "" when none was recorded
+	Host          string
+	PID           int
+	LastSeenAt    time.Time
+	Stopped       bool
+}
+
+// LastHeartbeat reads worker's row; ok is false when it has none.
+func LastHeartbeat(ctx context.Context, db DB, worker string) (b LastBeat, ok bool, err error) {
+	err = db.QueryRow(ctx, `
+		SELECT coalesce(river_client_id, ''), host, pid, last_seen_at, stopped_at IS NOT NULL
+		  FROM cuzk.workers WHERE worker = $1`, worker).Scan(&b.RiverClientID, &b.Host, &b.PID, &b.LastSeenAt, &b.Stopped)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return LastBeat{}, false, nil
+	}
+	if err != nil {
+		return LastBeat{}, false, fmt.Errorf("read the last heartbeat of worker %q: %w", worker, err)
+	}
+	return b, true, nil
+}
+
+// nameLockClass is the first key of the two-key advisory lock on a worker's name
+// (the second is hashtext(name)); the two-key space is apart from the one-key locks
+// that migrations use.
+const nameLockClass = 0x637a6b // "czk"
+
+// TryNameLock tries, without waiting, the session-level advisory lock on a worker's
+// name. conn must be a connection of its own (not a pool): the lock is held for as
+// long as that connection lives.
+func TryNameLock(ctx context.Context, conn DB, worker string) (bool, error) {
+	var held bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext($2))`, int32(nameLockClass), worker).Scan(&held); err != nil {
+		return false, fmt.Errorf("try the name lock of worker %q: %w", worker, err)
+	}
+	return held, nil
+}

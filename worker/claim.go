@@ -1,0 +1,140 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
+	"github.com/riverqueue/river"
+
+	"github.com/cuzk/cuzk/jobs"
+	"github.com/cuzk/cuzk/store"
+	"github.com/cuzk/cuzk/synth"
+)
+
+// item is one request's attempt on its way through the pipeline.
+type item struct {
+	ctx   context.Context
+	job   *river.Job[jobs.ProveArgs]
+	req   *store.Request
+	start time.Time
+	att   store.Attempt // the attempt row; its phase times come from times when it is recorded
+	times Timings
+
+	collectedAt time.Time
+	compiled    *synth.Compiled
+	res         *Reservation
+	sol         *synth.Solution
+	synthDone   time.Time
+	keyWait     time.Duration // after synthesis, for the key to be read (Catalog.Prepare)
+	key         *ResidentKey
+	proof       *groth16bls.Proof
+	public      []byte
+
+	err  error
+	done chan struct{}
+}
+
+func (it *item) finish(err error) {
+	it.err = err
+	close(it.done)
+}
+
+// drop ends the item's way through the pipeline with err, letting its solution (the
+// bulk of its memory) go at once.
+func (it *item) drop(err error) {
+	it.sol = nil
+	it.finish(err)
+}
+
+// dropAll drops the items that no stage has delivered yet.
+func dropAll(items []*item, err error) {
+	for _, it := range items {
+		if !it.finished() {
+			it.drop(err)
+		}
+	}
+}
+
+// finished says whether a stage has delivered the item already.
+func (it *item) finished() bool {
+	select {
+	case <-it.done:
+		return true
+	default:
+		return false
+	}
+}
+
+type proveWorker struct {
+	river.WorkerDefaults[jobs.ProveArgs]
+	w *Worker
+}
+
+// Timeout is the circuit's size-based limit, capped at --rescue-after: River's rescuer
+// leaves a stuck job alone until its timeout has passed too, so an uncapped timeout
+// (at least 10 minutes) would delay rescuing a dead worker's jobs past --rescue-after.
+func (p *proveWorker) Timeout(job *river.Job[jobs.ProveArgs]) time.Duration {
+	d := jobs.Timeout(1 << 27) // unknown size: assume a large circuit
+	if v, ok := p.w.timeouts.Load(job.Args.Circuit); ok {
+		d = v.(time.Duration)
+	}
+	return min(d, p.w.cfg.RescueAfter)
+}
+
+func (p *proveWorker) Work(ctx context.Context, job *river.Job[jobs.ProveArgs]) error {
+	return p.w.work(ctx, job)
+}
+
+func (w *Worker) work(ctx context.Context, job *river.Job[jobs.ProveArgs]) error {
+	start := time.Now()
+	log := w.log.With("request_id", job.Args.RequestID, "circuit", job.Args.Circuit, "job_id", job.ID)
+	queuedAt := job.ScheduledAt
+	if job.CreatedAt.After(queuedAt) {
+		queuedAt = job.CreatedAt
+	}
+	// A database that is restarting costs a moment, not one of the request's attempts.
+	var req *store.Request
+	err := w.retryDB(ctx, log, "begin attempt", func(ctx context.Context) (err error) {
+		req, err = store.BeginAttempt(ctx, w.pool, job.Args.RequestID, job.ID, w.origin, queuedAt)
+		return err
+	})
+	var nr *store.NotRunnableError
+	switch {
+	case errors.As(err, &nr):
+		log.Info("job skipped", "reason", err)
+		return nil // nothing to do: completing the job is right
+	case errors.Is(err, store.ErrUnknownRequest):
+		return river.JobCancel(err)
+	case err != nil:
+		return fmt.Errorf("begin attempt: %w", err)
+	}
+	log = log.With("attempt", req.Attempt)
+
+	it := &item{ctx: ctx, job: job, req: req, start: start, done: make(chan struct{})}
+	it.att = store.Attempt{RequestID: req.RequestID, Circuit: req.Circuit, Attempt: req.Attempt, QueueMs: &req.QueueMs}
+	w.collector.add(it)
+	<-it.done // every stage delivers, also when ctx ends
+	if it.res != nil {
+		defer it.res.Release()
+	}
+	log = log.With("batch_id", it.att.BatchID)
+	if it.err != nil {
+		return w.fail(ctx, it, log)
+	}
+	return w.persist(ctx, it, log)
+}
+
+// loadTimeouts caches each registered circuit's job timeout (proveWorker.Timeout has
+// no context to query with).
+func (w *Worker) loadTimeouts(ctx context.Context) {
+	sizes, err := store.CircuitSizes(ctx, w.pool)
+	if err != nil {
+		w.log.Warn("loading circuit sizes for job timeouts", "err", err)
+	}
+	for name, n := range sizes {
+		w.timeouts.Store(name, jobs.Timeout(n))
+	}
+}

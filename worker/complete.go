@@ -1,0 +1,177 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/cuzk/cuzk/phase"
+	"github.com/cuzk/cuzk/prover"
+	"github.com/cuzk/cuzk/store"
+	"github.com/cuzk/cuzk/synth"
+)
+
+// persist verifies the proof and stores it, the attempt row and the job completion in
+// one transaction.
+func (w *Worker) persist(ctx context.Context, it *item, log *slog.Logger) error {
+	t := time.Now()
+	proofBytes, err := prover.EncodeProof(it.proof)
+	if err != nil {
+		it.err = err
+		return w.fail(ctx, it, log)
+	}
+	if err := prover.VerifyProof(it.key.VK, it.proof, it.public); err != nil {
+		it.times.Set(phase.Verify, time.Since(t))
+		// A proof that does not verify is never stored; it points at a faulty backend
+		// or key, so the attempt is retried.
+		it.err = fmt.Errorf("proof failed verification: %w", err)
+		return w.fail(ctx, it, log)
+	}
+	it.times.Set(phase.Verify, time.Since(t))
+
+	t = time.Now()
+	err = w.retryDB(ctx, log, "store proof", func(ctx context.Context) error {
+		return store.CompleteAttempt(ctx, w.pool, it.job, &store.Proof{
+			RequestID: it.req.RequestID, Circuit: it.req.Circuit,
+			Proof: proofBytes, PublicWitness: it.public,
+			Attempt: it.req.Attempt, Worker: w.cfg.Name, Backend: it.att.Backend, VKDigest: it.key.VKDigest,
+		}, w.cfg.ScrubInputs, &it.att, func(a *store.Attempt) {
+			it.times.Set(phase.Persist, time.Since(t))
+			a.FinishedAt = time.Now()
+			it.times.Set(phase.Total, w.total(it))
+			a.SetPhases(it.times.Phases())
+		})
+	})
+	if err != nil {
+		it.err = fmt.Errorf("store proof: %w", err)
+		return w.fail(ctx, it, log)
+	}
+	w.observe(&it.att)
+	log.Info("proof stored", "outcome", it.att.Outcome, "total_ms", *it.att.TotalMs,
+		"synth_ms", deref(it.att.SynthMs), "prove_ms", deref(it.att.ProveMs), "backend", it.att.Backend)
+	return nil
+}
+
+// retryDB runs op until it succeeds, fails for a reason other than a lost or refused
+// connection, ctx ends, or a minute has passed: a PostgreSQL restart must not cost a
+// finished proof or leave an attempt unrecorded.
+func (w *Worker) retryDB(ctx context.Context, log *slog.Logger, what string, op func(context.Context) error) error {
+	deadline := time.Now().Add(time.Minute)
+	delay := 100 * time.Millisecond
+	for {
+		err := op(ctx)
+		if err == nil || !store.Unavailable(err) || ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		log.Warn("database unavailable, retrying", "op", what, "err", err, "in", delay)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 2*time.Second)
+	}
+}
+
+// total is the attempt's time from being queued to being stored: queue time plus
+// the attempt's own wall time, so it is at least the sum of the phases run in sequence.
+func (w *Worker) total(it *item) time.Duration {
+	queue := it.start.Sub(it.job.ScheduledAt)
+	if it.job.CreatedAt.After(it.job.ScheduledAt) {
+		queue = it.start.Sub(it.job.CreatedAt)
+	}
+	return max(queue, 0) + time.Since(it.start)
+}
+
+// fail records a failed attempt and tells River what to do with the job: bad input and
+// requests that can never fit end at once (request failed, job discarded, no retry); a
+// cancelled request is recorded as such; a worker shutdown hands the job back without
+// using an attempt (River's snooze); anything else is retried with backoff until
+// max_attempts.
+func (w *Worker) fail(ctx context.Context, it *item, log *slog.Logger) error {
+	err := it.err
+	var tooLarge *TooLargeError
+	var commit *prover.CommitmentError
+	permanent := synth.IsBadInput(err) || errors.As(err, &tooLarge) || errors.As(err, &commit)
+	cause := context.Cause(ctx)
+	final := permanent || it.job.Attempt >= it.job.MaxAttempts
+	handBack := false
+
+	switch {
+	case errors.Is(cause, rivertype.ErrJobCancelledRemotely):
+		it.att.Outcome, final = "cancelled", true
+	case !permanent && (errors.Is(err, errHandBack) || ctx.Err() != nil && w.drainCtx.Err() != nil):
+		// Shutdown: before synthesis began, or in flight when the grace period ran out.
+		it.att.Outcome, final, handBack = "interrupted", false, true
+		if !errors.Is(err, errHandBack) {
+			err = fmt.Errorf("%w: %w", errHandBack, err)
+		}
+	case permanent || final:
+		it.att.Outcome = "failed"
+	case ctx.Err() != nil:
+		// Past its time limit: River's rescuer may already have given the job to
+		// another worker.
+		it.att.Outcome = "interrupted"
+	default:
+		it.att.Outcome = "retryable"
+	}
+	if !handBack && errors.Is(cause, context.DeadlineExceeded) {
+		err = fmt.Errorf("attempt ran past its time limit (the circuit's timeout, at most --rescue-after): %w", err)
+	}
+	it.att.Error = store.CapError(err.Error())
+	it.att.FinishedAt = time.Now()
+	it.times.Set(phase.Total, w.total(it))
+	it.att.SetPhases(it.times.Phases())
+
+	dbCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	dbErr := w.retryDB(dbCtx, log, "record failed attempt", func(ctx context.Context) error {
+		return store.FailAttempt(ctx, w.pool, &it.att, store.Failure{
+			Err: err.Error(), HandBack: handBack, Final: final, Job: it.job.JobRow, StartedAt: it.start,
+		})
+	})
+	// What is logged and what River keeps in the job's errors is bounded like the
+	// stored text (FinishAttempt and SetRequestOutcome cap theirs).
+	var unsat *synth.UnsatisfiedError
+	if errors.As(err, &unsat) {
+		// The stored and logged text names the constraint only; gnark's own, with values
+		// computed from the private inputs, is for debugging on the worker's host.
+		log.Debug("unsatisfied constraint with witness values", "detail", store.CapError(unsat.Detail()))
+	}
+	err = cappedError{err}
+	if dbErr != nil {
+		log.Error("recording failed attempt", "err", cappedError{dbErr}, "attempt_err", err)
+	}
+	w.observe(&it.att)
+	switch {
+	case handBack:
+		log.Info("attempt handed back", "err", err)
+		return river.JobSnooze(0) // available again at once, attempt not counted
+	case permanent:
+		log.Warn("attempt failed", "outcome", it.att.Outcome, "err", err)
+		// The job is discarded above already; should that write have failed, a
+		// cancelled job at least is not retried.
+		return river.JobCancel(err)
+	}
+	log.Warn("attempt failed", "outcome", it.att.Outcome, "err", err)
+	return err
+}
+
+// cappedError is an error whose text is cut to store.MaxErrorBytes; errors.Is and
+// errors.As see the whole chain.
+type cappedError struct{ err error }
+
+func (e cappedError) Error() string { return store.CapError(e.err.Error()) }
+func (e cappedError) Unwrap() error { return e.err }
+
+func deref(p *float64) float64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}

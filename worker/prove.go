@@ -1,0 +1,165 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cuzk/cuzk/phase"
+	"github.com/cuzk/cuzk/prover"
+	"github.com/cuzk/cuzk/synth"
+)
+
+// runProver proves batches on device i until the channel is closed or the device is
+// lost.
+func (w *Worker) runProver(i int) {
+	d := &w.devices[i]
+	for b := range w.proveCh {
+		if w.lost[i].Load() {
+			// Every device is lost (else this prover has returned) and the worker is
+			// stopping: what still waits for a prover goes back to the queue now.
+			dropAll(b.items, errHandBack)
+			continue
+		}
+		err := w.safely("prove on "+d.Backend.Name(), func() error { w.proveBatch(d, b); return nil })
+		if err != nil {
+			dropAll(b.items, err)
+		}
+		if w.lost[i].Load() && !w.allLost() {
+			return
+		}
+	}
+}
+
+func (w *Worker) allLost() bool {
+	for i := range w.lost {
+		if !w.lost[i].Load() {
+			return false
+		}
+	}
+	return true
+}
+
+// deviceLost records that d failed with prover.ErrDeviceLost: its prover takes no more
+// batches, and when no device is left the worker stops (Run returns err).
+func (w *Worker) deviceLost(d *Device, err error) {
+	left := 0
+	for i := range w.devices {
+		if &w.devices[i] == d {
+			if w.lost[i].Swap(true) {
+				return
+			}
+		}
+		if !w.lost[i].Load() {
+			left++
+		}
+	}
+	w.catalog.DeviceReset(d.Backend, err)
+	w.log.Error("device lost, no more proofs on it", "device", d.Backend.Name(), "devices_left", left, "err", err)
+	if left == 0 {
+		<-w.stopReady
+		w.stop(err)
+	}
+}
+
+func (w *Worker) proveBatch(d *Device, b *batch) {
+	picked := time.Now()
+	live := b.items[:0:0]
+	for _, it := range b.items {
+		it.times.Set(phase.ProveWait, picked.Sub(it.synthDone)-it.keyWait)
+		it.att.Backend = d.Backend.Name()
+		it.att.Device = d.Label
+		if err := context.Cause(it.ctx); err != nil {
+			it.drop(err)
+			continue
+		}
+		live = append(live, it)
+	}
+	if len(live) == 0 {
+		return
+	}
+	fail := func(err error) { dropAll(live, err) }
+
+	// The key is shared by the batch; loading it (reading it after synthesis, then
+	// making it resident here) is the srs phase of every attempt in it.
+	// One request's cancel must not abort the others' proofs; when all are cancelled
+	// (a shutdown past its grace period), the batch's proof stops.
+	ctxs := make([]context.Context, len(live))
+	for i, it := range live {
+		ctxs[i] = it.ctx
+	}
+	ctx, stop := allDone(ctxs)
+	defer stop()
+	key, loaded, err := w.catalog.Key(ctx, b.circuit, d.Backend)
+	for _, it := range live {
+		it.times.Set(phase.SRS, it.keyWait+loaded)
+	}
+	if err != nil {
+		fail(fmt.Errorf("load proving key of %q on %s: %w", b.circuit, d.Backend.Name(), err))
+		if errors.Is(err, prover.ErrDeviceLost) {
+			w.deviceLost(d, err)
+		}
+		return
+	}
+
+	sols := make([]*synth.Solution, len(live))
+	for i, it := range live {
+		sols[i] = it.sol
+		it.public = it.sol.Public
+	}
+	start := time.Now()
+	release := sync.OnceFunc(key.Release)
+	defer release() // also when Prove panics: a key left in use could never be evicted
+	proofs, times, err := prover.Prove(ctx, d.Backend, key.PK, key.Key, sols)
+	elapsed := time.Since(start)
+	release()
+	switch {
+	case errors.Is(err, prover.ErrDeviceReset):
+		// The device lost every key resident on it: the retry loads them again.
+		w.catalog.DeviceReset(d.Backend, err)
+	case errors.Is(err, prover.ErrDeviceLost):
+		defer w.deviceLost(d, err) // after this batch's attempts are failed (retryable)
+	}
+	var telemetry []byte
+	if d.Telemetry != nil {
+		telemetry = d.Telemetry()
+	}
+	inside := devicePhases(times)
+	for _, it := range live {
+		it.att.Telemetry = telemetry
+		it.att.ProveStartedAt = start
+		it.times.Set(phase.Prove, elapsed)
+		for name, t := range inside {
+			it.times.Set(name, t)
+		}
+		it.key = key
+	}
+	if err != nil {
+		fail(fmt.Errorf("prove on %s: %w", d.Backend.Name(), err))
+		return
+	}
+	for i, it := range live {
+		it.proof = proofs[i]
+		it.sol = nil
+		// First release step: the solution's vectors are gone; keep a token amount
+		// until the proof is stored.
+		it.res.Shrink(it.res.Bytes() / 16)
+		it.finish(nil)
+	}
+}
+
+// devicePhases are the phases inside prove that the backend measured, by name: a
+// backend that does not separate a phase reports no time for it.
+func devicePhases(t prover.PhaseTimes) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for name, d := range map[string]time.Duration{
+		phase.NTT: t.NTT, phase.MSM: t.MSM, phase.H2D: t.H2D, phase.MSMG1: t.MSMG1, phase.MSMG2: t.MSMG2,
+	} {
+		if d > 0 {
+			out[name] = d
+		}
+	}
+	return out
+}
