@@ -45,6 +45,24 @@ __device__ __forceinline__ void fe_sub(fp2_t& r, const fp2_t& a, const fp2_t& b)
 }
 __device__ __forceinline__ void fe_neg(fp2_t& r, const fp2_t& a) { fe_neg(r.c0, a.c0); fe_neg(r.c1, a.c1); }
 __device__ __forceinline__ void fe_dbl(fp2_t& r, const fp2_t& a) { fe_add(r, a, a); }
+// Code size of G2's point operations (A/B). Every Fp product inlined, G2's mixed
+// addition is tens of thousands of instructions, and Nsight Compute on the H200 found
+// its accumulation kernel stalled half the time on instruction fetch (2026-12-02,
+// docs/BENCHMARKS.md). CUZK_FP2_FP_CALL (msm_g2.cu's default) makes the Fp products
+// inside Fp2 arithmetic calls of one function; -DCUZK_FP2_CALL makes the Fp2 product
+// and square calls instead (measured 9% slower than the Fp calls). Operands pass by
+// value, so they stay in registers.
+#if defined(CUZK_FP2_FP_CALL)
+static __device__ __noinline__ fp_t fp_mul_call(fp_t a, fp_t b) {
+    fp_t r;
+    fe_mul(r, a, b);
+    return r;
+}
+__device__ __forceinline__ void fp2_fp_mul(fp_t& r, const fp_t& a, const fp_t& b) { r = fp_mul_call(a, b); }
+#else
+__device__ __forceinline__ void fp2_fp_mul(fp_t& r, const fp_t& a, const fp_t& b) { fe_mul(r, a, b); }
+#endif
+
 #if defined(CUZK_FP2_LAZY) && !defined(CUZK_MUL_CIOS) && !defined(CUZK_MUL64)
 // Karatsuba with lazy reduction (opt-in, -DCUZK_FP2_LAZY): the three 24-word products
 // are combined unreduced and only the two results are reduced, so a product costs 3
@@ -75,27 +93,48 @@ __device__ __forceinline__ void fe_mul(fp2_t& r, const fp2_t& a, const fp2_t& b)
 }
 #else
 // Karatsuba: 3 Fp products.
-__device__ __forceinline__ void fe_mul(fp2_t& r, const fp2_t& a, const fp2_t& b) {
+__device__ __forceinline__ void fp2_mul_inl(fp2_t& r, const fp2_t& a, const fp2_t& b) {
     fp_t v0, v1, s, t;
-    fe_mul(v0, a.c0, b.c0);
-    fe_mul(v1, a.c1, b.c1);
+    fp2_fp_mul(v0, a.c0, b.c0);
+    fp2_fp_mul(v1, a.c1, b.c1);
     fe_add(s, a.c0, a.c1);
     fe_add(t, b.c0, b.c1);
-    fe_mul(s, s, t);
+    fp2_fp_mul(s, s, t);
     fe_sub(r.c0, v0, v1);
     fe_sub(s, s, v0);
     fe_sub(r.c1, s, v1);
 }
+#define CUZK_FP2_MUL_INL
 #endif
 // (a0 + a1 u)^2 = (a0+a1)(a0-a1) + 2 a0 a1 u: 2 Fp products.
-__device__ __forceinline__ void fe_sqr(fp2_t& r, const fp2_t& a) {
+__device__ __forceinline__ void fp2_sqr_inl(fp2_t& r, const fp2_t& a) {
     fp_t s, d, m;
     fe_add(s, a.c0, a.c1);
     fe_sub(d, a.c0, a.c1);
-    fe_mul(m, a.c0, a.c1);
-    fe_mul(r.c0, s, d);
+    fp2_fp_mul(m, a.c0, a.c1);
+    fp2_fp_mul(r.c0, s, d);
     fe_add(r.c1, m, m);
 }
+
+#if defined(CUZK_FP2_CALL) && defined(CUZK_FP2_MUL_INL)
+static __device__ __noinline__ fp2_t fp2_mul_call(fp2_t a, fp2_t b) {
+    fp2_t r;
+    fp2_mul_inl(r, a, b);
+    return r;
+}
+static __device__ __noinline__ fp2_t fp2_sqr_call(fp2_t a) {
+    fp2_t r;
+    fp2_sqr_inl(r, a);
+    return r;
+}
+__device__ __forceinline__ void fe_mul(fp2_t& r, const fp2_t& a, const fp2_t& b) { r = fp2_mul_call(a, b); }
+__device__ __forceinline__ void fe_sqr(fp2_t& r, const fp2_t& a) { r = fp2_sqr_call(a); }
+#else
+#if defined(CUZK_FP2_MUL_INL)
+__device__ __forceinline__ void fe_mul(fp2_t& r, const fp2_t& a, const fp2_t& b) { fp2_mul_inl(r, a, b); }
+#endif
+__device__ __forceinline__ void fe_sqr(fp2_t& r, const fp2_t& a) { fp2_sqr_inl(r, a); }
+#endif
 
 // (a0 + a1 u)^-1 = (a0 - a1 u) / (a0^2 + a1^2): one Fp inversion.
 __device__ __forceinline__ void fe_inv(fp2_t& r, const fp2_t& a) {

@@ -11,6 +11,14 @@
 #if defined(CUZK_G2_INLINE)
 #define CUZK_POINT_FN __forceinline__
 #endif
+// The Fp products inside Fp2 arithmetic are calls of one function (bls12_381.cuh):
+// inlined, G2's mixed addition was so much code that its accumulation stalled half the
+// time on instruction fetch (Nsight Compute). Measured on the H200, same compiler, in
+// one call: G2 MSM 2^22 247.5 -> 120.3 ms, 2^24 850.6 -> 431.3, one 2^22 proof 417.6 ->
+// 312.2 (docs/BENCHMARKS.md). -DCUZK_FP2_FP_INLINE inlines them again (A/B runs).
+#if !defined(CUZK_FP2_FP_INLINE) && !defined(CUZK_FP2_FP_CALL)
+#define CUZK_FP2_FP_CALL
+#endif
 #include "msm.cuh"
 
 int msm_g2(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t n, const fr_t* scalars,
