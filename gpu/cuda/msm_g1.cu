@@ -5,6 +5,18 @@
 #if !defined(CUZK_NOINLINE_G1)
 #define CUZK_POINT_FN __forceinline__
 #endif
+#include "bls12_381.cuh"
+#if defined(CUZK_G1_FP_CALL)
+// A/B: G1's Fp products as calls of one function, as G2's are (msm_g2.cu). These
+// overloads are exact matches, so the point operations' templates pick them.
+static __device__ __noinline__ fp_t g1_mul_call(fp_t a, fp_t b) {
+    fp_t r;
+    fe_mul<fp_params>(r, a, b);
+    return r;
+}
+__device__ __forceinline__ void fe_mul(fp_t& r, const fp_t& a, const fp_t& b) { r = g1_mul_call(a, b); }
+__device__ __forceinline__ void fe_sqr(fp_t& r, const fp_t& a) { r = g1_mul_call(a, a); }
+#endif
 #include "msm.cuh"
 
 int msm_g1(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t n, const fr_t* scalars,
