@@ -49,9 +49,8 @@ __device__ __forceinline__ void fe_dbl(fp2_t& r, const fp2_t& a) { fe_add(r, a, 
 // addition is tens of thousands of instructions, and Nsight Compute on the H200 found
 // its accumulation kernel stalled half the time on instruction fetch (2026-12-02,
 // docs/BENCHMARKS.md). CUZK_FP2_FP_CALL (msm_g2.cu's default) makes the Fp products
-// inside Fp2 arithmetic calls of one function; -DCUZK_FP2_CALL makes the Fp2 product
-// and square calls instead (measured 9% slower than the Fp calls). Operands pass by
-// value, so they stay in registers.
+// inside Fp2 arithmetic calls of one function (making the Fp2 product and square the
+// calls instead measured 9% slower). Operands pass by value, so they stay in registers.
 #if defined(CUZK_FP2_FP_CALL)
 static __device__ __noinline__ fp_t fp_mul_call(fp_t a, fp_t b) {
     fp_t r;
@@ -116,25 +115,10 @@ __device__ __forceinline__ void fp2_sqr_inl(fp2_t& r, const fp2_t& a) {
     fe_add(r.c1, m, m);
 }
 
-#if defined(CUZK_FP2_CALL) && defined(CUZK_FP2_MUL_INL)
-static __device__ __noinline__ fp2_t fp2_mul_call(fp2_t a, fp2_t b) {
-    fp2_t r;
-    fp2_mul_inl(r, a, b);
-    return r;
-}
-static __device__ __noinline__ fp2_t fp2_sqr_call(fp2_t a) {
-    fp2_t r;
-    fp2_sqr_inl(r, a);
-    return r;
-}
-__device__ __forceinline__ void fe_mul(fp2_t& r, const fp2_t& a, const fp2_t& b) { r = fp2_mul_call(a, b); }
-__device__ __forceinline__ void fe_sqr(fp2_t& r, const fp2_t& a) { r = fp2_sqr_call(a); }
-#else
 #if defined(CUZK_FP2_MUL_INL)
 __device__ __forceinline__ void fe_mul(fp2_t& r, const fp2_t& a, const fp2_t& b) { fp2_mul_inl(r, a, b); }
 #endif
 __device__ __forceinline__ void fe_sqr(fp2_t& r, const fp2_t& a) { fp2_sqr_inl(r, a); }
-#endif
 
 // (a0 + a1 u)^-1 = (a0 - a1 u) / (a0^2 + a1^2): one Fp inversion.
 __device__ __forceinline__ void fe_inv(fp2_t& r, const fp2_t& a) {
