@@ -111,16 +111,16 @@ func startWorker(t testing.TB, pool *pgxpool.Pool, mutate func(*worker.Config)) 
 
 // startWorkerWith starts a worker on devices (default: one CPU backend) logging to log
 // (default: slog's default).
-func startWorkerWith(t testing.TB, pool *pgxpool.Pool, devices []worker.Device, log *slog.Logger, mutate func(*worker.Config)) *runningWorker {
+func startWorkerWith(t testing.TB, pool *pgxpool.Pool, devices []worker.Prover, log *slog.Logger, mutate func(*worker.Config)) *runningWorker {
 	t.Helper()
 	return startWorkerCatalog(t, pool, worker.NewCatalog(keys.reg.Get, keys.load, log), devices, log, mutate)
 }
 
 // startWorkerCatalog is startWorkerWith with the catalog cat.
-func startWorkerCatalog(t testing.TB, pool *pgxpool.Pool, cat worker.Catalog, devices []worker.Device, log *slog.Logger, mutate func(*worker.Config)) *runningWorker {
+func startWorkerCatalog(t testing.TB, pool *pgxpool.Pool, cat worker.Catalog, devices []worker.Prover, log *slog.Logger, mutate func(*worker.Config)) *runningWorker {
 	t.Helper()
 	if devices == nil {
-		devices = []worker.Device{{Backend: prover.NewCPU()}}
+		devices = []worker.Prover{{Backend: prover.NewCPU()}}
 	}
 	cfg := worker.DefaultConfig()
 	cfg.MemBudget = 8 << 30

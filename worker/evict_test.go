@@ -152,7 +152,7 @@ func TestLeastRecentlyUsedKeyEvictedWhenDeviceIsFull(t *testing.T) {
 	var buf lockedBuffer
 	log := slog.New(slog.NewJSONHandler(&buf, nil))
 	cat := worker.NewCatalog(keys.reg.Get, keys.load, log)
-	startWorkerCatalog(t, db.Pool, cat, []worker.Device{{Backend: dev}}, log, nil)
+	startWorkerCatalog(t, db.Pool, cat, []worker.Prover{{Backend: dev}}, log, nil)
 
 	for _, step := range []struct{ prefix, circuit string }{{"a1", a}, {"b1", b}, {"a2", a}} {
 		insertRequests(t, db.Pool, step.prefix, step.circuit, 1, 1)
@@ -246,7 +246,7 @@ func TestDeviceResetReloadsKeysForTheRetry(t *testing.T) {
 	var buf lockedBuffer
 	log := slog.New(slog.NewJSONHandler(&buf, nil))
 	cat := worker.NewCatalog(keys.reg.Get, keys.load, log)
-	startWorkerCatalog(t, db.Pool, cat, []worker.Device{{Backend: dev}}, log,
+	startWorkerCatalog(t, db.Pool, cat, []worker.Prover{{Backend: dev}}, log,
 		func(c *worker.Config) { c.RetryBackoff = 100 * time.Millisecond })
 
 	insertRequests(t, db.Pool, "reset", circuit, 1, 1)
@@ -395,7 +395,7 @@ func TestDeviceLostStopsTheWorker(t *testing.T) {
 	dev.loseProve = true
 	cat := worker.NewCatalog(keys.reg.Get, keys.load, nil)
 	insertRequests(t, db.Pool, "lost", circuit, 4, 1)
-	rw := startWorkerCatalog(t, db.Pool, cat, []worker.Device{{Backend: dev}}, nil,
+	rw := startWorkerCatalog(t, db.Pool, cat, []worker.Prover{{Backend: dev}}, nil,
 		func(c *worker.Config) { c.RetryBackoff = 100 * time.Millisecond })
 	select {
 	case err := <-rw.done:
@@ -438,7 +438,7 @@ func TestLostDeviceLeavesTheOthersProving(t *testing.T) {
 	bad.name, good.name = "gpu-a", "gpu-b"
 	bad.loseProve = true
 	cat := worker.NewCatalog(keys.reg.Get, keys.load, nil)
-	rw := startWorkerCatalog(t, db.Pool, cat, []worker.Device{{Backend: bad}, {Backend: good}}, nil,
+	rw := startWorkerCatalog(t, db.Pool, cat, []worker.Prover{{Backend: bad}, {Backend: good}}, nil,
 		func(c *worker.Config) { c.RetryBackoff = 100 * time.Millisecond })
 	insertRequests(t, db.Pool, "twodev", circuit, 8, 1)
 	waitSucceeded(t, db.Pool, "twodev", 8)

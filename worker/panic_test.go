@@ -33,7 +33,7 @@ func TestPanicInProverFailsTheAttemptNotTheWorker(t *testing.T) {
 	db := pgtest.New(t)
 	const circuit = "synthetic-k8"
 	register(t, db.Pool, circuit)
-	startWorkerWith(t, db.Pool, []worker.Device{{Backend: &panicFirst{Backend: prover.NewCPU()}}}, nil,
+	startWorkerWith(t, db.Pool, []worker.Prover{{Backend: &panicFirst{Backend: prover.NewCPU()}}}, nil,
 		func(c *worker.Config) { c.RetryBackoff = 100 * time.Millisecond })
 
 	in, err := synth.Inputs(circuit, 3)

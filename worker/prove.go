@@ -44,7 +44,7 @@ func (w *Worker) allLost() bool {
 
 // deviceLost records that d failed with prover.ErrDeviceLost: its prover takes no more
 // batches, and when no device is left the worker stops (Run returns err).
-func (w *Worker) deviceLost(d *Device, err error) {
+func (w *Worker) deviceLost(d *Prover, err error) {
 	left := 0
 	for i := range w.devices {
 		if &w.devices[i] == d {
@@ -64,7 +64,7 @@ func (w *Worker) deviceLost(d *Device, err error) {
 	}
 }
 
-func (w *Worker) proveBatch(d *Device, b *batch) {
+func (w *Worker) proveBatch(d *Prover, b *batch) {
 	picked := time.Now()
 	live := b.items[:0:0]
 	for _, it := range b.items {

@@ -30,8 +30,9 @@ import (
 	"github.com/cuzk/cuzk/store"
 )
 
-// Device is one prover: a backend bound to one device, with a goroutine of its own.
-type Device struct {
+// Prover is a backend bound to one device (a GPU, or the CPU), with a proving
+// goroutine of its own; the GPU itself is described by devinfo.Device.
+type Prover struct {
 	Backend prover.Backend
 	Label   string // device name/UUID for attempt rows; defaults to Backend.Name()
 	Driver  string // NVIDIA driver version of a GPU, recorded in the performance config
@@ -47,7 +48,7 @@ type Worker struct {
 	log     *slog.Logger
 	pool    *pgxpool.Pool
 	catalog Catalog
-	devices []Device
+	devices []Prover
 	budget  *Budget
 
 	client   *river.Client[pgx.Tx]
@@ -81,7 +82,7 @@ type Worker struct {
 var errHandBack = errors.New("handed back: worker shutting down")
 
 // New builds a worker; Run starts it.
-func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Device, log *slog.Logger) (*Worker, error) {
+func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Prover, log *slog.Logger) (*Worker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("worker config: %w", err)
 	}

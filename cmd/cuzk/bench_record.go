@@ -67,7 +67,7 @@ func (c benchCmd) armFlags(spec string) (armFlags, error) {
 type benchArm struct {
 	name, label string
 	flags       armFlags
-	devs        []worker.Device
+	devs        []worker.Prover
 }
 
 func (a *benchArm) config() bench.Config {

@@ -40,7 +40,7 @@ type observability struct {
 // newObservability registers the metrics that do not need the worker (queue depth,
 // GPU telemetry). Set the result's metrics as the worker's Observer, then call
 // watchWorker once the worker exists.
-func newObservability(pool *pgxpool.Pool, devices []worker.Device, gpus devinfo.LatestSamples) (*observability, error) {
+func newObservability(pool *pgxpool.Pool, devices []worker.Prover, gpus devinfo.LatestSamples) (*observability, error) {
 	o := &observability{pool: pool, metrics: metrics.New()}
 	for _, d := range devices {
 		o.backends = append(o.backends, d.Backend.Name())

@@ -154,7 +154,7 @@ func digestLookup(pool *pgxpool.Pool) func(context.Context, string) (string, err
 }
 
 // openBackends builds one prover per selected device.
-func openBackends(kind, devices string, log *slog.Logger) ([]worker.Device, error) {
+func openBackends(kind, devices string, log *slog.Logger) ([]worker.Prover, error) {
 	devs, _, err := openDevices(kind, devices, log, false, gpu.Options{})
 	return devs, err
 }
@@ -162,9 +162,9 @@ func openBackends(kind, devices string, log *slog.Logger) ([]worker.Device, erro
 // openDevices is openBackends for the worker: with telemetry, each GPU's latest NVML
 // reading (utilization, memory used/total, temperature), polled in the background,
 // is stored in its attempt rows. tel is nil on the CPU; Close it after the worker.
-func openDevices(kind, devices string, log *slog.Logger, telemetry bool, opt gpu.Options) (devs []worker.Device, tel *devinfo.Telemetry, err error) {
+func openDevices(kind, devices string, log *slog.Logger, telemetry bool, opt gpu.Options) (devs []worker.Prover, tel *devinfo.Telemetry, err error) {
 	if kind == "cpu" {
-		return []worker.Device{{Backend: prover.NewCPU(), Label: fmt.Sprintf("cpu (%d cores)", runtime.NumCPU())}}, nil, nil
+		return []worker.Prover{{Backend: prover.NewCPU(), Label: fmt.Sprintf("cpu (%d cores)", runtime.NumCPU())}}, nil, nil
 	}
 	devs, tel, err = cudaBackends(devices, log, telemetry, opt)
 	if err == nil {
@@ -174,10 +174,10 @@ func openDevices(kind, devices string, log *slog.Logger, telemetry bool, opt gpu
 		return nil, nil, fmt.Errorf("--backend cuda: %w", err)
 	}
 	log.Warn("no usable GPU, proving on the CPU", "reason", err)
-	return []worker.Device{{Backend: prover.NewCPU(), Label: fmt.Sprintf("cpu (%d cores)", runtime.NumCPU())}}, nil, nil
+	return []worker.Prover{{Backend: prover.NewCPU(), Label: fmt.Sprintf("cpu (%d cores)", runtime.NumCPU())}}, nil, nil
 }
 
-func cudaBackends(spec string, log *slog.Logger, telemetry bool, opt gpu.Options) ([]worker.Device, *devinfo.Telemetry, error) {
+func cudaBackends(spec string, log *slog.Logger, telemetry bool, opt gpu.Options) ([]worker.Prover, *devinfo.Telemetry, error) {
 	// NVML numbers devices by PCI bus; make CUDA agree before the library loads.
 	os.Setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
 	nv, err := gpu.OpenNVML()
@@ -199,7 +199,7 @@ func cudaBackends(spec string, log *slog.Logger, telemetry bool, opt gpu.Options
 		return nil, nil, err
 	}
 	driver, _ := nv.DriverVersion() // "" if the driver does not say: the config then lacks it
-	var out []worker.Device
+	var out []worker.Prover
 	for _, d := range sel {
 		b, err := gpu.NewCUDA(d.Index, opt)
 		if err != nil {
@@ -208,7 +208,7 @@ func cudaBackends(spec string, log *slog.Logger, telemetry bool, opt gpu.Options
 			}
 			return nil, nil, fmt.Errorf("device %s: %w", d, err)
 		}
-		out = append(out, worker.Device{Backend: b, Label: d.Name + " " + d.UUID, Driver: driver})
+		out = append(out, worker.Prover{Backend: b, Label: d.Name + " " + d.UUID, Driver: driver})
 	}
 	if !telemetry {
 		return out, nil, nil

@@ -9,7 +9,7 @@ import (
 
 // Telemetry runs a Poller in the background for the life of a worker and hands out
 // the latest sample of each device without querying the driver: what an attempt row
-// stores (worker.Device.Telemetry) and what the metrics layer reads.
+// stores (worker.Prover.Telemetry) and what the metrics layer reads.
 type Telemetry struct {
 	*Poller
 	cancel  context.CancelFunc
