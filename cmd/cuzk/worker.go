@@ -41,7 +41,7 @@ type workerCmd struct {
 	Heartbeat        time.Duration `env:"CUZK_HEARTBEAT" default:"10s" help:"How often the worker records that it is alive (cuzk.workers)."`
 	KeepInputs       bool          `name:"keep-inputs" env:"CUZK_KEEP_INPUTS" help:"Keep private inputs after success (default: scrub them)."`
 	Name             string        `env:"CUZK_NAME" help:"Worker identity in attempt rows (default host/pid)."`
-	GPUPrecompute    int           `name:"gpu-precompute" env:"CUZK_GPU_PRECOMPUTE" default:"0" placeholder:"COPIES" help:"Keep up to COPIES (2..16) shifted copies of each proving key's bases on the GPU, computed when the key loads, so every MSM runs fewer, wider windows (H200, 2^22: a proof 409 -> 352 ms, the key load 0.1 -> 4.5 s, about 13 times the bases' device memory at 16). A base set whose copies do not fit stays as it is. 0: off."`
+	GPUPrecompute    int           `name:"gpu-precompute" env:"CUZK_GPU_PRECOMPUTE" default:"0" placeholder:"COPIES" help:"Keep up to COPIES (2..16) shifted copies of each proving key's bases on the GPU, computed when the key loads, so every MSM runs fewer, wider windows (H200, 2^22: a proof 312 -> 265 ms, the key load 0.1 -> 4.5 s, about 13 times the bases' device memory at 16). A base set whose copies do not fit stays as it is. 0: off."`
 	PreloadKeys      string        `name:"preload-keys" env:"CUZK_PRELOAD_KEYS" placeholder:"CIRCUITS" help:"Load these circuits' proving keys onto every device at start, in the background: comma-separated names, or all (every registered circuit with keys in --keys-dir). The keys of circuits with queued requests load at start too, after these. A request for a circuit waits for its load meanwhile, without holding a device."`
 }
 
