@@ -2,11 +2,15 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 )
 
 // RescuedJob is a running job handed back because its worker stopped heartbeating.
@@ -25,48 +29,76 @@ type RescuedJob struct {
 // partition), its late completion finds the job no longer running, and the one-proof
 // rules keep a second proof out.
 func RescueDeadWorkers(ctx context.Context, db DB, self string, deadAfter time.Duration, queue string) ([]RescuedJob, error) {
-	rows, err := db.Query(ctx, `
+	return handBack(ctx, db, "rescue the jobs of dead workers", `
 		WITH dead AS (
 		    UPDATE cuzk.workers SET stopped_at = now()
 		     WHERE stopped_at IS NULL AND worker <> $1 AND river_client_id IS NOT NULL
 		       AND last_seen_at < now() - make_interval(secs => $2)
 		    RETURNING worker, river_client_id,
 		              'worker ' || worker || ' stopped heartbeating during the attempt (rescued)' AS reason)
-		`+handBackJobs, self, deadAfter.Seconds(), queue)
-	return collectRescued(rows, err, "rescue the jobs of dead workers")
+		`+runningJobsOf, self, deadAfter.Seconds(), queue)
 }
 
 // HandBackClientJobs hands the running jobs in queue last claimed under River client
 // clientID back, as RescueDeadWorkers does, with reason in each job's errors: for a
 // worker restarted under its name, whose previous process is known to be gone.
 func HandBackClientJobs(ctx context.Context, db DB, clientID, queue, reason string) ([]RescuedJob, error) {
-	rows, err := db.Query(ctx, `
+	return handBack(ctx, db, "hand back the jobs of the previous process", `
 		WITH dead AS (SELECT ''::text AS worker, $1::text AS river_client_id, $2::text AS reason)
-		`+handBackJobs, clientID, reason, queue)
-	return collectRescued(rows, err, "hand back the jobs of the previous process")
+		`+runningJobsOf, clientID, reason, queue)
 }
 
-// handBackJobs follows a CTE dead(worker, river_client_id, reason) and takes the
-// queue as $3.
-const handBackJobs = `
-		UPDATE river_job j
-		   SET state = (CASE WHEN j.attempt < j.max_attempts THEN 'available' ELSE 'discarded' END)::river_job_state,
-		       scheduled_at = now(),
-		       finalized_at = CASE WHEN j.attempt < j.max_attempts THEN NULL ELSE now() END,
-		       errors = array_append(j.errors, jsonb_build_object(
-		           'at', now(), 'attempt', j.attempt, 'trace', '', 'error', d.reason))
-		  FROM dead d
+// runningJobsOf follows a CTE dead(worker, river_client_id, reason) and takes the
+// queue as $3: the running jobs those clients claimed last, locked until the hand-back
+// commits, so that none finishes in between.
+const runningJobsOf = `
+		SELECT j.id, d.worker, d.reason, j.attempt, j.max_attempts, now()
+		  FROM river_job j JOIN dead d ON j.attempted_by[array_upper(j.attempted_by, 1)] = d.river_client_id
 		 WHERE j.state = 'running' AND j.queue = $3
-		   AND j.attempted_by[array_upper(j.attempted_by, 1)] = d.river_client_id
-		RETURNING j.id, d.worker, j.state = 'discarded'`
+		   FOR UPDATE OF j`
 
-func collectRescued(rows pgx.Rows, err error, what string) ([]RescuedJob, error) {
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (RescuedJob, error) {
-		var j RescuedJob
-		return j, r.Scan(&j.JobID, &j.Worker, &j.Discarded)
+// handBack runs the query (see runningJobsOf) and hands the jobs it returns back
+// through River's rescue (the driver's JobRescueMany, which River's rescuer uses too:
+// the error is appended to the job's errors and its rescue count kept), in one
+// transaction.
+func handBack(ctx context.Context, db DB, what, query string, args ...any) ([]RescuedJob, error) {
+	var out []RescuedJob
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		var (
+			j                    RescuedJob
+			reason               string
+			attempt, maxAttempts int
+			now                  time.Time
+		)
+		p := &riverdriver.JobRescueManyParams{}
+		_, err = pgx.ForEachRow(rows, []any{&j.JobID, &j.Worker, &reason, &attempt, &maxAttempts, &now}, func() error {
+			e, err := json.Marshal(rivertype.AttemptError{At: now, Attempt: attempt, Error: reason})
+			if err != nil {
+				return err
+			}
+			state, finalized := rivertype.JobStateAvailable, (*time.Time)(nil)
+			if j.Discarded = attempt >= maxAttempts; j.Discarded {
+				state, finalized = rivertype.JobStateDiscarded, &now
+			}
+			p.ID = append(p.ID, j.JobID)
+			p.Error = append(p.Error, e)
+			p.FinalizedAt = append(p.FinalizedAt, finalized)
+			p.ScheduledAt = append(p.ScheduledAt, now)
+			p.State = append(p.State, string(state))
+			out = append(out, j)
+			return nil
+		})
+		if err != nil || len(p.ID) == 0 {
+			return err
+		}
+		// Every job here is running and locked: River's stuck horizon excludes none.
+		p.StuckHorizon = now.Add(time.Hour)
+		_, err = riverpgxv5.New(nil).UnwrapExecutor(tx).JobRescueMany(ctx, p)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)

@@ -78,8 +78,8 @@ type proveWorker struct {
 // (at least 10 minutes) would delay rescuing a dead worker's jobs past --rescue-after.
 func (p *proveWorker) Timeout(job *river.Job[jobs.ProveArgs]) time.Duration {
 	d := jobs.Timeout(1 << 27) // unknown size: assume a large circuit
-	if v, ok := p.w.timeouts.Load(job.Args.Circuit); ok {
-		d = v.(time.Duration)
+	if t, ok := p.w.timeout(job.Args.Circuit); ok {
+		d = t
 	}
 	return min(d, p.w.cfg.RescueAfter)
 }
@@ -127,6 +127,30 @@ func (w *Worker) work(ctx context.Context, job *river.Job[jobs.ProveArgs]) error
 	return w.persist(ctx, it, log)
 }
 
+// timeout is circuit's job timeout from the cached sizes. The cache is read when a job
+// needs it, not on a timer, so an idle worker costs no queries: a circuit set up since
+// the last read is looked up at once, and a cache older than a heartbeat period is
+// refreshed in the background (a circuit set up again with another size).
+func (w *Worker) timeout(circuit string) (time.Duration, bool) {
+	v, ok := w.timeouts.Load(circuit)
+	if !ok {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		w.loadTimeouts(ctx)
+		if v, ok = w.timeouts.Load(circuit); !ok {
+			return 0, false
+		}
+	} else if time.Since(time.Unix(0, w.timeoutsAt.Load())) > w.cfg.HeartbeatEvery && w.timeoutsLoading.CompareAndSwap(false, true) {
+		go func() {
+			defer w.timeoutsLoading.Store(false)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			w.loadTimeouts(ctx)
+		}()
+	}
+	return v.(time.Duration), true
+}
+
 // loadTimeouts caches each registered circuit's job timeout (proveWorker.Timeout has
 // no context to query with).
 func (w *Worker) loadTimeouts(ctx context.Context) {
@@ -136,5 +160,8 @@ func (w *Worker) loadTimeouts(ctx context.Context) {
 	}
 	for name, n := range sizes {
 		w.timeouts.Store(name, jobs.Timeout(n))
+	}
+	if err == nil {
+		w.timeoutsAt.Store(time.Now().UnixNano())
 	}
 }

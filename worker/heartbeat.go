@@ -7,12 +7,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cuzk/cuzk/jobs"
 	"github.com/cuzk/cuzk/store"
 )
 
-// heartbeat keeps this worker's row in cuzk.workers fresh (and the circuit timeouts
-// current) until ctx ends.
+// heartbeat keeps this worker's row in cuzk.workers fresh until ctx ends. The
+// cluster's upkeep that reads those rows runs elsewhere, once per cluster (maintain.go).
 func (w *Worker) heartbeat(ctx context.Context) {
 	host, _ := os.Hostname()
 	devs := make([]string, len(w.devices))
@@ -49,12 +48,6 @@ func (w *Worker) heartbeat(ctx context.Context) {
 			return
 		case <-t.C:
 			beat()
-			w.loadTimeouts(ctx)
-			w.rescueDead(ctx)
-			if _, err := store.PruneWorkers(ctx, w.pool, stoppedWorkersKept); err != nil && ctx.Err() == nil {
-				w.log.Warn("pruning stopped workers", "err", err)
-			}
-			w.failOrphaned(ctx)
 		}
 	}
 }
@@ -69,41 +62,4 @@ func (w *Worker) markStopped() {
 // sanitizeClientID turns a worker name into a River client ID (no slashes or spaces).
 func sanitizeClientID(name string) string {
 	return strings.NewReplacer("/", "_", " ", "_").Replace(name)
-}
-
-// stoppedWorkersKept is how long a stopped worker stays in cuzk.workers (for the
-// dashboard and for reading attempt rows against it) before it is deleted.
-const stoppedWorkersKept = 7 * 24 * time.Hour
-
-// rescueDead hands the running jobs of workers whose heartbeat stopped back to the
-// queue (see store.RescueDeadWorkers).
-func (w *Worker) rescueDead(ctx context.Context) {
-	if w.cfg.DeadAfter <= 0 {
-		return
-	}
-	c, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	rescued, err := store.RescueDeadWorkers(c, w.pool, w.cfg.Name, w.cfg.DeadAfter, jobs.Queue)
-	if err != nil {
-		if ctx.Err() == nil {
-			w.log.Warn("rescuing the jobs of dead workers", "err", err)
-		}
-		return
-	}
-	for _, j := range rescued {
-		w.log.Warn("job of a dead worker handed back", "job_id", j.JobID, "dead_worker", j.Worker,
-			"discarded", j.Discarded, "dead_after", w.cfg.DeadAfter)
-	}
-}
-
-// failOrphaned ends requests whose job River discarded behind cuzk's back (the rescuer,
-// when a dead worker's job has no attempts left), so that none stays 'running' forever.
-func (w *Worker) failOrphaned(ctx context.Context) {
-	n, err := store.FailOrphaned(ctx, w.pool)
-	switch {
-	case err != nil && ctx.Err() == nil:
-		w.log.Warn("ending orphaned requests", "err", err)
-	case n > 0:
-		w.log.Warn("requests failed: their worker stopped during their last attempt", "requests", n)
-	}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/cuzk/cuzk/worker"
 )
 
-// Each process start adds a cuzk.workers row; the heartbeat deletes those stopped over
+// Each process start adds a cuzk.workers row; the leader's upkeep deletes those stopped over
 // a week ago and keeps the rest.
 func TestHeartbeatPrunesLongStoppedWorkers(t *testing.T) {
 	db := pgtest.New(t)

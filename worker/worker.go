@@ -61,8 +61,11 @@ type Worker struct {
 	synthSem      chan struct{}
 	proveCh       chan *batch
 
-	timeouts sync.Map // circuit -> time.Duration
-	origin   store.Origin
+	timeouts        sync.Map      // circuit -> time.Duration (claim.go)
+	timeoutsAt      atomic.Int64  // when timeouts was last read, Unix ns
+	timeoutsLoading atomic.Bool   // a background read of timeouts is under way
+	leaderTicks     chan struct{} // maintenance due, while this client is River's leader (maintain.go)
+	origin          store.Origin
 
 	// drainCtx is cancelled when shutdown begins: requests that have not started
 	// synthesis go back to the queue at once instead of holding the worker up.
@@ -106,6 +109,8 @@ func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Prover, log 
 		budget:   NewBudget(cfg.MemBudget),
 		synthSem: make(chan struct{}, cfg.SynthConcurrency),
 		proveCh:  make(chan *batch, cfg.QueueDepth),
+
+		leaderTicks: make(chan struct{}, 1),
 	}
 	w.origin = w.makeOrigin()
 	w.clientID = newClientID(cfg.Name)
@@ -119,12 +124,14 @@ func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Prover, log 
 		return nil, fmt.Errorf("worker: register job kind: %w", err)
 	}
 	// River's control messages are acted on only when the database backs them (notify.go).
-	client, err := river.NewClient[pgx.Tx](newTrustedDriver(pool, log.With("component", "river")), &river.Config{
+	riverLog := slog.New(quietTicks{log.Handler()}).With("component", "river")
+	client, err := river.NewClient[pgx.Tx](newTrustedDriver(pool, riverLog), &river.Config{
 		ID:     w.clientID,
-		Logger: log.With("component", "river"),
+		Logger: riverLog,
 		Queues: map[string]river.QueueConfig{
 			jobs.Queue: {MaxWorkers: w.maxClaimed(), FetchPollInterval: cfg.PollInterval},
 		},
+		PeriodicJobs:         []*river.PeriodicJob{w.leaderTick()},
 		Workers:              workers,
 		RescueStuckJobsAfter: cfg.RescueAfter,
 		// Per-job timeouts come from the circuit's size (proveWorker.Timeout).
@@ -204,6 +211,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		defer close(hbDone)
 		w.heartbeat(ctx)
 	}()
+	mtDone := make(chan struct{})
+	go func() {
+		defer close(mtDone)
+		w.maintain(ctx)
+	}()
 
 	<-ctx.Done()
 	w.log.Info("worker stopping", "grace", w.cfg.ShutdownGrace)
@@ -219,6 +231,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		err = w.client.StopAndCancel(hardCtx)
 	}
 	<-hbDone
+	<-mtDone
 	w.markStopped()
 	if err != nil && !errors.Is(err, context.Canceled) {
 		// Some job did not return even when cancelled: the pipeline may still send to
