@@ -43,7 +43,7 @@ func BenchmarkIdleQueries(b *testing.B) {
 		cfg.Name = fmt.Sprintf("idle/%d", i)
 		cfg.MemBudget = 1 << 30
 		cfg.ShutdownGrace = 10 * time.Second
-		w, err := worker.New(pool, cfg, worker.NewCatalog(keys.reg.Get, keys.load, nil), []worker.Device{{Backend: prover.NewCPU()}}, nil)
+		w, err := worker.New(pool, cfg, worker.NewCatalog(keys.reg.Get, keys.load, nil), []worker.Prover{{Backend: prover.NewCPU()}}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
