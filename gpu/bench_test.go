@@ -200,9 +200,8 @@ func windowSweep(t *testing.T, op string, logN, runs int, report reporter, run f
 	}
 }
 
-func benchMSMG1Named(t *testing.T, op string, s *cudaStream, q []bls12381.G1Affine, wb *devBuf, sc []fr.Element,
-	logN int, cpuRef bool, report reporter) {
-	n := 1 << logN
+// tiledBasesG1 is n bases tiled from q, and their resident base set.
+func tiledBasesG1(t *testing.T, s *cudaStream, q []bls12381.G1Affine, n int) ([]bls12381.G1Affine, *baseSet) {
 	b := make([]bls12381.G1Affine, n)
 	for i := range b {
 		b[i] = q[i%len(q)]
@@ -211,6 +210,13 @@ func benchMSMG1Named(t *testing.T, op string, s *cudaStream, q []bls12381.G1Affi
 	if err != nil {
 		t.Fatal(err)
 	}
+	return b, set
+}
+
+func benchMSMG1Named(t *testing.T, op string, s *cudaStream, q []bls12381.G1Affine, wb *devBuf, sc []fr.Element,
+	logN int, cpuRef bool, report reporter) {
+	n := 1 << logN
+	b, set := tiledBasesG1(t, s, q, n)
 	defer set.close()
 	var got bls12381.G1Jac
 	gpu := timeRuns(t, 5, func() (err error) { got, err = s.msmG1(set, 0, n, wb, 0, nil); return err })
@@ -416,14 +422,7 @@ func benchWitness(t *testing.T, c *cudaCtx, s *cudaStream, q []bls12381.G1Affine
 			small++
 		}
 	}
-	b := make([]bls12381.G1Affine, n)
-	for i := range b {
-		b[i] = q[i%len(q)]
-	}
-	set, err := s.newBasesG1(b, 4<<30, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, set := tiledBasesG1(t, s, q, n)
 	defer set.close()
 	rnd := make([]fr.Element, n)
 	randFr(rng, rnd)
