@@ -29,6 +29,13 @@ type Options struct {
 	// needs fewer windows' bucket reductions and wider windows (cuzk_bases_precompute);
 	// sets whose copies do not fit beside ReserveBytes stay as they are. 0 or 1: off.
 	PrecomputeCopies int
+	// KeyMemoryBytes caps the device memory of all resident keys together (bases,
+	// precomputed copies, per-proof buffers), for a device shared with other work or
+	// sized for several circuits' keys. A load that would pass it fails with
+	// prover.ErrOutOfMemory while other keys are resident (the caller evicts one and
+	// tries again); alone, the key's bases that do not fit are streamed from pinned host
+	// memory and copies that do not fit are not made. 0: only the device's own size.
+	KeyMemoryBytes int64
 }
 
 // CUDA is the prover.Backend on one CUDA device. Its key bases stay resident on the
@@ -41,13 +48,15 @@ type CUDA struct {
 	ordinal int
 	info    devinfo.Device
 	reserve int
-	copies  int // Options.PrecomputeCopies
+	copies  int   // Options.PrecomputeCopies
+	limit   int64 // Options.KeyMemoryBytes; 0: none
 
 	mu     sync.Mutex // one Prove or LoadKey at a time: the streams own their scratch
 	s1, s2 *cudaStream
 	// gen counts device resets: a key loaded in an earlier generation is gone. live is
-	// the number of keys of this generation not yet closed.
+	// the number of keys of this generation not yet closed, liveBytes their Bytes.
 	gen, live  atomic.Int64
+	liveBytes  atomic.Int64
 	stagingOpt int
 	lost       error // set when a fault could not be reset: every later call fails with it
 }
@@ -76,8 +85,12 @@ func NewCUDA(ordinal int, opt Options) (*CUDA, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opt.KeyMemoryBytes < 0 {
+		c.close()
+		return nil, fmt.Errorf("cuda:%d: key memory limit %d is negative", ordinal, opt.KeyMemoryBytes)
+	}
 	b := &CUDA{lib: lib, ctx: c, ordinal: ordinal, info: info, reserve: opt.ReserveBytes, copies: opt.PrecomputeCopies,
-		stagingOpt: opt.StagingBytes}
+		limit: opt.KeyMemoryBytes, stagingOpt: opt.StagingBytes}
 	if b.reserve == 0 {
 		b.reserve = 8 << 30
 	}
@@ -122,6 +135,7 @@ func (b *CUDA) fault(err error) error {
 	}
 	b.gen.Add(1)
 	b.live.Store(0)
+	b.liveBytes.Store(0)
 	if rerr := b.restart(); rerr != nil {
 		b.lost = fmt.Errorf("%w (reset: %v): %w", prover.ErrDeviceLost, rerr, err)
 		return b.lost
@@ -179,6 +193,7 @@ func (k *cudaKey) Close() error {
 	k.closeOnce.Do(func() {
 		if k.owner != nil && k.owner.gen.Load() == k.gen {
 			k.owner.live.Add(-1)
+			k.owner.liveBytes.Add(-k.bytes)
 		}
 		k.releaseErrs = errors.Join(k.a.close(), k.b1.close(), k.kz.close(), k.b2.close(),
 			k.idxA.free(), k.idxB.free(), k.dom.close(), k.wh[0].free(), k.wh[1].free(), k.hb.free(), k.hc.free(),
@@ -223,6 +238,7 @@ func (b *CUDA) LoadKey(ctx context.Context, pk *prover.ProvingKey) (prover.Key, 
 	}
 	k.owner, k.gen = b, b.gen.Load()
 	b.live.Add(1)
+	b.liveBytes.Add(k.bytes)
 	return k, nil
 }
 
@@ -236,17 +252,34 @@ func (b *CUDA) loadKey(k *cudaKey) error {
 	if b.live.Load() > 0 {
 		flags = basesResidentOnly
 	}
+	// Under Options.KeyMemoryBytes the buffers are counted first (they are always
+	// allocated), then each base set in turn takes what is left.
+	lim := newKeyRoom(b.limit, b.liveBytes.Load(), keyBufferBytes(pk))
+	if lim.short() && flags&basesResidentOnly != 0 {
+		return lim.refuse("its buffers")
+	}
 	var err error
-	if k.a, err = s.newBasesG1(pk.PK.G1.A, b.reserve, flags); err != nil {
+	g1 := func(pts []bls12381.G1Affine, what string) (*baseSet, error) {
+		f, err := lim.take(int64(len(pts))*96, flags, what)
+		if err != nil {
+			return nil, err
+		}
+		return s.newBasesG1(pts, b.reserve, f)
+	}
+	if k.a, err = g1(pk.PK.G1.A, "the A bases"); err != nil {
 		return err
 	}
-	if k.b1, err = s.newBasesG1(pk.PK.G1.B, b.reserve, flags); err != nil {
+	if k.b1, err = g1(pk.PK.G1.B, "the B1 bases"); err != nil {
 		return err
 	}
-	if k.kz, err = s.newBasesG1(pk.KZ, b.reserve, flags); err != nil {
+	if k.kz, err = g1(pk.KZ, "the K and Z bases"); err != nil {
 		return err
 	}
-	if k.b2, err = s.newBasesG2(pk.PK.G2.B, b.reserve, flags); err != nil {
+	f, err := lim.take(int64(len(pk.PK.G2.B))*192, flags, "the B2 bases")
+	if err != nil {
+		return err
+	}
+	if k.b2, err = s.newBasesG2(pk.PK.G2.B, b.reserve, f); err != nil {
 		return err
 	}
 	if b.copies > 1 {
@@ -255,9 +288,15 @@ func (b *CUDA) loadKey(k *cudaKey) error {
 			if !set.resident() {
 				continue
 			}
-			if _, _, _, err := set.precompute(s, b.copies, b.reserve); err != nil {
+			copies := lim.copies(set.deviceBytes(), b.copies)
+			if copies < 2 {
+				continue
+			}
+			before := set.deviceBytes()
+			if _, _, _, err := set.precompute(s, copies, b.reserve); err != nil {
 				return err
 			}
+			lim.used += set.deviceBytes() - before
 		}
 	}
 	upIdx := func(idx []uint32) (*devBuf, error) {
@@ -304,6 +343,67 @@ func (b *CUDA) loadKey(k *cudaKey) error {
 		k.bytes += int64(k.idxB.bytes)
 	}
 	return nil
+}
+
+// keyBufferBytes is the device memory of a key's buffers beside its bases (loadKey's
+// allocations: the NTT domain's four tables, W‖h per pipeline slot and per batch slot,
+// H's scratch, the wire indexes), for Options.KeyMemoryBytes.
+func keyBufferBytes(pk *prover.ProvingKey) int64 {
+	n := int64(pk.DomainSize())
+	wires := int64(pk.NbWires)
+	b := (3*n + 2*(wires+n) + 2*n) * fr.Bytes
+	if c := int64(batchCap(int(n))); c > 1 {
+		b += c * (wires + n) * fr.Bytes
+	}
+	if pk.PK.NbInfinityA > 0 {
+		b += (int64(len(pk.PK.InfinityA)) - int64(pk.PK.NbInfinityA)) * 4
+	}
+	if pk.PK.NbInfinityB > 0 {
+		b += (int64(len(pk.PK.InfinityB)) - int64(pk.PK.NbInfinityB)) * 4
+	}
+	return b
+}
+
+// keyRoom is what one key load may still place on the device under
+// Options.KeyMemoryBytes (limit 0: no limit).
+type keyRoom struct {
+	limit, other, used int64 // the limit, other resident keys' bytes, this load's so far
+}
+
+func newKeyRoom(limit, other, buffers int64) *keyRoom {
+	return &keyRoom{limit: limit, other: other, used: buffers}
+}
+
+func (r *keyRoom) short() bool { return r.limit > 0 && r.other+r.used > r.limit }
+
+func (r *keyRoom) refuse(what string) error {
+	return fmt.Errorf("%w: %s would bring resident keys to %d bytes, above the key memory limit of %d",
+		prover.ErrOutOfMemory, what, r.other+r.used, r.limit)
+}
+
+// take accounts a base set of the given device bytes and returns the flags to create
+// it with: as before when it fits under the limit; when it does not, an error while
+// other keys are resident (flags has basesResidentOnly), else streamed from host.
+func (r *keyRoom) take(bytes int64, flags int, what string) (int, error) {
+	if r.limit == 0 || r.other+r.used+bytes <= r.limit {
+		r.used += bytes
+		return flags, nil
+	}
+	if flags&basesResidentOnly != 0 {
+		r.used += bytes
+		return 0, r.refuse(what)
+	}
+	return basesForceStreamed, nil
+}
+
+// copies bounds the precomputed copies of a resident set of the given bytes (its
+// first copy already counted) by the room left.
+func (r *keyRoom) copies(bytes int64, want int) int {
+	if r.limit == 0 || bytes == 0 {
+		return want
+	}
+	room := r.limit - r.other - r.used
+	return int(min(int64(want), 1+max(room, 0)/bytes))
 }
 
 // batchPoints is how many (solution, domain element) pairs one batched pass covers: a

@@ -201,3 +201,74 @@ func TestLoadKeyOutOfMemory(t *testing.T) {
 		t.Fatalf("proving with streamed bases: %v", err)
 	}
 }
+
+// TestKeyMemoryLimit: under Options.KeyMemoryBytes a key that does not fit beside the
+// resident ones fails with prover.ErrOutOfMemory (the worker's catalog then evicts),
+// fits once they are closed, and alone above the limit is streamed and still proves.
+func TestKeyMemoryLimit(t *testing.T) {
+	b := testBackend(t)
+	ctx := context.Background()
+	small := newFaultCase(t, "small-2^10", 1<<10, 34)
+	big := newFaultCase(t, "big-2^14", 1<<14, 35)
+	probe, err := b.LoadKey(ctx, big.pk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bigBytes := probe.Bytes()
+	if err := probe.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if b.liveBytes.Load() != 0 {
+		t.Fatalf("resident key bytes after closing the only key: %d, want 0", b.liveBytes.Load())
+	}
+	k1, err := b.LoadKey(ctx, small.pk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.limit = bigBytes // the big key alone fits, beside the small one it does not
+	defer func() { b.limit = 0 }()
+	_, err = b.LoadKey(ctx, big.pk)
+	if !errors.Is(err, prover.ErrOutOfMemory) || !strings.Contains(err.Error(), "key memory limit") {
+		t.Fatalf("loading past the limit beside a resident key: got %v, want prover.ErrOutOfMemory for the limit", err)
+	}
+	if got := b.liveBytes.Load(); got != k1.Bytes() {
+		t.Fatalf("resident key bytes after the refused load: %d, want the small key's %d", got, k1.Bytes())
+	}
+	if err := small.prove(t, b, k1); err != nil {
+		t.Fatalf("the resident key after the refused load: %v", err)
+	}
+	if err := k1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	k2, err := b.LoadKey(ctx, big.pk)
+	if err != nil {
+		t.Fatalf("loading alone at the limit: %v", err)
+	}
+	if k := k2.(*cudaKey); !k.a.resident() || !k.b1.resident() || !k.kz.resident() || !k.b2.resident() {
+		t.Fatal("a key exactly at the limit had bases streamed: the limit's accounting is off")
+	}
+	if err := big.prove(t, b, k2); err != nil {
+		t.Fatal(err)
+	}
+	if err := k2.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The buffers always come; half the bases' bytes beside them: A and B1 fit, K‖Z and
+	// B2 are streamed.
+	buffers := keyBufferBytes(big.pk)
+	b.limit = buffers + (bigBytes-buffers)/2
+	k3, err := b.LoadKey(ctx, big.pk)
+	if err != nil {
+		t.Fatalf("loading alone above the limit: %v", err)
+	}
+	defer k3.Close()
+	if k := k3.(*cudaKey); !k.a.resident() || k.kz.resident() || k.b2.resident() {
+		t.Fatalf("bases resident under half their size: A %v, K‖Z %v, B2 %v; want A only", k.a.resident(), k.kz.resident(), k.b2.resident())
+	}
+	if k3.Bytes() > b.limit {
+		t.Fatalf("the key alone above the limit holds %d device bytes, limit %d", k3.Bytes(), b.limit)
+	}
+	if err := big.prove(t, b, k3); err != nil {
+		t.Fatalf("proving with bases streamed for the limit: %v", err)
+	}
+}

@@ -307,6 +307,7 @@ func (c *catalog) load(ctx context.Context, name string, b prover.Backend) (k *R
 		k = &ResidentKey{PK: g.pk, Key: dk, VK: g.vk, VKDigest: store.VKDigest(enc.Bytes()),
 			c: c, id: name + "\x00" + b.Name(), backend: b.Name(), state: st, lastUse: time.Now()}
 		if c.register(k, resets) {
+			c.log.Info("proving key resident", "circuit", name, "device", b.Name(), "bytes", dk.Bytes())
 			return k, nil
 		}
 		// The device was reset while the key loaded: it may be gone with the others.

@@ -42,6 +42,7 @@ type workerCmd struct {
 	KeepInputs       bool          `name:"keep-inputs" env:"CUZK_KEEP_INPUTS" help:"Keep private inputs after success (default: scrub them)."`
 	Name             string        `env:"CUZK_NAME" help:"Worker identity in attempt rows (default host/pid)."`
 	GPUPrecompute    int           `name:"gpu-precompute" env:"CUZK_GPU_PRECOMPUTE" default:"0" placeholder:"COPIES" help:"Keep up to COPIES (2..16) shifted copies of each proving key's bases on the GPU, computed when the key loads, so every MSM runs fewer, wider windows (H200, 2^22: a proof 312 -> 265 ms, the key load 0.1 -> 4.5 s, about 13 times the bases' device memory at 16). A base set whose copies do not fit stays as it is. 0: off."`
+	GPUKeyMemory     string        `name:"gpu-key-memory" env:"CUZK_GPU_KEY_MEMORY" placeholder:"SIZE" help:"Most GPU memory the resident proving keys of one device may hold together (bases, precomputed copies, per-proof buffers), in bytes or with a unit (40GiB): a key that would pass it evicts the least recently used keys not in use; alone, its bases that do not fit are streamed from pinned host memory. Default: the device's own memory."`
 	PreloadKeys      string        `name:"preload-keys" env:"CUZK_PRELOAD_KEYS" placeholder:"CIRCUITS" help:"Load these circuits' proving keys onto every device at start, in the background: comma-separated names, or all (every registered circuit with keys in --keys-dir). The keys of circuits with queued requests load at start too, after these. A request for a circuit waits for its load meanwhile, without holding a device."`
 }
 
@@ -53,7 +54,14 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 	if err != nil {
 		return err
 	}
-	devices, tel, err := openDevices(c.Backend, c.Devices, g.log, true, gpu.Options{PrecomputeCopies: c.GPUPrecompute})
+	var keyMem uint64
+	if c.GPUKeyMemory != "" {
+		if keyMem, err = humanize.ParseBytes(c.GPUKeyMemory); err != nil || keyMem == 0 || keyMem > 1<<62 {
+			return usagef("--gpu-key-memory %q: want bytes or a size like 40GiB", c.GPUKeyMemory)
+		}
+	}
+	devices, tel, err := openDevices(c.Backend, c.Devices, g.log, true,
+		gpu.Options{PrecomputeCopies: c.GPUPrecompute, KeyMemoryBytes: int64(keyMem)})
 	if err != nil {
 		return err
 	}

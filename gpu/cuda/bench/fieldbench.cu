@@ -26,8 +26,8 @@
         }                                                                                 \
     } while (0)
 
-// ILP independent chains per thread: x_k <- x_k * y.
-template <class F, int ILP>
+// ILP independent chains per thread: x_k <- x_k * y, or x_k <- x_k^2 (SQR).
+template <class F, int ILP, bool SQR = false>
 __global__ void k_mul(F* out, const F* in, int iters) {
     size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     F x[ILP];
@@ -36,7 +36,13 @@ __global__ void k_mul(F* out, const F* in, int iters) {
     F y = in[(t + 17) % 4096];
     for (int i = 0; i < iters; i++) {
 #pragma unroll
-        for (int k = 0; k < ILP; k++) fe_mul(x[k], x[k], y);
+        for (int k = 0; k < ILP; k++) {
+            if (SQR) {
+                fe_sqr(x[k], x[k]);
+            } else {
+                fe_mul(x[k], x[k], y);
+            }
+        }
     }
 #pragma unroll
     for (int k = 0; k < ILP; k++) out[t * ILP + k] = x[k];
@@ -125,7 +131,7 @@ std::vector<F> random_fe(size_t n, uint64_t seed) {
     return v;
 }
 
-template <class F, int ILP>
+template <class F, int ILP, bool SQR = false>
 void bench_mul(const char* name, int sms, int iters) {
     const int tpb = 256;
     // A fixed grid (not sized by occupancy), so every product computes the same outputs.
@@ -135,13 +141,13 @@ void bench_mul(const char* name, int sms, int iters) {
     CHECK(cudaMalloc(&din, 4096 * sizeof(F)));
     CHECK(cudaMalloc(&dout, threads * ILP * sizeof(F)));
     CHECK(cudaMemcpy(din, in.data(), 4096 * sizeof(F), cudaMemcpyHostToDevice));
-    k_mul<F, ILP><<<threads / tpb, tpb>>>(dout, din, 16);  // warm-up
+    k_mul<F, ILP, SQR><<<threads / tpb, tpb>>>(dout, din, 16);  // warm-up
     CHECK(cudaDeviceSynchronize());
     timer tm;
     float best = 1e30f;
     for (int r = 0; r < 3; r++) {
         tm.start();
-        k_mul<F, ILP><<<threads / tpb, tpb>>>(dout, din, iters);
+        k_mul<F, ILP, SQR><<<threads / tpb, tpb>>>(dout, din, iters);
         float ms = tm.stop();
         best = ms < best ? ms : best;
     }
@@ -151,7 +157,7 @@ void bench_mul(const char* name, int sms, int iters) {
     double muls = (double)threads * ILP * iters;
     char label[64];
     snprintf(label, sizeof label, "%s ilp=%d", name, ILP);
-    report_attrs(label, k_mul<F, ILP>, tpb);
+    report_attrs(label, k_mul<F, ILP, SQR>, tpb);
     printf("FIELDBENCH %s ilp=%d muls=%.3g ms=%.3f Gmul/s=%.2f checksum=%016llx\n", name, ILP, muls, best,
            muls / best / 1e6, (unsigned long long)checksum(out));
     cudaFree(din);
@@ -211,6 +217,8 @@ int main() {
     bench_mul<fp_t, 4>("fp_mul", sms, 512);
     bench_mul<fr_t, 1>("fr_mul", sms, 2048);
     bench_mul<fr_t, 2>("fr_mul", sms, 1024);
+    bench_mul<fp_t, 4, true>("fp_sqr", sms, 512);
+    bench_mul<fr_t, 2, true>("fr_sqr", sms, 1024);
     bench_madd<fp_t, true>("g1_madd_shared", sms, 64, 256);
     bench_madd<fp_t, false>("g1_madd_gather_2^22", sms, 1 << 22, 256);
     bench_madd<fp_t, false, 4>("g1_madd_gather_lb4", sms, 1 << 22, 256);

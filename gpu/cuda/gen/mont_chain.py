@@ -38,12 +38,13 @@ def rows(w, N):
     """Returns row(i, mult, src, imm): one chain per accumulator adding mult * src[j]
     (or mult * P::mod(j) when imm) at word positions q = i + j."""
 
-    def row(i, mult, src, imm):
+    def row(i, mult, src, imm, jlo=0):
         # one chain per accumulator: pairs (q, q+1) for q = i+j of its parity, then the
-        # carry into the next pair of the same accumulator.
+        # carry into the next pair of the same accumulator. Squaring's rows start at
+        # jlo = i+1 (the products a_i*a_j above the diagonal).
         for acc, par in (("X", 0), ("Y", 1)):
             ins, qs = [], []
-            for j in range(N):
+            for j in range(jlo, N):
                 q = i + j
                 if q % 2 == par:
                     qs.append((q, j))
@@ -162,6 +163,41 @@ def gen_redc(N):
     return "".join(o)
 
 
+def gen_sqr(N):
+    """a^2 R^-1 mod p with the products below the diagonal left out: the rows a_i*a_j,
+    j > i (N(N-1)/2 products instead of N^2), t = 2(X + Y) + sum_i a_i^2 2^(64i) in three
+    chains of 2N words (the cross sum is below 2^(64N-1), so doubling loses no bit, and
+    t = a^2 < 2^(64N)), then the reduction rows of mont_redc_chain (< 2p out)."""
+    o = []
+    w = o.append
+    W = 2 * N
+    w("template <class P>\n")
+    w("__device__ __forceinline__ void mont_sqr_chain_%d(uint32_t* r, const uint32_t* a) {\n" % N)
+    prologue(w, N, "")
+    w("    uint32_t t[%d];\n" % W)
+    row = rows(w, N)
+    for i in range(N - 1):
+        row(i, "a[%d]" % i, "a", False, jlo=i + 1)
+    mi = ["add.cc.u32 {o:t0}, {i:X0}, {i:Y0}"]
+    for k in range(1, W):
+        mi.append("addc.cc.u32 {o:t%d}, {i:X%d}, {i:Y%d}" % (k, k, k))
+    mi[-1] = mi[-1].replace("addc.cc", "addc")
+    mi.append("add.cc.u32 {o:t0}, {o:t0}, {o:t0}")
+    for k in range(1, W):
+        mi.append("addc.cc.u32 {o:t%d}, {o:t%d}, {o:t%d}" % (k, k, k))
+    mi[-1] = mi[-1].replace("addc.cc", "addc")
+    for i in range(N):
+        mi.append("%s.lo.cc.u32 {o:t%d}, {i:a%d}, {i:a%d}, {o:t%d}" % ("mad" if i == 0 else "madc", 2 * i, i, i, 2 * i))
+        mi.append("madc.hi%s.u32 {o:t%d}, {i:a%d}, {i:a%d}, {o:t%d}" % ("" if i == N - 1 else ".cc", 2 * i + 1, i, i, 2 * i + 1))
+    w(asm_block(mi, [("t%d" % k, ("=r", "t[%d]" % k)) for k in range(W)],
+                [("X%d" % k, ("r", "X[%d]" % k)) for k in range(W)]
+                + [("Y%d" % k, ("r", "Y[%d]" % k)) for k in range(W)]
+                + [("a%d" % k, ("r", "a[%d]" % k)) for k in range(N)]))
+    w("    mont_redc_chain_%d<P>(r, t);\n" % N)
+    w("}\n\n")
+    return "".join(o)
+
+
 def gen_fp2_helpers(N):
     """The word-level steps of Fp2's lazily reduced product, each one carry chain:
     an unreduced sum (operands < p leave a + b < 2p, no overflow); from the 2N-word
@@ -226,12 +262,16 @@ def main():
     out.write("// r receives words N..2N of T = X + Y + c (< 2p); the caller subtracts p once.\n")
     out.write("// mont_wide_chain_12 and mont_redc_chain_12 are the two halves apart: the rows\n")
     out.write("// a*b_i alone (2N-word product), and the rows m_i*p alone over a 2N-word input.\n")
+    out.write("// mont_sqr_chain_N: the square with the products a_i*a_j, j > i, summed once and\n")
+    out.write("// doubled (N(N-1)/2 + N products for the square instead of N^2).\n")
     out.write("#pragma once\n#include <stdint.h>\n\n")
     for N in (12, 8):
         out.write(gen(N))
     # Fp2's lazily reduced product (bls12_381.cuh) takes the product and the reduction apart.
     out.write(gen_wide(12))
-    out.write(gen_redc(12))
+    for N in (12, 8):
+        out.write(gen_redc(N))
+        out.write(gen_sqr(N))
     out.write(gen_fp2_helpers(12))
 
 
