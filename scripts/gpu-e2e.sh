@@ -17,6 +17,11 @@
 #   E2E_COMPARE_BATCH   "circuit:k ...": afterwards, prove each listed circuit's count again
 #                       with a worker given --max-batch k (label batch<k>), to set batched
 #                       against one-at-a-time throughput; the circuit must be in E2E_CIRCUITS
+#   E2E_EVICT           "c1,c2": afterwards, a worker whose --gpu-key-memory holds the
+#                       larger of the two circuits' keys (sizes from the main worker's
+#                       log) but not both proves E2E_EVICT_N (default 8) requests of each
+#                       again, submitted alternately, so key switches evict; fails
+#                       unless evictions happened and every request succeeded
 #   E2E_DEADLINE_S      give up (and fail) this many seconds after the start (default 530)
 #   E2E_KEYS_DIR        keys and compiled circuits here instead of a temp dir: setup
 #                       reuses keys it finds there (after checking they fit the circuit)
@@ -294,6 +299,42 @@ for item in ${E2E_COMPARE_BATCH:-}; do
 	stop_worker
 	EXTRA_LABELS+=("batch$k")
 done
+
+if [ -n "${E2E_EVICT:-}" ]; then
+	e1=${E2E_EVICT%%,*} e2=${E2E_EVICT#*,} en=${E2E_EVICT_N:-8}
+	keybytes() { grep 'proving key resident' "$LOG/worker-main.log" | grep -E "circuit=\"?$1\"?( |$)" |
+		grep -o 'bytes=[0-9]*' | head -1 | cut -d= -f2; }
+	k1=$(keybytes "$e1") k2=$(keybytes "$e2")
+	[ -n "$k1" ] && [ -n "$k2" ] || fail "E2E_EVICT: no key size of $e1 or $e2 in the main worker's log"
+	lim=$((k1 > k2 ? k1 + k2 / 2 : k2 + k1 / 2))
+	note "evict: keys $e1 $k1 bytes, $e2 $k2 bytes; --gpu-key-memory $lim"
+	start_worker evict "${WFLAGS[@]}" --gpu-key-memory "$lim"
+	f=$WORK/submit-evict.sql t0=$SECONDS
+	{
+		echo "BEGIN;"
+		for s in $(seq 1 "$en"); do
+			for c in "$e1" "$e2"; do
+				echo "\\set inp \`cat $WORK/inputs/$c/$s.json\`"
+				echo "SELECT cuzk.submit_proof(request_id => 'e2e-evict-$c-$s', circuit => '$c', inputs => :'inp'::jsonb) \\g /dev/null"
+			done
+		done
+		echo "COMMIT;"
+	} >"$f"
+	psqlq -f "$f" >>"$LOG/submit.log" 2>&1 || fail "submit evict: $(tail -2 "$LOG/submit.log" | tr '\n' ' ')"
+	while :; do
+		read -r ndone failed < <(psqlq -At -F' ' -c "SELECT count(*) FILTER (WHERE state IN ('succeeded', 'failed', 'cancelled')),
+			count(*) FILTER (WHERE state IN ('failed', 'cancelled')) FROM cuzk.proof_status WHERE request_id LIKE 'e2e-evict-%'")
+		[ "${ndone:-0}" -ge $((2 * en)) ] && break
+		kill -0 "$WPID" 2>/dev/null || { WPID=''; fail "worker (evict) exited, $ndone of $((2 * en)) done"; }
+		[ $SECONDS -lt "$DEADLINE" ] || fail "deadline reached: evict $ndone of $((2 * en)) done"
+		sleep 0.3
+	done
+	stop_worker
+	nev=$(grep -c 'proving key evicted' "$WLOG")
+	note "evict: $((2 * en)) requests of $e1 and $e2 alternating, $failed failed, $nev evictions, in $((SECONDS - t0)) s"
+	[ "$failed" = 0 ] && [ "$nev" -gt 0 ] || { FAILED=1; note "FAIL evict: want every request proven and evictions"; }
+	EXTRA_LABELS+=(evict)
+fi
 
 "$CUZK" verify --all >"$LOG/verify.log" 2>&1
 vrc=$?
