@@ -224,10 +224,12 @@ __device__ __forceinline__ void fe_mul(fe<P>& r, const fe<P>& a, const fe<P>& b)
 }
 #endif
 
-// The square: the carry-chain form leaves out the products below the diagonal
-// (mont_sqr_chain_N: 78 instead of 144 limb products for Fp, 36 instead of 64 for Fr);
-// -DCUZK_SQR_MUL (and the other product forms) square with fe_mul, for A/B runs.
-#if !defined(CUZK_MUL64) && !defined(CUZK_MUL_CIOS) && !defined(CUZK_SQR_MUL)
+// The square is the product a*a. The carry-chain square without the products below
+// the diagonal (mont_sqr_chain_N: 78 instead of 144 limb products for Fp) measured
+// slower on the H200, same run: Fp 24.8 -> 17.5 Gsqr/s, Fr 46.4 -> 29.7, G1 MSM 2^24
+// 142.8 -> 161.4 ms (its three serial 2N-word carry chains and the separate reduction
+// cost more than the products saved; docs/BENCHMARKS.md). -DCUZK_SQR_CHAIN selects it.
+#if defined(CUZK_SQR_CHAIN) && !defined(CUZK_MUL64) && !defined(CUZK_MUL_CIOS)
 template <class P>
 __device__ __forceinline__ void fe_sqr(fe<P>& r, const fe<P>& a) {
     uint32_t t[P::N + 1];
