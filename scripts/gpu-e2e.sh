@@ -21,7 +21,9 @@
 #                       larger of the two circuits' keys (sizes from the main worker's
 #                       log) but not both proves E2E_EVICT_N (default 8) requests of each
 #                       again, submitted alternately, so key switches evict; fails
-#                       unless evictions happened and every request succeeded
+#                       unless evictions happened and every request succeeded. Not with
+#                       --gpu-precompute in E2E_WORKER_FLAGS: under the limit a key makes
+#                       fewer copies before any key is evicted, so both would fit
 #   E2E_DEADLINE_S      give up (and fail) this many seconds after the start (default 530)
 #   E2E_KEYS_DIR        keys and compiled circuits here instead of a temp dir: setup
 #                       reuses keys it finds there (after checking they fit the circuit)
@@ -147,6 +149,9 @@ for item in $CIRCUITS; do
 	COUNTS+=("$n")
 done
 [ ${#NAMES[@]} -gt 0 ] || fail "E2E_CIRCUITS is empty"
+if [ -n "${E2E_EVICT:-}" ]; then
+	case " ${WFLAGS[*]} " in *" --gpu-precompute"*) fail "E2E_EVICT: not with --gpu-precompute in E2E_WORKER_FLAGS (copies shrink to fit before a key is evicted)" ;; esac
+fi
 declare -A SETUP_PID=()
 for i in "${!NAMES[@]}"; do
 	name=${NAMES[$i]} n=${COUNTS[$i]}
