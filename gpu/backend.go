@@ -346,8 +346,9 @@ func (b *CUDA) loadKey(k *cudaKey) error {
 }
 
 // keyBufferBytes is the device memory of a key's buffers beside its bases (loadKey's
-// allocations: the NTT domain's four tables, W‖h per pipeline slot and per batch slot,
-// H's scratch, the wire indexes), for Options.KeyMemoryBytes.
+// allocations: the NTT domain's tables, 3n elements as nttDomain.bytes counts them;
+// W‖h per pipeline slot and per batch slot; H's scratch; the wire indexes), for
+// Options.KeyMemoryBytes.
 func keyBufferBytes(pk *prover.ProvingKey) int64 {
 	n := int64(pk.DomainSize())
 	wires := int64(pk.NbWires)
