@@ -29,11 +29,13 @@
 #                           equal checksums across products are required)
 #   CUZK_GPU_C_SWEEP        "16,18,20": times the MSM with the window size forced to each
 #                           (CUZK_MSM_C) at CUZK_GPU_C_SWEEP_LOGS (default 24), operations
-#                           CUZK_GPU_C_SWEEP_OPS (default g1), no CPU reference
+#                           CUZK_GPU_C_SWEEP_OPS (default g1), no CPU reference; with
+#                           CUZK_GPU_C_SWEEP_PROFILE=1 each MSM prints its stage times
 #   CUZK_NCU_KERNEL         a kernel name regex: Nsight Compute reads the counters of its
 #                           first launch (CUZK_NCU_COUNT launches) in the benchmark operation
 #                           CUZK_NCU_OPS (default g1) at 2^CUZK_NCU_LOG (default 22)
-#                           (ncu.log; summary lines in the summary)
+#                           (ncu.log; summary lines in the summary); CUZK_NCU_SECTIONS adds
+#                           sections, e.g. "--section InstructionStats"
 #   CUZK_BENCH_FIRST=1      run the main benchmarks before the variants
 #   CUZK_SANITIZE_RUN       a -test.run pattern run under compute-sanitizer (memcheck) with
 #                           each variant library named in CUZK_SANITIZE_VARIANTS ("main" =
@@ -192,7 +194,7 @@ done
 
 if [ -n "${CUZK_GPU_C_SWEEP:-}" ]; then
 	for cc in ${CUZK_GPU_C_SWEEP//,/ }; do
-		(cd gpu && CUZK_MSM_C=$cc CUZK_GPU_BENCH=1 CUZK_GPU_BENCH_CPU=0 CUZK_GPU_BENCH_LOGS=${CUZK_GPU_C_SWEEP_LOGS:-24} \
+		(cd gpu && CUZK_MSM_C=$cc CUZK_MSM_PROFILE=${CUZK_GPU_C_SWEEP_PROFILE:-0} CUZK_GPU_BENCH=1 CUZK_GPU_BENCH_CPU=0 CUZK_GPU_BENCH_LOGS=${CUZK_GPU_C_SWEEP_LOGS:-24} \
 			CUZK_GPU_BENCH_OPS=${CUZK_GPU_C_SWEEP_OPS:-g1} "$BIN" -test.v -test.run 'TestGPUBench$' -test.timeout 10m) >"$LOG/csweep-$cc.log" 2>&1 || fail=1
 		grep -h -E '^(BENCH|msm-profile)' "$LOG/csweep-$cc.log" | sed "s/^/[c=$cc] /" | tee -a "$SUMMARY"
 	done
@@ -203,9 +205,9 @@ if [ -n "${CUZK_NCU_KERNEL:-}" ]; then
 	(cd gpu && CUZK_GPU_BENCH=1 CUZK_GPU_BENCH_CPU=0 CUZK_GPU_BENCH_LOGS=${CUZK_NCU_LOG:-22} CUZK_GPU_BENCH_OPS=${CUZK_NCU_OPS:-g1} \
 		timeout 300 ncu --clock-control none -k "regex:$CUZK_NCU_KERNEL" -c "${CUZK_NCU_COUNT:-1}" --section SpeedOfLight --section Occupancy \
 		--section LaunchStats --section WarpStateStats --section SchedulerStats --section ComputeWorkloadAnalysis \
-		--section MemoryWorkloadAnalysis "$BIN" -test.run 'TestGPUBench$' -test.timeout 10m) >"$LOG/ncu.log" 2>&1
+		--section MemoryWorkloadAnalysis ${CUZK_NCU_SECTIONS:-} "$BIN" -test.run 'TestGPUBench$' -test.timeout 10m) >"$LOG/ncu.log" 2>&1
 	note "ncu rc=$?"
-	grep -E 'Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|Issue Slots Busy|Issued Ipc|No Eligible|Warp Cycles Per Issued|Compute \(SM\) Throughput|Memory Throughput|L2 Hit|Stall|Pipe|One or More' "$LOG/ncu.log" | head -40 | tee -a "$SUMMARY"
+	grep -E 'Duration|Registers Per|Achieved Occupancy|Theoretical Occupancy|Issue Slots Busy|Issued Ipc|No Eligible|Warp Cycles Per Issued|Compute \(SM\) Throughput|Memory Throughput|L2 Hit|Stall|Pipe|One or More|Bank|Shared|Executed Ipc' "$LOG/ncu.log" | head -70 | tee -a "$SUMMARY"
 	pack
 fi
 

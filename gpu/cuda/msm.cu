@@ -17,7 +17,7 @@ int precompute_g2(cuzk_stream* s, cuzk_bases* b, int max_copies, size_t reserve_
 static double reduce_ratio(bool g2) { return g2 ? 5.6 : 12.5; }
 
 // Window size: minimise n*w mixed additions plus R*w*2^(c-1) bucket-reduction work,
-// w = ceil(256/c) windows, R = reduce_ratio. From 2^23 points the measured optimum is larger than the model's
+// w = ceil(255/c) windows (msm_windows), R = reduce_ratio. From 2^23 points the measured optimum is larger than the model's
 // (G1 2^24: c = 17 233.7 ms, 16 247.8, 18 237.5; G2 2^24: c = 19 1403 ms, 18 1441,
 // 20 1429; docs/BENCHMARKS.md), so it is taken as measured there.
 int msm_choose_c(size_t n, bool g2, int* nwin) {
@@ -28,7 +28,7 @@ int msm_choose_c(size_t n, bool g2, int* nwin) {
         const double R = reduce_ratio(g2);
         double best_cost = 1e300;
         for (int c = 4; c <= 20; c++) {
-            int w = (256 + c - 1) / c;
+            int w = msm_windows(c);
             double cost = (double)n * w + R * w * (double)(1u << (c - 1));
             if (cost < best_cost) {
                 best_cost = cost;
@@ -36,7 +36,7 @@ int msm_choose_c(size_t n, bool g2, int* nwin) {
             }
         }
     }
-    *nwin = (256 + best - 1) / best;
+    *nwin = msm_windows(best);
     return best;
 }
 
@@ -47,7 +47,7 @@ void msm_precompute_shape(size_t n, bool g2, int maxf, int* c_out, int* f_out) {
     const double R = reduce_ratio(g2);
     double best = 1e300;
     for (int c = 8; c <= 21; c++) {
-        int nwin = (256 + c - 1) / c;
+        int nwin = msm_windows(c);
         int f = std::min(maxf, nwin);
         int groups = (nwin + f - 1) / f;
         f = (nwin + groups - 1) / groups;  // fewest copies for that many groups

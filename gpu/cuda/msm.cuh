@@ -37,6 +37,17 @@ struct unit_desc {
 
 constexpr uint32_t kNegBit = 0x80000000u;
 
+// r - k for k < r (the scalar's canonical limbs, in place).
+__device__ __forceinline__ void fr_negate_limbs(uint32_t* limbs) {
+    uint64_t borrow = 0;
+#pragma unroll
+    for (int l = 0; l < 8; l++) {
+        uint64_t d = (uint64_t)fr_params::mod(l) - limbs[l] - borrow;
+        limbs[l] = (uint32_t)d;
+        borrow = d >> 63;
+    }
+}
+
 // Signed c-bit digits of each scalar. blockIdx.y selects the scalar vector of a batch
 // (vector j at scalars + j*stride); the bucket key of digit d of window w of vector j
 // is (j*nwin + w)*nb + d, so each (vector, window) pair has its own buckets.
@@ -51,7 +62,7 @@ struct digit_params {
 // Digit w (carry in and out through carry) and its (key, value) pair for point i of
 // vector j; returns the digit's magnitude (0: the digit adds nothing).
 __device__ __forceinline__ uint32_t digit_at(const uint32_t* limbs, int w, uint32_t& carry, const digit_params& p,
-                                             uint32_t i, uint32_t j, uint32_t& key, uint32_t& val) {
+                                             uint32_t i, uint32_t j, uint32_t flip, uint32_t& key, uint32_t& val) {
     const uint32_t mask = (1u << p.c) - 1, half = 1u << (p.c - 1);
     int o = w * p.c, li = o >> 5, sh = o & 31;
     uint64_t two = li < 8 ? ((uint64_t)limbs[li] | ((uint64_t)limbs[li + 1] << 32)) : 0;
@@ -64,6 +75,7 @@ __device__ __forceinline__ uint32_t digit_at(const uint32_t* limbs, int w, uint3
     } else {
         carry = 0;
     }
+    neg ^= flip;
     if (p.pcf) {
         const uint32_t ng = (p.nwin + p.pcf - 1) / p.pcf;
         key = (j * ng + w / p.pcf) * p.nb + d;
@@ -75,6 +87,20 @@ __device__ __forceinline__ uint32_t digit_at(const uint32_t* limbs, int w, uint3
     return d;
 }
 
+// The scalar's canonical limbs (limbs[8] = 0), below 2^254: returns kNegBit when the
+// scalar was replaced by r - k, whose every digit then goes against the negated point
+// (msm_windows counts on it).
+__device__ __forceinline__ uint32_t scalar_limbs(const fr_t& m, uint32_t* limbs) {
+    fr_t s;
+    fe_from_mont(s, m);
+#pragma unroll
+    for (int l = 0; l < 8; l++) limbs[l] = s.v[l];
+    limbs[8] = 0;
+    if ((limbs[7] >> 30) == 0) return 0;  // below 2^254
+    fr_negate_limbs(limbs);
+    return kNegBit;
+}
+
 #if defined(CUZK_DIGITS_DENSE)
 // Every digit, zero or not, at keys[(j*nwin + w)*n + i] (A/B runs: -DCUZK_DIGITS_DENSE).
 __global__ void k_digits(const fr_t* __restrict__ scalars, const uint32_t* __restrict__ index, uint32_t n,
@@ -84,17 +110,13 @@ __global__ void k_digits(const fr_t* __restrict__ scalars, const uint32_t* __res
     const uint32_t j = blockIdx.y;
     if (i == 0 && j == 0) *count = n * gridDim.y * p.nwin;
     if (i >= n) return;
-    fr_t s = scalars[j * stride + (index ? index[i] : i)];
-    fe_from_mont(s, s);
     uint32_t limbs[9];
-#pragma unroll
-    for (int l = 0; l < 8; l++) limbs[l] = s.v[l];
-    limbs[8] = 0;
+    const uint32_t flip = scalar_limbs(scalars[j * stride + (index ? index[i] : i)], limbs);
     const size_t base = (size_t)j * p.nwin * n;
     uint32_t carry = 0;
     for (int w = 0; w < p.nwin; w++) {
         uint32_t key, val;
-        digit_at(limbs, w, carry, p, i, j, key, val);
+        digit_at(limbs, w, carry, p, i, j, flip, key, val);
         keys[base + (size_t)w * n + i] = key;
         vals[base + (size_t)w * n + i] = val;
     }
@@ -116,19 +138,14 @@ __global__ void k_digits(const fr_t* __restrict__ scalars, const uint32_t* __res
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     const uint32_t j = blockIdx.y;
     const bool live = i < n;  // every lane stays for the ballots
-    uint32_t limbs[9];
+    uint32_t limbs[9], flip = 0;
 #pragma unroll
     for (int l = 0; l < 9; l++) limbs[l] = 0;
-    if (live) {
-        fr_t s = scalars[j * stride + (index ? index[i] : i)];
-        fe_from_mont(s, s);
-#pragma unroll
-        for (int l = 0; l < 8; l++) limbs[l] = s.v[l];
-    }
+    if (live) flip = scalar_limbs(scalars[j * stride + (index ? index[i] : i)], limbs);
     const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     uint32_t carry = 0, total = 0, key, val;
     for (int w = 0; w < p.nwin; w++) {
-        uint32_t d = digit_at(limbs, w, carry, p, i, j, key, val);
+        uint32_t d = digit_at(limbs, w, carry, p, i, j, flip, key, val);
         total += __popc(__ballot_sync(0xffffffffu, live && d != 0));
     }
     if (lane == 0) warp_run[warp] = total;
@@ -147,7 +164,7 @@ __global__ void k_digits(const fr_t* __restrict__ scalars, const uint32_t* __res
     const uint32_t below = (1u << lane) - 1;
     carry = 0;
     for (int w = 0; w < p.nwin; w++) {
-        uint32_t d = digit_at(limbs, w, carry, p, i, j, key, val);
+        uint32_t d = digit_at(limbs, w, carry, p, i, j, flip, key, val);
         const bool put = live && d != 0;
         const uint32_t b = __ballot_sync(0xffffffffu, put);
         if (put) {
@@ -441,13 +458,13 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
     const int pcf = bases->d ? bases->pc_f : 0;
     if (pcf) {
         c = bases->pc_c;
-        nwin = (256 + c - 1) / c;
+        nwin = msm_windows(c);
     } else if (const char* e = getenv("CUZK_MSM_C")) {
         // CUZK_MSM_C=<c> forces the window size (diagnostics: sweeping c in one run).
         int f = atoi(e);
         if (f >= 4 && f <= 22) {
             c = f;
-            nwin = (256 + c - 1) / c;
+            nwin = msm_windows(c);
         }
     }
     const uint32_t nb = (1u << (c - 1)) + 1;  // buckets 0..2^(c-1) per window; 0 is skipped
