@@ -15,6 +15,14 @@ constexpr int kMaxFused = 10;  // 2^10 elements * 32 B = 32 KiB of shared memory
 // (H200, same run; docs/BENCHMARKS.md).
 constexpr bool kNttSharedTwiddles = true;
 
+// The products of the stage of half-size 1 skipped (its twiddles are all 1);
+// -DCUZK_NTT_MUL_UNIT multiplies them as before (A/B runs).
+#if defined(CUZK_NTT_MUL_UNIT)
+constexpr bool kNttSkipUnit = false;
+#else
+constexpr bool kNttSkipUnit = true;
+#endif
+
 inline uint32_t blocks(size_t n, uint32_t tpb) { return (uint32_t)((n + tpb - 1) / tpb); }
 
 __device__ __forceinline__ uint32_t bitrev(uint32_t i, int log_n) { return log_n ? __brev(i) >> (32 - log_n) : 0; }
@@ -45,6 +53,9 @@ __global__ void k_ntt_pass(fr_t* __restrict__ a, int log_n, int hs_log, int K, b
     for (int s = 0; s < K; s++) {
         int hl_log = dit ? s : K - 1 - s;
         uint32_t hl = 1u << hl_log;
+        // The transform's stage of half-size 1 multiplies by omega^0 = 1 only: no
+        // product (1/log_n of the transform's products; the branch is uniform).
+        const bool unit = kNttSkipUnit && hs_log == 0 && hl_log == 0;
         for (uint32_t t = threadIdx.x; t < half; t += blockDim.x) {
             uint32_t jo = t & (hl - 1);
             uint32_t j0 = ((t >> hl_log) << (hl_log + 1)) + jo, j1 = j0 + hl;
@@ -58,14 +69,15 @@ __global__ void k_ntt_pass(fr_t* __restrict__ a, int log_n, int hs_log, int K, b
             }
             fr_t x = sh[j0], y = sh[j1];
             if (dit) {
-                fe_mul(y, y, w);
+                if (!unit) fe_mul(y, y, w);
                 fe_add(sh[j0], x, y);
                 fe_sub(sh[j1], x, y);
             } else {
                 fr_t d;
                 fe_sub(d, x, y);
                 fe_add(sh[j0], x, y);
-                fe_mul(sh[j1], d, w);
+                if (unit) sh[j1] = d;
+                else fe_mul(sh[j1], d, w);
             }
         }
         __syncthreads();
