@@ -12,32 +12,51 @@ int msm_g2(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t n
 int precompute_g1(cuzk_stream* s, cuzk_bases* b, int max_copies, size_t reserve_bytes);
 int precompute_g2(cuzk_stream* s, cuzk_bases* b, int max_copies, size_t reserve_bytes);
 
-// The cost of one bucket's reduction over one mixed addition, as measured on the H200
-// (G1 about 12.5, G2 about 5.6: G2's additions cost more).
+// The cost of one bucket's reduction over one mixed addition (G1 about 12.5, G2 about
+// 5.6 when fitted on the H200; G2's additions cost more). Used for precomputed sets and
+// for MSMs below the measured table.
 static double reduce_ratio(bool g2) { return g2 ? 5.6 : 12.5; }
 
-// Window size: minimise n*w mixed additions plus R*w*2^(c-1) bucket-reduction work,
-// w = ceil(255/c) windows (msm_windows), R = reduce_ratio. From 2^23 points the measured optimum is larger than the model's
-// (G1 2^24: c = 17 233.7 ms, 16 247.8, 18 237.5; G2 2^24: c = 19 1403 ms, 18 1441,
-// 20 1429; docs/BENCHMARKS.md), so it is taken as measured there.
-int msm_choose_c(size_t n, bool g2, int* nwin) {
+// Window size by measurement: the fastest c at 2^k points (H200, 2026-12-03, c swept
+// with CUZK_MSM_C, windows of ceil(255/c); docs/BENCHMARKS.md) for k = 12, 14, ..., 24;
+// the odd k between, not measured, take a c between their neighbours'. n picks the
+// entry of log2(n) rounded. The times are
+// flat near the optimum (G1 2^20: 12.73 ms at c = 17, 12.86 at 16, 13.01 at 15), and
+// the fitted cost model below picked windows measured up to 8% slower (G2 2^20: c = 15,
+// 36.9 ms, against 34.3 at c = 16).
+static const int kWindowG1[13] = {8, 9, 10, 10, 10, 12, 13, 15, 17, 17, 17, 17, 17};
+static const int kWindowG2[13] = {8, 9, 10, 12, 13, 13, 13, 15, 16, 16, 17, 19, 20};
+
+// Cost model for fewer than 2^12 points: minimise n*w mixed additions plus
+// R*w*2^(c-1) bucket-reduction work, w = msm_windows(c), R = reduce_ratio.
+static int msm_model_c(size_t n, bool g2) {
+    const double R = reduce_ratio(g2);
+    double best_cost = 1e300;
     int best = 4;
-    if (n >= ((size_t)1 << 23)) {
-        best = g2 ? 19 : 17;
-    } else {
-        const double R = reduce_ratio(g2);
-        double best_cost = 1e300;
-        for (int c = 4; c <= 20; c++) {
-            int w = msm_windows(c);
-            double cost = (double)n * w + R * w * (double)(1u << (c - 1));
-            if (cost < best_cost) {
-                best_cost = cost;
-                best = c;
-            }
+    for (int c = 4; c <= 20; c++) {
+        int w = msm_windows(c);
+        double cost = (double)n * w + R * w * (double)(1u << (c - 1));
+        if (cost < best_cost) {
+            best_cost = cost;
+            best = c;
         }
     }
-    *nwin = msm_windows(best);
     return best;
+}
+
+int msm_choose_c(size_t n, bool g2, int* nwin) {
+    int c;
+    if (n < ((size_t)3 << 10)) {  // nearer 2^11 than 2^12
+        c = msm_model_c(n, g2);
+    } else {
+        // k = log2(n) rounded: n >= 2^k * sqrt(2) rounds up (3/2 as the cut, close enough).
+        int k = 0;
+        while (k < 40 && ((size_t)3 << k) <= 2 * n) k++;  // smallest k with 3*2^k > 2n
+        k = std::min(std::max(k, 12), 24);
+        c = (g2 ? kWindowG2 : kWindowG1)[k - 12];
+    }
+    *nwin = msm_windows(c);
+    return c;
 }
 
 // Precomputed sets: minimise n*nwin additions plus R*groups*2^(c-1) bucket reduction,
