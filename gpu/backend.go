@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -180,6 +181,7 @@ type cudaKey struct {
 	dom         *nttDomain
 	wh          [2]*devBuf // per pipeline slot: W ‖ h, so K‖Z scalars are W[NbPublic:] ‖ h
 	hb, hc      *devBuf    // H scratch
+	hb2, hc2    *devBuf    // H scratch of the second stream (batched keys only)
 	batch       int        // solutions per batched pass (1: small batches are not worth it)
 	whBatch     *devBuf    // batch slots of W ‖ h, stride NbWires + DomainSize
 	bytes       int64
@@ -197,7 +199,7 @@ func (k *cudaKey) Close() error {
 		}
 		k.releaseErrs = errors.Join(k.a.close(), k.b1.close(), k.kz.close(), k.b2.close(),
 			k.idxA.free(), k.idxB.free(), k.dom.close(), k.wh[0].free(), k.wh[1].free(), k.hb.free(), k.hc.free(),
-			k.whBatch.free())
+			k.hb2.free(), k.hc2.free(), k.whBatch.free())
 	})
 	return k.releaseErrs
 }
@@ -333,9 +335,15 @@ func (b *CUDA) loadKey(k *cudaKey) error {
 		if k.whBatch, err = b.ctx.alloc(k.batch * (pk.NbWires + n) * fr.Bytes); err != nil {
 			return err
 		}
+		if k.hb2, err = b.ctx.alloc(n * fr.Bytes); err != nil {
+			return err
+		}
+		if k.hc2, err = b.ctx.alloc(n * fr.Bytes); err != nil {
+			return err
+		}
 	}
 	k.bytes = k.a.deviceBytes() + k.b1.deviceBytes() + k.kz.deviceBytes() + k.b2.deviceBytes() +
-		k.dom.bytes + int64(2*(pk.NbWires+n)+2*n+k.batch*(pk.NbWires+n))*fr.Bytes
+		k.dom.bytes + keySlotBytes(pk.NbWires, n)
 	if k.idxA != nil {
 		k.bytes += int64(k.idxA.bytes)
 	}
@@ -345,17 +353,23 @@ func (b *CUDA) loadKey(k *cudaKey) error {
 	return nil
 }
 
+// keySlotBytes is the device memory of a key's per-proof buffers: W‖h per pipeline
+// slot, H's scratch, and for a batched key (batchCap > 1) W‖h per batch slot and the
+// second stream's H scratch.
+func keySlotBytes(wires, n int) int64 {
+	b := int64(2*(wires+n)+2*n) * fr.Bytes
+	if c := batchCap(n); c > 1 {
+		b += int64(c*(wires+n)+2*n) * fr.Bytes
+	}
+	return b
+}
+
 // keyBufferBytes is the device memory of a key's buffers beside its bases (loadKey's
 // allocations: the NTT domain's tables, 3n elements as nttDomain.bytes counts them;
-// W‖h per pipeline slot and per batch slot; H's scratch; the wire indexes), for
-// Options.KeyMemoryBytes.
+// keySlotBytes; the wire indexes), for Options.KeyMemoryBytes.
 func keyBufferBytes(pk *prover.ProvingKey) int64 {
 	n := int64(pk.DomainSize())
-	wires := int64(pk.NbWires)
-	b := (3*n + 2*(wires+n) + 2*n) * fr.Bytes
-	if c := int64(batchCap(int(n))); c > 1 {
-		b += c * (wires + n) * fr.Bytes
-	}
+	b := 3*n*fr.Bytes + keySlotBytes(pk.NbWires, int(n))
 	if pk.PK.NbInfinityA > 0 {
 		b += (int64(len(pk.PK.InfinityA)) - int64(pk.PK.NbInfinityA)) * 4
 	}
@@ -503,7 +517,7 @@ func (b *CUDA) proveG1(ctx context.Context, k *cudaKey, sols []*synth.Solution, 
 		slot := i % 2
 		<-free[slot]
 		wh := k.wh[slot]
-		if err := k.uploadAndH(s, sol, wh, 0, times); err != nil {
+		if err := k.uploadAndH(s, sol, wh, 0, k.hb, k.hc, times); err != nil {
 			return err
 		}
 		t2 := time.Now()
@@ -543,10 +557,8 @@ func (b *CUDA) proveBatched(ctx context.Context, k *cudaKey, sols []*synth.Solut
 		}
 		group := sols[lo:min(len(sols), lo+k.batch)]
 		g := len(group)
-		for j, sol := range group {
-			if err := k.uploadAndH(s, sol, k.whBatch, j*stride, times); err != nil {
-				return err
-			}
+		if err := k.uploadAndHBatch(ctx, b.s1, b.s2, group, stride, times); err != nil {
+			return err
 		}
 
 		var b2 []bls12381.G2Jac
@@ -590,23 +602,72 @@ func (b *CUDA) proveBatched(ctx context.Context, k *cudaKey, sols []*synth.Solut
 	return nil
 }
 
-// uploadAndH uploads sol's W into wh at element off and its A, B, C, computes h into
-// wh after W (off+NbWires: W ‖ h), and releases sol's A, B, C.
-func (k *cudaKey) uploadAndH(s *cudaStream, sol *synth.Solution, wh *devBuf, off int, times *prover.PhaseTimes) error {
+// uploadAndHBatch runs uploadAndH for each solution of a batch group into its slot of
+// whBatch (slot j at j*stride), the even slots on s1 and the odd ones on s2 at once,
+// each stream with its own H scratch: a solution's upload is mostly a single-threaded
+// copy into pinned memory followed by small NTTs, so one stream alone left both the
+// host and the device half idle (at 2^14, 16 solutions took about 10 of a batch's 47
+// ms). H2D and NTT receive the phase's wall time, split as the two streams' summed
+// times split.
+func (k *cudaKey) uploadAndHBatch(ctx context.Context, s1, s2 *cudaStream, group []*synth.Solution, stride int,
+	times *prover.PhaseTimes) error {
+	t0 := time.Now()
+	var lane [2]prover.PhaseTimes
+	var errs [2]error
+	var wg sync.WaitGroup
+	streams := []*cudaStream{s1, s2}
+	if os.Getenv("CUZK_GPU_BATCH_UPLOAD_SERIAL") == "1" { // diagnostics: the one-stream path, for A/B runs
+		streams = streams[:1]
+	}
+	for i, s := range streams {
+		hb, hc := k.hb, k.hc
+		if i == 1 {
+			hb, hc = k.hb2, k.hc2
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := i; j < len(group); j += len(streams) {
+				if err := ctx.Err(); err != nil {
+					errs[i] = err
+					return
+				}
+				if err := k.uploadAndH(s, group[j], k.whBatch, j*stride, hb, hc, &lane[i]); err != nil {
+					errs[i] = fmt.Errorf("solution %d: %w", j, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(t0)
+	if sum := lane[0].H2D + lane[1].H2D + lane[0].NTT + lane[1].NTT; sum > 0 {
+		h2d := time.Duration(float64(wall) * float64(lane[0].H2D+lane[1].H2D) / float64(sum))
+		times.H2D += h2d
+		times.NTT += wall - h2d
+	}
+	return errors.Join(errs[0], errs[1])
+}
+
+// uploadAndH uploads sol's W into wh at element off, its A after it and its B, C into
+// the scratch hb, hc, computes h into wh after W (off+NbWires: W ‖ h), and releases
+// sol's A, B, C.
+func (k *cudaKey) uploadAndH(s *cudaStream, sol *synth.Solution, wh *devBuf, off int, hb, hc *devBuf,
+	times *prover.PhaseTimes) error {
 	nw := k.pk.NbWires
 	t0 := time.Now()
 	for _, u := range []struct {
 		b   *devBuf
 		off int
 		v   []fr.Element
-	}{{wh, off, sol.W}, {wh, off + nw, sol.A}, {k.hb, 0, sol.B}, {k.hc, 0, sol.C}} {
+	}{{wh, off, sol.W}, {wh, off + nw, sol.A}, {hb, 0, sol.B}, {hc, 0, sol.C}} {
 		if err := s.uploadFr(u.b, u.off, u.v); err != nil {
 			return err
 		}
 	}
 	t1 := time.Now()
 	times.H2D += t1.Sub(t0)
-	if err := s.computeH(k.dom, wh, off+nw, k.hb, k.hc, k.pk.NbConstraints); err != nil {
+	if err := s.computeH(k.dom, wh, off+nw, hb, hc, k.pk.NbConstraints); err != nil {
 		return err
 	}
 	sol.ReleaseABC()
