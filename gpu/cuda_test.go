@@ -263,6 +263,92 @@ func TestMSMG1(t *testing.T) {
 	}
 }
 
+// windowEdgeScalars are scalars at the edges of the signed-digit windows: around 2^254,
+// where the library takes r - k instead of k so that ceil(255/c) windows suffice;
+// r - 1 and r - 2; all ones below bit 254 and below 2^(c·w) for every w, whose digits
+// all carry; digits of exactly 2^(c-1) (no carry) and 2^(c-1) + 1 (carry) in every
+// window; then random ones.
+func windowEdgeScalars(rng *rand.Rand, c, n int) []fr.Element {
+	r := fr.Modulus()
+	var ks []*big.Int
+	add := func(k *big.Int) {
+		if k.Sign() >= 0 && k.Cmp(r) < 0 {
+			ks = append(ks, k)
+		}
+	}
+	pow := func(e int) *big.Int { return new(big.Int).Lsh(big.NewInt(1), uint(e)) }
+	for _, d := range []int64{-2, -1, 0, 1, 2} {
+		add(new(big.Int).Add(pow(254), big.NewInt(d)))
+		add(new(big.Int).Add(r, big.NewInt(d-2)))
+	}
+	for e := c; e < 255; e += c {
+		add(new(big.Int).Sub(pow(e), big.NewInt(1)))
+	}
+	half, halfUp := new(big.Int), new(big.Int)
+	for e := 0; e+c <= 254; e += c {
+		half.Add(half, pow(e+c-1))
+		halfUp.Add(halfUp, new(big.Int).Add(pow(e+c-1), pow(e)))
+		add(new(big.Int).Set(half))
+		add(new(big.Int).Set(halfUp))
+		add(new(big.Int).Sub(r, half))
+	}
+	v := make([]fr.Element, n)
+	randFr(rng, v)
+	for i, k := range ks {
+		if i < n {
+			v[i].SetBigInt(k)
+		}
+	}
+	return v
+}
+
+// TestMSMWindowEdges forces window sizes (CUZK_MSM_C) around those the library picks and
+// checks MSMs of windowEdgeScalars against gnark-crypto, G1 and G2: the digits of every
+// edge reach the top window, where a carry out would need one window more.
+func TestMSMWindowEdges(t *testing.T) {
+	_, s := testDevice(t)
+	rng := rand.New(rand.NewPCG(7, 8))
+	const n = 1 << 10
+	q1, q2 := distinctG1(rng, n), distinctG2(rng, n)
+	set1, err := s.newBasesG1(q1, 1<<30, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set1.close()
+	set2, err := s.newBasesG2(q2, 1<<30, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set2.close()
+	for _, c := range []int{5, 8, 9, 10, 13, 15, 16, 17, 19, 20} {
+		t.Setenv("CUZK_MSM_C", strconv.Itoa(c))
+		sc := windowEdgeScalars(rng, c, n)
+		var want1 bls12381.G1Jac
+		if _, err := want1.MultiExp(q1, sc, ecc.MultiExpConfig{}); err != nil {
+			t.Fatal(err)
+		}
+		got1, err := s.msmG1Host(set1, 0, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got1.Equal(&want1) {
+			t.Fatalf("G1 MSM, c = %d: mismatch\n got %s\nwant %s", c, got1.String(), want1.String())
+		}
+		var want2 bls12381.G2Jac
+		if _, err := want2.MultiExp(q2, sc, ecc.MultiExpConfig{}); err != nil {
+			t.Fatal(err)
+		}
+		got2, err := s.msmG2Host(set2, 0, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got2.Equal(&want2) {
+			t.Fatalf("G2 MSM, c = %d: mismatch\n got %s\nwant %s", c, got2.String(), want2.String())
+		}
+		t.Logf("c = %d: G1 and G2 equal gnark-crypto's", c)
+	}
+}
+
 func TestMSMG2(t *testing.T) {
 	_, s := testDevice(t)
 	rng := rand.New(rand.NewPCG(3, 4))
