@@ -20,11 +20,11 @@ static double reduce_ratio(bool g2) { return g2 ? 5.6 : 12.5; }
 // Window size by measurement: the fastest c at 2^k points (H200, 2026-12-03, c swept
 // with CUZK_MSM_C, windows of ceil(255/c); docs/BENCHMARKS.md) for k = 12, 14, ..., 24;
 // the odd k between, not measured, take a c between their neighbours'. n picks the
-// entry of log2(n) rounded. The times are
-// flat near the optimum (G1 2^20: 12.73 ms at c = 17, 12.86 at 16, 13.01 at 15), and
-// the fitted cost model below picked windows measured up to 8% slower (G2 2^20: c = 15,
-// 36.9 ms, against 34.3 at c = 16). G2 2^16 takes c = 12: the sweep (stage profile on)
-// had 13 ahead by 4%, an A/B without the profile had 12 ahead by 5% (6.17 vs 6.48 ms).
+// entry of log2(n) rounded. The times are flat near the optimum (G1 2^20: 12.73 ms at
+// c = 17, 12.86 at 16, 13.01 at 15), and the fitted cost model below picked windows
+// measured up to 8% slower (G2 2^20: c = 15, 36.9 ms, against 34.3 at c = 16). G2 2^16
+// takes c = 12: the sweep (stage profile on) had 13 ahead by 4%, an A/B without the
+// profile had 12 ahead by 5% (6.17 vs 6.48 ms).
 static const int kWindowG1[13] = {8, 9, 10, 10, 10, 12, 13, 15, 17, 17, 17, 17, 17};
 static const int kWindowG2[13] = {8, 9, 10, 12, 12, 13, 13, 15, 16, 16, 17, 19, 20};
 
