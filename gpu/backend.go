@@ -60,6 +60,9 @@ type CUDA struct {
 	liveBytes  atomic.Int64
 	stagingOpt int
 	lost       error // set when a fault could not be reset: every later call fails with it
+	// uploadStreams is how many streams a batch's uploads and H run on: 2, or 1 with
+	// CUZK_GPU_BATCH_UPLOAD_SERIAL=1 (diagnostics: the one-stream path, for A/B runs).
+	uploadStreams int
 }
 
 var _ prover.Backend = (*CUDA)(nil)
@@ -91,7 +94,10 @@ func NewCUDA(ordinal int, opt Options) (*CUDA, error) {
 		return nil, fmt.Errorf("cuda:%d: key memory limit %d is negative", ordinal, opt.KeyMemoryBytes)
 	}
 	b := &CUDA{lib: lib, ctx: c, ordinal: ordinal, info: info, reserve: opt.ReserveBytes, copies: opt.PrecomputeCopies,
-		limit: opt.KeyMemoryBytes, stagingOpt: opt.StagingBytes}
+		limit: opt.KeyMemoryBytes, stagingOpt: opt.StagingBytes, uploadStreams: 2}
+	if os.Getenv("CUZK_GPU_BATCH_UPLOAD_SERIAL") == "1" {
+		b.uploadStreams = 1
+	}
 	if b.reserve == 0 {
 		b.reserve = 8 << 30
 	}
@@ -557,7 +563,7 @@ func (b *CUDA) proveBatched(ctx context.Context, k *cudaKey, sols []*synth.Solut
 		}
 		group := sols[lo:min(len(sols), lo+k.batch)]
 		g := len(group)
-		if err := k.uploadAndHBatch(ctx, b.s1, b.s2, group, stride, times); err != nil {
+		if err := k.uploadAndHBatch(ctx, []*cudaStream{b.s1, b.s2}[:b.uploadStreams], group, stride, times); err != nil {
 			return err
 		}
 
@@ -603,22 +609,18 @@ func (b *CUDA) proveBatched(ctx context.Context, k *cudaKey, sols []*synth.Solut
 }
 
 // uploadAndHBatch runs uploadAndH for each solution of a batch group into its slot of
-// whBatch (slot j at j*stride), the even slots on s1 and the odd ones on s2 at once,
-// each stream with its own H scratch: a solution's upload is mostly a single-threaded
+// whBatch (slot j at j*stride), with two streams the even slots on the first and the
+// odd ones on the second at once, each stream with its own H scratch: a solution's upload is mostly a single-threaded
 // copy into pinned memory followed by small NTTs, so one stream alone left both the
 // host and the device half idle (at 2^14, 16 solutions took about 10 of a batch's 47
 // ms). H2D and NTT receive the phase's wall time, split as the two streams' summed
 // times split.
-func (k *cudaKey) uploadAndHBatch(ctx context.Context, s1, s2 *cudaStream, group []*synth.Solution, stride int,
+func (k *cudaKey) uploadAndHBatch(ctx context.Context, streams []*cudaStream, group []*synth.Solution, stride int,
 	times *prover.PhaseTimes) error {
 	t0 := time.Now()
 	var lane [2]prover.PhaseTimes
 	var errs [2]error
 	var wg sync.WaitGroup
-	streams := []*cudaStream{s1, s2}
-	if os.Getenv("CUZK_GPU_BATCH_UPLOAD_SERIAL") == "1" { // diagnostics: the one-stream path, for A/B runs
-		streams = streams[:1]
-	}
 	for i, s := range streams {
 		hb, hc := k.hb, k.hc
 		if i == 1 {
