@@ -60,9 +60,12 @@ type CUDA struct {
 	liveBytes  atomic.Int64
 	stagingOpt int
 	lost       error // set when a fault could not be reset: every later call fails with it
-	// uploadStreams is how many streams a batch's uploads and H run on: 2, or 1 with
-	// CUZK_GPU_BATCH_UPLOAD_SERIAL=1 (diagnostics: the one-stream path, for A/B runs).
-	uploadStreams int
+	// batchUpload is how a batch's solutions reach the device and get their H:
+	// "gather" (default: all of a group's vectors in one staged upload, then H for the
+	// group in one set of launches), or for A/B runs (CUZK_GPU_BATCH_UPLOAD) "streams"
+	// (one solution at a time, the even ones on stream 1 and the odd on stream 2) or
+	// "serial" (one at a time on stream 1).
+	batchUpload string
 }
 
 var _ prover.Backend = (*CUDA)(nil)
@@ -94,9 +97,14 @@ func NewCUDA(ordinal int, opt Options) (*CUDA, error) {
 		return nil, fmt.Errorf("cuda:%d: key memory limit %d is negative", ordinal, opt.KeyMemoryBytes)
 	}
 	b := &CUDA{lib: lib, ctx: c, ordinal: ordinal, info: info, reserve: opt.ReserveBytes, copies: opt.PrecomputeCopies,
-		limit: opt.KeyMemoryBytes, stagingOpt: opt.StagingBytes, uploadStreams: 2}
-	if os.Getenv("CUZK_GPU_BATCH_UPLOAD_SERIAL") == "1" {
-		b.uploadStreams = 1
+		limit: opt.KeyMemoryBytes, stagingOpt: opt.StagingBytes, batchUpload: "gather"}
+	switch v := os.Getenv("CUZK_GPU_BATCH_UPLOAD"); v {
+	case "":
+	case "gather", "streams", "serial":
+		b.batchUpload = v
+	default:
+		c.close()
+		return nil, fmt.Errorf("cuda:%d: CUZK_GPU_BATCH_UPLOAD=%q: want gather, streams or serial", ordinal, v)
 	}
 	if b.reserve == 0 {
 		b.reserve = 8 << 30
@@ -187,9 +195,10 @@ type cudaKey struct {
 	dom         *nttDomain
 	wh          [2]*devBuf // per pipeline slot: W ‖ h, so K‖Z scalars are W[NbPublic:] ‖ h
 	hb, hc      *devBuf    // H scratch
-	hb2, hc2    *devBuf    // H scratch of the second stream (batched keys only)
 	batch       int        // solutions per batched pass (1: small batches are not worth it)
 	whBatch     *devBuf    // batch slots of W ‖ h, stride NbWires + DomainSize
+	hBatch      int        // solutions whose H is computed at once (batched keys; at least 2)
+	hbB, hcB    *devBuf    // H scratch of hBatch solutions, solution j at j*DomainSize
 	bytes       int64
 	closeOnce   sync.Once
 	releaseErrs error
@@ -205,7 +214,7 @@ func (k *cudaKey) Close() error {
 		}
 		k.releaseErrs = errors.Join(k.a.close(), k.b1.close(), k.kz.close(), k.b2.close(),
 			k.idxA.free(), k.idxB.free(), k.dom.close(), k.wh[0].free(), k.wh[1].free(), k.hb.free(), k.hc.free(),
-			k.hb2.free(), k.hc2.free(), k.whBatch.free())
+			k.hbB.free(), k.hcB.free(), k.whBatch.free())
 	})
 	return k.releaseErrs
 }
@@ -341,10 +350,11 @@ func (b *CUDA) loadKey(k *cudaKey) error {
 		if k.whBatch, err = b.ctx.alloc(k.batch * (pk.NbWires + n) * fr.Bytes); err != nil {
 			return err
 		}
-		if k.hb2, err = b.ctx.alloc(n * fr.Bytes); err != nil {
+		k.hBatch = hBatchCap(n)
+		if k.hbB, err = b.ctx.alloc(k.hBatch * n * fr.Bytes); err != nil {
 			return err
 		}
-		if k.hc2, err = b.ctx.alloc(n * fr.Bytes); err != nil {
+		if k.hcB, err = b.ctx.alloc(k.hBatch * n * fr.Bytes); err != nil {
 			return err
 		}
 	}
@@ -361,14 +371,23 @@ func (b *CUDA) loadKey(k *cudaKey) error {
 
 // keySlotBytes is the device memory of a key's per-proof buffers: W‖h per pipeline
 // slot, H's scratch, and for a batched key (batchCap > 1) W‖h per batch slot and the
-// second stream's H scratch.
+// batch's H scratch.
 func keySlotBytes(wires, n int) int64 {
 	b := int64(2*(wires+n)+2*n) * fr.Bytes
 	if c := batchCap(n); c > 1 {
-		b += int64(c*(wires+n)+2*n) * fr.Bytes
+		b += int64(c*(wires+n)+2*n*hBatchCap(n)) * fr.Bytes
 	}
 	return b
 }
+
+// hBatchElems bounds a batched key's H scratch (B and C of hBatchCap solutions):
+// 2^18 elements, 8 MiB each, enough to fill the device with the H of a group of
+// small solutions.
+const hBatchElems = 1 << 18
+
+// hBatchCap is how many solutions of domain size n get their H in one set of
+// launches: at least 2 (the "streams" A/B path uses two slots).
+func hBatchCap(n int) int { return min(batchCap(n), max(2, hBatchElems/n)) }
 
 // keyBufferBytes is the device memory of a key's buffers beside its bases (loadKey's
 // allocations: the NTT domain's tables, 3n elements as nttDomain.bytes counts them;
@@ -523,7 +542,7 @@ func (b *CUDA) proveG1(ctx context.Context, k *cudaKey, sols []*synth.Solution, 
 		slot := i % 2
 		<-free[slot]
 		wh := k.wh[slot]
-		if err := k.uploadAndH(s, sol, wh, 0, k.hb, k.hc, times); err != nil {
+		if err := k.uploadAndH(s, sol, wh, 0, k.hb, k.hc, 0, times); err != nil {
 			return err
 		}
 		t2 := time.Now()
@@ -563,7 +582,16 @@ func (b *CUDA) proveBatched(ctx context.Context, k *cudaKey, sols []*synth.Solut
 		}
 		group := sols[lo:min(len(sols), lo+k.batch)]
 		g := len(group)
-		if err := k.uploadAndHBatch(ctx, []*cudaStream{b.s1, b.s2}[:b.uploadStreams], group, stride, times); err != nil {
+		var err error
+		switch b.batchUpload {
+		case "streams":
+			err = k.uploadAndHBatch(ctx, []*cudaStream{b.s1, b.s2}, group, stride, times)
+		case "serial":
+			err = k.uploadAndHBatch(ctx, []*cudaStream{b.s1}, group, stride, times)
+		default:
+			err = k.gatherAndHBatch(ctx, b.s1, group, stride, times)
+		}
+		if err != nil {
 			return err
 		}
 
@@ -608,13 +636,50 @@ func (b *CUDA) proveBatched(ctx context.Context, k *cudaKey, sols []*synth.Solut
 	return nil
 }
 
+// gatherAndHBatch puts a batch group's solutions on the device: for each run of up to
+// hBatch solutions, one staged upload of all their W, A (into their whBatch slots, j
+// at j*stride) and B, C (into the H scratch), then their H in one set of launches.
+// One solution at a time, each of a solution's four uploads waited for its own
+// synchronization behind a single-threaded copy, and its H was some twenty launches
+// too small to fill the device (uploadAndHBatch below, kept for A/B runs).
+func (k *cudaKey) gatherAndHBatch(ctx context.Context, s *cudaStream, group []*synth.Solution, stride int,
+	times *prover.PhaseTimes) error {
+	nw, n := k.pk.NbWires, k.pk.DomainSize()
+	pieces := make([]upload, 0, 4*k.hBatch)
+	for lo := 0; lo < len(group); lo += k.hBatch {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		run := group[lo:min(len(group), lo+k.hBatch)]
+		t0 := time.Now()
+		pieces = pieces[:0]
+		for j, sol := range run {
+			at := (lo + j) * stride
+			pieces = append(pieces, upload{k.whBatch, at, sol.W}, upload{k.whBatch, at + nw, sol.A},
+				upload{k.hbB, j * n, sol.B}, upload{k.hcB, j * n, sol.C})
+		}
+		if err := s.uploadGather(pieces); err != nil {
+			return fmt.Errorf("solutions %d..%d: %w", lo, lo+len(run)-1, err)
+		}
+		t1 := time.Now()
+		times.H2D += t1.Sub(t0)
+		if err := s.computeHBatch(k.dom, k.whBatch, lo*stride+nw, stride, k.hbB, k.hcB, 0, n, len(run),
+			k.pk.NbConstraints); err != nil {
+			return fmt.Errorf("solutions %d..%d: %w", lo, lo+len(run)-1, err)
+		}
+		for _, sol := range run {
+			sol.ReleaseABC()
+		}
+		times.NTT += time.Since(t1)
+	}
+	return nil
+}
+
 // uploadAndHBatch runs uploadAndH for each solution of a batch group into its slot of
 // whBatch (slot j at j*stride), with two streams the even slots on the first and the
-// odd ones on the second at once, each stream with its own H scratch: a solution's upload is mostly a single-threaded
-// copy into pinned memory followed by small NTTs, so one stream alone left both the
-// host and the device half idle (at 2^14, 16 solutions took about 10 of a batch's 47
-// ms). H2D and NTT receive the phase's wall time, split as the two streams' summed
-// times split.
+// odd ones on the second at once, each stream with its own slot of the H scratch.
+// H2D and NTT receive the phase's wall time, split as the two streams' summed times
+// split. For A/B runs against gatherAndHBatch (CUZK_GPU_BATCH_UPLOAD).
 func (k *cudaKey) uploadAndHBatch(ctx context.Context, streams []*cudaStream, group []*synth.Solution, stride int,
 	times *prover.PhaseTimes) error {
 	t0 := time.Now()
@@ -622,10 +687,6 @@ func (k *cudaKey) uploadAndHBatch(ctx context.Context, streams []*cudaStream, gr
 	var errs [2]error
 	var wg sync.WaitGroup
 	for i, s := range streams {
-		hb, hc := k.hb, k.hc
-		if i == 1 {
-			hb, hc = k.hb2, k.hc2
-		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -634,7 +695,7 @@ func (k *cudaKey) uploadAndHBatch(ctx context.Context, streams []*cudaStream, gr
 					errs[i] = err
 					return
 				}
-				if err := k.uploadAndH(s, group[j], k.whBatch, j*stride, hb, hc, &lane[i]); err != nil {
+				if err := k.uploadAndH(s, group[j], k.whBatch, j*stride, k.hbB, k.hcB, i*k.pk.DomainSize(), &lane[i]); err != nil {
 					errs[i] = fmt.Errorf("solution %d: %w", j, err)
 					return
 				}
@@ -652,24 +713,20 @@ func (k *cudaKey) uploadAndHBatch(ctx context.Context, streams []*cudaStream, gr
 }
 
 // uploadAndH uploads sol's W into wh at element off, its A after it and its B, C into
-// the scratch hb, hc, computes h into wh after W (off+NbWires: W ‖ h), and releases
-// sol's A, B, C.
-func (k *cudaKey) uploadAndH(s *cudaStream, sol *synth.Solution, wh *devBuf, off int, hb, hc *devBuf,
+// the scratch hb, hc at element hOff, computes h into wh after W (off+NbWires: W ‖ h),
+// and releases sol's A, B, C.
+func (k *cudaKey) uploadAndH(s *cudaStream, sol *synth.Solution, wh *devBuf, off int, hb, hc *devBuf, hOff int,
 	times *prover.PhaseTimes) error {
 	nw := k.pk.NbWires
 	t0 := time.Now()
-	for _, u := range []struct {
-		b   *devBuf
-		off int
-		v   []fr.Element
-	}{{wh, off, sol.W}, {wh, off + nw, sol.A}, {hb, 0, sol.B}, {hc, 0, sol.C}} {
+	for _, u := range []upload{{wh, off, sol.W}, {wh, off + nw, sol.A}, {hb, hOff, sol.B}, {hc, hOff, sol.C}} {
 		if err := s.uploadFr(u.b, u.off, u.v); err != nil {
 			return err
 		}
 	}
 	t1 := time.Now()
 	times.H2D += t1.Sub(t0)
-	if err := s.computeH(k.dom, wh, off+nw, hb, hc, k.pk.NbConstraints); err != nil {
+	if err := s.computeHBatch(k.dom, wh, off+nw, 0, hb, hc, hOff, 0, 1, k.pk.NbConstraints); err != nil {
 		return err
 	}
 	sol.ReleaseABC()

@@ -786,6 +786,166 @@ func TestComputeH(t *testing.T) {
 	}
 }
 
+// TestComputeHBatch runs H for several solutions in one call, their a vectors spaced
+// apart inside one buffer as the backend's batch slots are, and checks each against
+// gnark's computeH and that nothing between the vectors changed.
+func TestComputeHBatch(t *testing.T) {
+	c, s := testDevice(t)
+	rng := rand.New(rand.NewPCG(21, 22))
+	maxLog := maxLogFor(t, 16)
+	for _, tc := range []struct{ nc, count int }{
+		{1, 3}, {3, 1}, {1000, 5}, {1 << 12, 16}, {1<<14 - 5, 16}, {1<<16 - 1, 3},
+	} {
+		if bits.Len(uint(tc.nc-1)) > maxLog {
+			continue
+		}
+		dom := fft.NewDomain(uint64(tc.nc))
+		n := int(dom.Cardinality)
+		// a vector j at aOff + j*aStride, with a gap of other data before each; b and c at
+		// bcOff + j*n.
+		const aOff, gap, bcOff = 5, 11, 3
+		aStride := n + gap
+		abuf := make([]fr.Element, aOff+tc.count*aStride)
+		randFr(rng, abuf)
+		b, cc := make([]fr.Element, bcOff+tc.count*n), make([]fr.Element, bcOff+tc.count*n)
+		randFr(rng, b)
+		randFr(rng, cc)
+		d, err := s.newDomain(dom)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ab, err1 := c.alloc(len(abuf) * fr.Bytes)
+		bb, err2 := c.alloc(len(b) * fr.Bytes)
+		cb, err3 := c.alloc(len(cc) * fr.Bytes)
+		if err := firstErr(err1, err2, err3); err != nil {
+			t.Fatal(err)
+		}
+		if err := firstErr(s.uploadFr(ab, 0, abuf), s.uploadFr(bb, 0, b), s.uploadFr(cb, 0, cc)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.computeHBatch(d, ab, aOff, aStride, bb, cb, bcOff, n, tc.count, tc.nc); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]fr.Element, len(abuf))
+		if err := s.downloadFr(ab, 0, got); err != nil {
+			t.Fatal(err)
+		}
+		want := append([]fr.Element(nil), abuf...)
+		for j := 0; j < tc.count; j++ {
+			at, bc := aOff+j*aStride, bcOff+j*n
+			h := refComputeH(append([]fr.Element(nil), abuf[at:at+tc.nc]...), append([]fr.Element(nil), b[bc:bc+tc.nc]...),
+				append([]fr.Element(nil), cc[bc:bc+tc.nc]...), dom)
+			copy(want[at:], h)
+		}
+		for i := range got {
+			if got[i] != want[i] {
+				t.Fatalf("compute_h batch of %d, %d constraints (domain %d): element %d of the a buffer differs", tc.count, tc.nc, n, i)
+			}
+		}
+		t.Logf("compute_h batch of %d, %d constraints (domain %d): ok", tc.count, tc.nc, n)
+		d.close()
+		ab.free()
+		bb.free()
+		cb.free()
+	}
+	// A batch whose last vector would run past its buffer is refused.
+	dom := fft.NewDomain(64)
+	d, err := s.newDomain(dom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.close()
+	ab, err1 := c.alloc(3 * 64 * fr.Bytes)
+	bb, err2 := c.alloc(3 * 64 * fr.Bytes)
+	if err := firstErr(err1, err2); err != nil {
+		t.Fatal(err)
+	}
+	defer ab.free()
+	defer bb.free()
+	for _, bad := range []struct {
+		name                     string
+		aOff, aStride, bcOff, bs int
+		count                    int
+	}{
+		{"a past the end", 1, 64, 0, 64, 3},
+		{"b past the end", 0, 64, 1, 64, 3},
+		{"stride below the domain", 0, 63, 0, 64, 2},
+		{"count 0", 0, 64, 0, 64, 0},
+	} {
+		if err := s.computeHBatch(d, ab, bad.aOff, bad.aStride, bb, bb, bad.bcOff, bad.bs, bad.count, 64); err == nil {
+			t.Errorf("compute_h batch, %s: accepted", bad.name)
+		} else {
+			t.Logf("compute_h batch, %s: %v", bad.name, err)
+		}
+	}
+}
+
+// TestUploadGather uploads pieces of many sizes into several buffers through a small
+// staging buffer, so pieces share a staging half, span both halves and are split,
+// and checks every byte landed where asked and nothing else changed; a batch with
+// one piece out of range is refused before anything is copied.
+func TestUploadGather(t *testing.T) {
+	c, _ := testDevice(t)
+	s, err := c.newStream(64 << 10) // two halves of 1,024 elements
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	rng := rand.New(rand.NewPCG(31, 32))
+	const size = 6000
+	bufs := make([]*devBuf, 3)
+	host := make([][]fr.Element, 3)
+	for i := range bufs {
+		if bufs[i], err = c.alloc(size * fr.Bytes); err != nil {
+			t.Fatal(err)
+		}
+		defer bufs[i].free()
+		host[i] = make([]fr.Element, size)
+		randFr(rng, host[i])
+		if err := s.uploadFr(bufs[i], 0, host[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var pieces []upload
+	at := []int{0, 0, 0}
+	for k, n := range []int{0, 1, 3, 1023, 1024, 1025, 2500, 7, 0, 2049, 300} {
+		i := k % 3
+		if at[i]+n > size {
+			continue
+		}
+		v := make([]fr.Element, n)
+		randFr(rng, v)
+		pieces = append(pieces, upload{bufs[i], at[i], v})
+		copy(host[i][at[i]:], v)
+		at[i] += n + 2 // leave two elements between pieces unchanged
+	}
+	if err := s.uploadGather(pieces); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string) {
+		for i := range bufs {
+			got := make([]fr.Element, size)
+			if err := s.downloadFr(bufs[i], 0, got); err != nil {
+				t.Fatal(err)
+			}
+			for j := range got {
+				if got[j] != host[i][j] {
+					t.Fatalf("%s: buffer %d element %d differs", what, i, j)
+				}
+			}
+		}
+	}
+	check("gathered upload")
+	bad := []upload{{bufs[0], 0, make([]fr.Element, 10)}, {bufs[1], size - 1, make([]fr.Element, 2)}}
+	if err := s.uploadGather(bad); err == nil {
+		t.Fatal("a piece past its buffer's end was accepted")
+	} else {
+		t.Logf("piece out of range: %v", err)
+	}
+	check("refused upload") // the valid first piece was not copied either
+	t.Logf("%d pieces through a staging buffer of 2 x 1,024 elements: ok", len(pieces))
+}
+
 func firstErr(errs ...error) error {
 	for _, e := range errs {
 		if e != nil {

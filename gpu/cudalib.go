@@ -44,6 +44,8 @@ typedef struct {
 	int (*domain_destroy)(cuzk_domain*);
 	int (*ntt)(cuzk_stream*, const cuzk_domain*, cuzk_buf*, size_t, int);
 	int (*compute_h)(cuzk_stream*, const cuzk_domain*, cuzk_buf*, size_t, cuzk_buf*, cuzk_buf*, size_t, const uint64_t*);
+	int (*compute_h_batch)(cuzk_stream*, const cuzk_domain*, cuzk_buf*, size_t, size_t, cuzk_buf*, cuzk_buf*, size_t, size_t, int, size_t, const uint64_t*);
+	int (*buf_upload_gather)(cuzk_stream*, int, const cuzk_upload_seg*);
 } cuzk_fns;
 
 // cuzk_open fills f from the library at path; on failure it writes a reason to err.
@@ -90,6 +92,8 @@ static int cuzk_open(const char* path, cuzk_fns* f, char* err, size_t errlen) {
 	SYM(domain_destroy, "cuzk_domain_destroy")
 	SYM(ntt, "cuzk_ntt")
 	SYM(compute_h, "cuzk_compute_h")
+	SYM(compute_h_batch, "cuzk_compute_h_batch")
+	SYM(buf_upload_gather, "cuzk_buf_upload_gather")
 #undef SYM
 	return 0;
 }
@@ -125,6 +129,8 @@ static int c_msm_host(cuzk_fns* f, cuzk_stream* s, const cuzk_bases* b, size_t b
 static int c_domain_create(cuzk_fns* f, cuzk_stream* s, int l, const cuzk_domain_consts_t* k, cuzk_domain** o, char* e) { return keep(f, f->domain_create(s, l, k, o), e); }
 static int c_domain_destroy(cuzk_fns* f, cuzk_domain* d, char* e) { return keep(f, f->domain_destroy(d), e); }
 static int c_ntt(cuzk_fns* f, cuzk_stream* s, const cuzk_domain* d, cuzk_buf* b, size_t off, int fl, char* e) { return keep(f, f->ntt(s, d, b, off, fl), e); }
+static int c_compute_h_batch(cuzk_fns* f, cuzk_stream* s, const cuzk_domain* d, cuzk_buf* a, size_t ao, size_t as, cuzk_buf* b, cuzk_buf* c, size_t bo, size_t bs, int n, size_t nc, const uint64_t* den, char* e) { return keep(f, f->compute_h_batch(s, d, a, ao, as, b, c, bo, bs, n, nc, den), e); }
+static int c_buf_upload_gather(cuzk_fns* f, cuzk_stream* s, int n, const cuzk_upload_seg* g, char* e) { return keep(f, f->buf_upload_gather(s, n, g), e); }
 static int c_compute_h(cuzk_fns* f, cuzk_stream* s, const cuzk_domain* d, cuzk_buf* a, size_t ao, cuzk_buf* b, cuzk_buf* c, size_t n, const uint64_t* den, char* e) { return keep(f, f->compute_h(s, d, a, ao, b, c, n, den), e); }
 */
 import "C"
@@ -135,6 +141,7 @@ import (
 	"math/bits"
 	"os"
 	"path/filepath"
+	"runtime"
 	"unsafe"
 
 	bls12381 "github.com/consensys/gnark-crypto/ecc/bls12-381"
@@ -374,6 +381,37 @@ func (s *cudaStream) uploadFr(b *devBuf, offElems int, v []fr.Element) error {
 	return s.lib.call("upload", func(e *C.char) C.int {
 		return C.c_buf_upload(s.lib.fns, s.s, b.b, C.size_t(offElems*fr.Bytes),
 			unsafe.Pointer(&v[0]), C.size_t(len(v)*fr.Bytes), e)
+	})
+}
+
+// upload is one piece of an uploadGather: v into b at element off.
+type upload struct {
+	b   *devBuf
+	off int
+	v   []fr.Element
+}
+
+// uploadGather uploads every piece in one library call, staged together through the
+// stream's pinned buffer (one synchronization for all of them).
+func (s *cudaStream) uploadGather(pieces []upload) error {
+	segs := make([]C.cuzk_upload_seg, 0, len(pieces))
+	// The segments live in Go memory and hold pointers to the vectors: cgo passes them
+	// only when those are pinned.
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	for _, p := range pieces {
+		if len(p.v) == 0 {
+			continue
+		}
+		pin.Pin(&p.v[0])
+		segs = append(segs, C.cuzk_upload_seg{buf: p.b.b, offset: C.size_t(p.off * fr.Bytes),
+			host: unsafe.Pointer(&p.v[0]), bytes: C.size_t(len(p.v) * fr.Bytes)})
+	}
+	if len(segs) == 0 {
+		return nil
+	}
+	return s.lib.call("upload", func(e *C.char) C.int {
+		return C.c_buf_upload_gather(s.lib.fns, s.s, C.int(len(segs)), &segs[0], e)
 	})
 }
 
@@ -618,6 +656,18 @@ const (
 
 func (s *cudaStream) ntt(d *nttDomain, b *devBuf, offElems int, flags int) error {
 	return s.lib.call("ntt", func(e *C.char) C.int { return C.c_ntt(s.lib.fns, s.s, d.d, b.b, C.size_t(offElems), C.int(flags), e) })
+}
+
+// computeHBatch runs computeH for count solutions in one set of launches: solution
+// j's a at aOff + j*aStride, its b and c at bcOff + j*bcStride (elements).
+func (s *cudaStream) computeHBatch(d *nttDomain, a *devBuf, aOff, aStride int, b, c *devBuf, bcOff, bcStride, count,
+	nConstraints int) error {
+	var den [4]C.uint64_t
+	frLimbs(&den, &d.den)
+	return s.lib.call("compute h", func(e *C.char) C.int {
+		return C.c_compute_h_batch(s.lib.fns, s.s, d.d, a.b, C.size_t(aOff), C.size_t(aStride), b.b, c.b,
+			C.size_t(bcOff), C.size_t(bcStride), C.int(count), C.size_t(nConstraints), &den[0], e)
+	})
 }
 
 // computeH overwrites a[aOff:], b, c; afterwards a[aOff:] holds h in bit-reversed order.

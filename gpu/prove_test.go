@@ -184,11 +184,30 @@ func TestProvePhaseTimes(t *testing.T) {
 }
 
 // TestProveBatchOverCap proves more solutions of a small circuit than one batched pass
-// holds, so they go through the device in several groups, and verifies every proof.
+// holds, so they go through the device in several groups, and verifies every proof;
+// with each way a batch reaches the device (CUZK_GPU_BATCH_UPLOAD). synthetic-k14
+// has more solutions per group than its H scratch holds (hBatchCap < batchCap), so
+// the gathered path runs H in several runs within a group.
 func TestProveBatchOverCap(t *testing.T) {
+	for _, tc := range []struct {
+		name, mode string
+		n          func(domain int) int
+	}{
+		{"synthetic-k8", "gather", func(d int) int { return batchCap(d)*2 + 3 }},
+		{"synthetic-k8", "streams", func(d int) int { return batchCap(d) + 5 }},
+		{"synthetic-k8", "serial", func(d int) int { return batchCap(d) + 5 }},
+		{"synthetic-k14", "gather", func(d int) int { return hBatchCap(d)*2 + 3 }},
+	} {
+		t.Run(tc.name+"/"+tc.mode, func(t *testing.T) {
+			t.Setenv("CUZK_GPU_BATCH_UPLOAD", tc.mode)
+			proveBatchOverCap(t, tc.name, tc.n)
+		})
+	}
+}
+
+func proveBatchOverCap(t *testing.T, name string, count func(domain int) int) {
 	b := testBackend(t)
 	ctx := context.Background()
-	const name = "synthetic-k8"
 	comp, err := synth.NewRegistry(t.TempDir()).Get(ctx, name)
 	if err != nil {
 		t.Fatal(err)
@@ -207,7 +226,7 @@ func TestProveBatchOverCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer key.Close()
-	n := batchCap(pk.DomainSize())*2 + 3
+	n := count(pk.DomainSize())
 	sols := make([]*synth.Solution, n)
 	pubs := make([][]byte, n)
 	for i := range sols {
@@ -225,7 +244,8 @@ func TestProveBatchOverCap(t *testing.T) {
 		t.Fatal(err)
 	}
 	verifyAll(t, name, proofs, pubs, &vk)
-	t.Logf("%s: %d proofs in groups of %d verify", name, n, batchCap(pk.DomainSize()))
+	t.Logf("%s (%s): %d proofs in groups of %d, H in runs of %d, verify", name, b.batchUpload, n,
+		batchCap(pk.DomainSize()), hBatchCap(pk.DomainSize()))
 }
 
 // verifyAll verifies each proof with gnark against its public witness.

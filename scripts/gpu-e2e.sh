@@ -24,6 +24,11 @@
 #                       unless evictions happened and every request succeeded. Not with
 #                       --gpu-precompute in E2E_WORKER_FLAGS: under the limit a key makes
 #                       fewer copies before any key is evicted, so both would fit
+#   E2E_TRACE_S         S: workers get --pprof, and while each circuit's requests are
+#                       proven (from 2 s after they are submitted) an execution trace and a
+#                       CPU profile of S seconds are fetched into OUT as
+#                       trace-LABEL-CIRCUIT.http and cpu-LABEL-CIRCUIT.http (raw HTTP
+#                       responses: strip the header before `go tool trace` / `go tool pprof`)
 #   E2E_DEADLINE_S      give up (and fail) this many seconds after the start (default 530)
 #   E2E_KEYS_DIR        keys and compiled circuits here instead of a temp dir: setup
 #                       reuses keys it finds there (after checking they fit the circuit)
@@ -204,8 +209,11 @@ start_worker() {
 	shift
 	WLOG=$LOG/worker-$label.log
 	port=$((40000 + RANDOM % 20000))
+	WPORT=$port
 	HWM_KB=0
-	"$CUZK" worker --backend "$BACKEND" --http "127.0.0.1:$port" "$@" >"$WLOG" 2>&1 &
+	local pp=()
+	[ -n "${E2E_TRACE_S:-}" ] && pp=(--pprof)
+	"$CUZK" worker --backend "$BACKEND" --http "127.0.0.1:$port" "${pp[@]}" "$@" >"$WLOG" 2>&1 &
 	WPID=$!
 	until grep -qs "worker started" "$WLOG"; do
 		kill -0 "$WPID" 2>/dev/null || { WPID=''; fail "worker ($label) exited at start: $(tail -3 "$WLOG" | tr '\n' ' ')"; }
@@ -250,10 +258,23 @@ submit() {
 	psqlq -f "$f" >>"$LOG/submit.log" 2>&1 || fail "submit $c: $(tail -2 "$LOG/submit.log" | tr '\n' ' ')"
 }
 
+# fetch PATH FILE: GET PATH from the running worker into FILE (the raw response).
+fetch() {
+	(exec 3<>"/dev/tcp/127.0.0.1/$WPORT" && printf 'GET %s HTTP/1.0\r\n\r\n' "$1" >&3 && cat <&3 >"$2") 2>/dev/null
+}
+
 # prove LABEL CIRCUIT N: submit, then wait until every request is succeeded or failed.
 prove() {
 	local label=$1 c=$2 n=$3 ndone failed last=$SECONDS t0=$SECONDS
 	submit "$label" "$c" "$n"
+	if [ -n "${E2E_TRACE_S:-}" ]; then
+		(
+			sleep 2
+			fetch "/debug/pprof/trace?seconds=$E2E_TRACE_S" "$OUT/trace-$label-$c.http" &
+			fetch "/debug/pprof/profile?seconds=$E2E_TRACE_S" "$OUT/cpu-$label-$c.http"
+			wait
+		) &
+	fi
 	while :; do
 		read -r ndone failed < <(psqlq -At -F' ' -c "SELECT count(*) FILTER (WHERE state IN ('succeeded', 'failed', 'cancelled')),
 			count(*) FILTER (WHERE state IN ('failed', 'cancelled')) FROM cuzk.proof_status

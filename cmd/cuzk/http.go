@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"strings"
 	"time"
 
@@ -26,6 +27,7 @@ type httpFlags struct {
 	HTTP            string        `name:"http" env:"CUZK_HTTP" placeholder:"ADDR" help:"Serve / (dashboard), /metrics, /healthz, /readyz and /riverui/ on this address (e.g. :9090). Default: no HTTP server."`
 	RiverUIWritable bool          `name:"riverui-writable" env:"CUZK_RIVERUI_WRITABLE" help:"Let River UI cancel, retry and delete jobs and pause queues (default: read-only)."`
 	DashboardWindow time.Duration `name:"dashboard-window" env:"CUZK_DASHBOARD_WINDOW" default:"24h" help:"How far back the dashboard's charts go (a page can ask for another with ?window=)."`
+	Pprof           bool          `name:"pprof" env:"CUZK_PPROF" help:"Also serve Go's profiles under /debug/pprof/ on the --http address (CPU, heap, goroutines, execution trace: where a worker's time goes). Off by default: a profile shows the process's internals to whoever reaches the address."`
 }
 
 // observability is what the HTTP endpoints show about one worker process.
@@ -128,6 +130,13 @@ func (o *observability) handler(ctx context.Context, f httpFlags, log *slog.Logg
 		uiHandler = readOnly(ui)
 	}
 	mux.Handle("/riverui/", uiHandler)
+	if f.Pprof {
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+	}
 	mux.Handle("/riverui", http.RedirectHandler("/riverui/", http.StatusMovedPermanently))
 
 	mux.Handle("/", dashboard.New(o.pool, dashboard.Options{
@@ -158,7 +167,7 @@ func (o *observability) serve(ctx context.Context, f httpFlags, log *slog.Logger
 			log.Error("http server", "err", err)
 		}
 	}()
-	log.Info("serving http", "addr", ln.Addr().String(), "riverui_writable", f.RiverUIWritable)
+	log.Info("serving http", "addr", ln.Addr().String(), "riverui_writable", f.RiverUIWritable, "pprof", f.Pprof)
 	return srv, nil
 }
 

@@ -189,6 +189,35 @@ func TestRiverUIWritable(t *testing.T) {
 	}
 }
 
+// TestPprofFlag: Go's profiles are served only with --pprof; with it, the index and
+// an execution trace (what the GPU host's profiling fetches) answer.
+func TestPprofFlag(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	o := &observability{pool: db.Pool, metrics: metrics.New(), backends: []string{"cpu"}}
+	for _, on := range []bool{false, true} {
+		h, err := o.handler(ctx, httpFlags{Pprof: on}, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(h)
+		code, body := httpDo(t, "GET", srv.URL+"/debug/pprof/")
+		served := code == 200 && strings.Contains(body, "goroutine")
+		if served != on {
+			t.Errorf("--pprof=%v: /debug/pprof/ answered %d, profiles listed: %v", on, code, served)
+		}
+		if on {
+			code, body = httpDo(t, "GET", srv.URL+"/debug/pprof/trace?seconds=0.2")
+			if code != 200 || !strings.HasPrefix(body, "go 1.") {
+				t.Errorf("--pprof: trace answered %d %.40q", code, body)
+			}
+		}
+		srv.Close()
+	}
+}
+
 // /readyz names each key's state; an evicted key says why and that it loads again.
 func TestKeyLineStates(t *testing.T) {
 	for _, c := range []struct {

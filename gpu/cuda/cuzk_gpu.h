@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define CUZK_ABI_VERSION 4
+#define CUZK_ABI_VERSION 5
 
 enum {
     CUZK_OK = 0,
@@ -80,6 +80,16 @@ size_t cuzk_buf_size(const cuzk_buf* b);
 /* Host <-> device copies through the stream's pinned staging buffer; they return when done. */
 int cuzk_buf_upload(cuzk_stream* s, cuzk_buf* b, size_t offset, const void* host, size_t bytes);
 int cuzk_buf_download(cuzk_stream* s, const cuzk_buf* b, size_t offset, void* host, size_t bytes);
+/* Several uploads in one call: piece i copies bytes from host to buf at offset. The
+ * pieces are staged through the pinned buffer together, so many small ones cost one
+ * synchronization instead of one each. Returns when all are done. */
+typedef struct {
+    cuzk_buf* buf;
+    size_t offset;
+    const void* host;
+    size_t bytes;
+} cuzk_upload_seg;
+int cuzk_buf_upload_gather(cuzk_stream* s, int count, const cuzk_upload_seg* segs);
 
 /* group: 1 = G1, 2 = G2. The points are copied; the host memory may be freed after.
  * The set is made resident in device memory when it fits (keeping reserve_bytes free);
@@ -138,6 +148,12 @@ int cuzk_ntt(cuzk_stream* s, const cuzk_domain* d, cuzk_buf* buf, size_t offset,
  * zero). den is (coset^n - 1)^-1 in Montgomery form. */
 int cuzk_compute_h(cuzk_stream* s, const cuzk_domain* d, cuzk_buf* a, size_t a_offset, cuzk_buf* b,
                    cuzk_buf* c, size_t n_constraints, const uint64_t den[4]);
+/* cuzk_compute_h for count solutions at once, each kernel launched once for all of
+ * them: solution j's a at a_offset + j*a_stride, its b and c at bc_offset +
+ * j*bc_stride (elements). 1 <= count <= CUZK_MAX_BATCH. */
+int cuzk_compute_h_batch(cuzk_stream* s, const cuzk_domain* d, cuzk_buf* a, size_t a_offset, size_t a_stride,
+                         cuzk_buf* b, cuzk_buf* c, size_t bc_offset, size_t bc_stride, int count,
+                         size_t n_constraints, const uint64_t den[4]);
 
 #ifdef __cplusplus
 }

@@ -29,12 +29,15 @@ __device__ __forceinline__ uint32_t bitrev(uint32_t i, int log_n) { return log_n
 
 // One pass of K stages on groups of 2^K elements spaced hs = 2^hs_log apart. DIF runs the
 // group's stages from the largest half-size down, DIT from the smallest up.
+// blockIdx.y selects one of several vectors vstride elements apart (a batch).
 // SHTW: the block first copies the 2^K - 1 twiddles its stages use into shared memory
 // (stage with half-size hl at [hl - 1, 2hl - 1)), together with its elements, so no
 // stage waits on a global load after a barrier.
 template <bool SHTW>
-__global__ void k_ntt_pass(fr_t* __restrict__ a, int log_n, int hs_log, int K, bool dit, const fr_t* __restrict__ tw) {
+__global__ void k_ntt_pass(fr_t* __restrict__ a, size_t vstride, int log_n, int hs_log, int K, bool dit,
+                           const fr_t* __restrict__ tw) {
     extern __shared__ fr_t sh[];
+    a += blockIdx.y * vstride;
     const uint32_t hs = 1u << hs_log;
     const uint32_t g = blockIdx.x;
     const uint32_t blk = g >> hs_log, r = g & (hs - 1);
@@ -85,19 +88,32 @@ __global__ void k_ntt_pass(fr_t* __restrict__ a, int log_n, int hs_log, int K, b
     for (uint32_t j = threadIdx.x; j < (1u << K); j += blockDim.x) a[base + ((size_t)j << hs_log)] = sh[j];
 }
 
+// The element-wise kernels also take blockIdx.y as the vector of a batch.
 __global__ void k_scale(fr_t* a, size_t n, fr_t k) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) fe_mul(a[i], a[i], k);
 }
 
-__global__ void k_mul_table(fr_t* a, size_t n, const fr_t* __restrict__ t) {
+__global__ void k_mul_table(fr_t* a, size_t vstride, size_t n, const fr_t* __restrict__ t) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    a += blockIdx.y * vstride;
     if (i < n) fe_mul(a[i], a[i], t[i]);
 }
 
-__global__ void k_abc(fr_t* a, const fr_t* __restrict__ b, const fr_t* __restrict__ c, size_t n, fr_t den) {
+// Zeroes elements [from, n) of each vector.
+__global__ void k_zero_tail(fr_t* a, size_t vstride, size_t from, size_t n) {
+    size_t i = from + (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    a += blockIdx.y * vstride;
+    if (i < n) fe_zero(a[i]);
+}
+
+__global__ void k_abc(fr_t* a, size_t astride, const fr_t* __restrict__ b, const fr_t* __restrict__ c,
+                      size_t bcstride, size_t n, fr_t den) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
+    a += blockIdx.y * astride;
+    b += blockIdx.y * bcstride;
+    c += blockIdx.y * bcstride;
     fr_t x;
     fe_mul(x, a[i], b[i]);
     fe_sub(x, x, c[i]);
@@ -136,7 +152,9 @@ bool ntt_shared_twiddles() {
     return e ? e[0] == '1' : kNttSharedTwiddles;
 }
 
-int ntt_core(cudaStream_t st, const cuzk_domain* d, fr_t* a, bool inverse, bool dit) {
+// NTT of count vectors, vector j at a + j*vstride, each pass launched once for all.
+int ntt_core(cudaStream_t st, const cuzk_domain* d, fr_t* a, bool inverse, bool dit, int count = 1,
+             size_t vstride = 0) {
     const int log_n = d->log_n;
     if (log_n == 0) return CUZK_OK;
     const fr_t* tw = (const fr_t*)(inverse ? d->tw_inv : d->tw);
@@ -147,12 +165,12 @@ int ntt_core(cudaStream_t st, const cuzk_domain* d, fr_t* a, bool inverse, bool 
         int K = (log_n - done) / (passes - p);
         // DIT: smallest half-sizes first (hs = 2^done); DIF: largest first.
         int hs_log = dit ? done : log_n - done - K;
-        uint32_t groups = 1u << (log_n - K);
+        dim3 groups(1u << (log_n - K), count);
         uint32_t threads = std::min<uint32_t>(1u << (K - 1), 256);
         if (shtw) {
-            k_ntt_pass<true><<<groups, threads, sizeof(fr_t) << (K + 1), st>>>(a, log_n, hs_log, K, dit, tw);
+            k_ntt_pass<true><<<groups, threads, sizeof(fr_t) << (K + 1), st>>>(a, vstride, log_n, hs_log, K, dit, tw);
         } else {
-            k_ntt_pass<false><<<groups, threads, sizeof(fr_t) << K, st>>>(a, log_n, hs_log, K, dit, tw);
+            k_ntt_pass<false><<<groups, threads, sizeof(fr_t) << K, st>>>(a, vstride, log_n, hs_log, K, dit, tw);
         }
         CK(cudaGetLastError());
         done += K;
@@ -235,6 +253,35 @@ extern "C" int cuzk_ntt(cuzk_stream* s, const cuzk_domain* d, cuzk_buf* buf, siz
     return CUZK_OK;
 }
 
+namespace {
+
+// gnark's computeH on count solutions (see cuzk_compute_h_batch); arguments checked.
+int compute_h(cudaStream_t st, const cuzk_domain* d, fr_t* a, size_t astride, fr_t* b, fr_t* c, size_t bcstride,
+              int count, size_t n_constraints, const uint64_t den[4]) {
+    const size_t n = (size_t)1 << d->log_n;
+    fr_t* v[3] = {a, b, c};
+    const size_t vs[3] = {astride, bcstride, bcstride};
+    for (int i = 0; i < 3; i++) {
+        if (n > n_constraints) {
+            k_zero_tail<<<dim3(blocks(n - n_constraints, 256), count), 256, 0, st>>>(v[i], vs[i], n_constraints, n);
+            CK(cudaGetLastError());
+        }
+        RET(ntt_core(st, d, v[i], true, false, count, vs[i]));
+        k_mul_table<<<dim3(blocks(n, 256), count), 256, 0, st>>>(v[i], vs[i], n, (const fr_t*)d->coset_br);
+        CK(cudaGetLastError());
+        RET(ntt_core(st, d, v[i], false, true, count, vs[i]));
+    }
+    k_abc<<<dim3(blocks(n, 256), count), 256, 0, st>>>(a, astride, b, c, bcstride, n, to_fr(den));
+    CK(cudaGetLastError());
+    RET(ntt_core(st, d, a, true, false, count, astride));
+    k_mul_table<<<dim3(blocks(n, 256), count), 256, 0, st>>>(a, astride, n, (const fr_t*)d->coset_inv_br);
+    CK(cudaGetLastError());
+    CK(cudaStreamSynchronize(st));
+    return CUZK_OK;
+}
+
+}  // namespace
+
 extern "C" int cuzk_compute_h(cuzk_stream* s, const cuzk_domain* d, cuzk_buf* a, size_t a_offset, cuzk_buf* b,
                               cuzk_buf* c, size_t n_constraints, const uint64_t den[4]) {
     if (!s || !d || !a || !b || !c || !den) return fail(CUZK_ERR_ARG, "NULL argument");
@@ -243,20 +290,27 @@ extern "C" int cuzk_compute_h(cuzk_stream* s, const cuzk_domain* d, cuzk_buf* a,
     if (b->bytes < n * 32 || c->bytes < n * 32 || a->bytes / 32 < a_offset || a->bytes / 32 - a_offset < n)
         return fail(CUZK_ERR_ARG, "compute_h buffer smaller than the domain");
     RET(set_device(s->ctx));
-    cudaStream_t st = s->s;
-    fr_t* v[3] = {(fr_t*)a->d + a_offset, (fr_t*)b->d, (fr_t*)c->d};
-    for (fr_t* x : v) {
-        if (n > n_constraints) CK(cudaMemsetAsync(x + n_constraints, 0, (n - n_constraints) * 32, st));
-        RET(ntt_core(st, d, x, true, false));
-        k_mul_table<<<blocks(n, 256), 256, 0, st>>>(x, n, (const fr_t*)d->coset_br);
-        CK(cudaGetLastError());
-        RET(ntt_core(st, d, x, false, true));
-    }
-    k_abc<<<blocks(n, 256), 256, 0, st>>>(v[0], v[1], v[2], n, to_fr(den));
-    CK(cudaGetLastError());
-    RET(ntt_core(st, d, v[0], true, false));
-    k_mul_table<<<blocks(n, 256), 256, 0, st>>>(v[0], n, (const fr_t*)d->coset_inv_br);
-    CK(cudaGetLastError());
-    CK(cudaStreamSynchronize(st));
-    return CUZK_OK;
+    return compute_h(s->s, d, (fr_t*)a->d + a_offset, 0, (fr_t*)b->d, (fr_t*)c->d, 0, 1, n_constraints, den);
+}
+
+extern "C" int cuzk_compute_h_batch(cuzk_stream* s, const cuzk_domain* d, cuzk_buf* a, size_t a_offset,
+                                    size_t a_stride, cuzk_buf* b, cuzk_buf* c, size_t bc_offset, size_t bc_stride,
+                                    int count, size_t n_constraints, const uint64_t den[4]) {
+    if (!s || !d || !a || !b || !c || !den) return fail(CUZK_ERR_ARG, "NULL argument");
+    if (count < 1 || count > CUZK_MAX_BATCH) return fail(CUZK_ERR_ARG, "batch count out of range");
+    size_t n = (size_t)1 << d->log_n;
+    if (n_constraints > n) return fail(CUZK_ERR_ARG, "more constraints than the domain");
+    if (count > 1 && (a_stride < n || bc_stride < n)) return fail(CUZK_ERR_ARG, "batch stride below the domain size");
+    // The last vector's end, in elements, without overflow for any size_t input.
+    const size_t last = (size_t)(count - 1);
+    auto fits = [&](const cuzk_buf* buf, size_t off, size_t stride) {
+        size_t elems = buf->bytes / 32;
+        if (off > elems || (last && stride > (elems - off) / last)) return false;
+        return elems - off - last * stride >= n;
+    };
+    if (!fits(a, a_offset, a_stride) || !fits(b, bc_offset, bc_stride) || !fits(c, bc_offset, bc_stride))
+        return fail(CUZK_ERR_ARG, "compute_h batch buffer smaller than its vectors");
+    RET(set_device(s->ctx));
+    return compute_h(s->s, d, (fr_t*)a->d + a_offset, a_stride, (fr_t*)b->d + bc_offset, (fr_t*)c->d + bc_offset,
+                     bc_stride, count, n_constraints, den);
 }

@@ -241,6 +241,67 @@ int stream_upload(cuzk_stream* s, void* dst, const void* host, size_t bytes) {
     return CUZK_OK;
 }
 
+// Many host -> device copies through the two pinned halves with one synchronization:
+// each half is filled with as many pieces as fit (a piece larger than the room is
+// split), its bytes copied by up to 8 threads in equal shares whatever the pieces'
+// sizes, while the DMA out of the other half runs. A batch of small solutions is
+// many pieces of hundreds of KiB, which one at a time cost a synchronization and a
+// single-threaded copy each.
+int stream_upload_gather(cuzk_stream* s, int count, const cuzk_upload_seg* segs) {
+    struct piece {
+        uint8_t* dst;
+        const uint8_t* src;
+        size_t n, at;  // bytes, offset in the half
+    };
+    const size_t half = s->pinned_bytes / 2;
+    std::vector<piece> fill;
+    size_t used = 0;
+    int k = 0;
+    auto flush = [&]() -> int {
+        if (fill.empty()) return CUZK_OK;
+        uint8_t* stage = s->pinned + k * half;
+        CK(cudaEventSynchronize(s->ev[k]));  // this half's previous DMA is done
+        const size_t parts = std::min<size_t>(8, std::max<size_t>(1, used / (1u << 20)));
+        auto copy_range = [&](size_t lo, size_t hi) {
+            for (const piece& p : fill) {
+                size_t a = std::max(lo, p.at), b = std::min(hi, p.at + p.n);
+                if (a < b) memcpy(stage + a, p.src + (a - p.at), b - a);
+            }
+        };
+        const size_t step = (used + parts - 1) / parts;
+        std::vector<std::thread> th;
+        for (size_t i = 1; i < parts; i++) {
+            size_t lo = i * step, hi = std::min(used, lo + step);
+            if (lo < hi) th.emplace_back([=] { copy_range(lo, hi); });
+        }
+        copy_range(0, std::min(used, step));
+        for (auto& t : th) t.join();
+        for (const piece& p : fill) CK(cudaMemcpyAsync(p.dst, stage + p.at, p.n, cudaMemcpyHostToDevice, s->s));
+        CK(cudaEventRecord(s->ev[k], s->s));
+        fill.clear();
+        used = 0;
+        k ^= 1;
+        return CUZK_OK;
+    };
+    for (int i = 0; i < count; i++) {
+        uint8_t* dst = (uint8_t*)segs[i].buf->d + segs[i].offset;
+        const uint8_t* src = (const uint8_t*)segs[i].host;
+        size_t left = segs[i].bytes;
+        while (left > 0) {
+            if (used == half) RET(flush());
+            size_t n = std::min(left, half - used);
+            fill.push_back({dst, src, n, used});
+            used += n;
+            dst += n;
+            src += n;
+            left -= n;
+        }
+    }
+    RET(flush());
+    CK(cudaStreamSynchronize(s->s));
+    return CUZK_OK;
+}
+
 int stream_download(cuzk_stream* s, void* host, const void* src, size_t bytes) {
     size_t half = s->pinned_bytes / 2;
     uint8_t* dst = (uint8_t*)host;
@@ -282,6 +343,19 @@ extern "C" int cuzk_buf_upload(cuzk_stream* s, cuzk_buf* b, size_t offset, const
     if (offset > b->bytes || bytes > b->bytes - offset) return fail(CUZK_ERR_ARG, "upload out of range");
     RET(set_device(s->ctx));
     return stream_upload(s, (uint8_t*)b->d + offset, host, bytes);
+}
+
+extern "C" int cuzk_buf_upload_gather(cuzk_stream* s, int count, const cuzk_upload_seg* segs) {
+    if (!s || count < 0 || (count > 0 && !segs)) return fail(CUZK_ERR_ARG, "NULL argument");
+    for (int i = 0; i < count; i++) {
+        const cuzk_upload_seg& g = segs[i];
+        if (!g.buf || (!g.host && g.bytes)) return fail(CUZK_ERR_ARG, "upload piece " + std::to_string(i) + ": NULL pointer");
+        if (g.buf->ctx != s->ctx) return fail(CUZK_ERR_ARG, "upload piece " + std::to_string(i) + ": buffer of another device");
+        if (g.offset > g.buf->bytes || g.bytes > g.buf->bytes - g.offset)
+            return fail(CUZK_ERR_ARG, "upload piece " + std::to_string(i) + " out of range");
+    }
+    RET(set_device(s->ctx));
+    return stream_upload_gather(s, count, segs);
 }
 
 extern "C" int cuzk_buf_download(cuzk_stream* s, const cuzk_buf* b, size_t offset, void* host, size_t bytes) {

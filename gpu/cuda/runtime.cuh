@@ -96,4 +96,5 @@ inline bool stale(const cuzk_ctx* ctx, int gen) { return ctx->gen != gen; }
 // fault_point is where CUZK_FAULT_INJECT makes a call fail (tests; see cuzk_gpu.h).
 int fault_point(cudaStream_t st);
 int stream_upload(cuzk_stream* s, void* dst, const void* host, size_t bytes);
+int stream_upload_gather(cuzk_stream* s, int count, const cuzk_upload_seg* segs);
 int stream_download(cuzk_stream* s, void* host, const void* src, size_t bytes);
