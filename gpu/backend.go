@@ -604,21 +604,31 @@ func (b *CUDA) proveBatched(ctx context.Context, k *cudaKey, sols []*synth.Solut
 			b2, g2err = b.s2.msmG2Batch(k.b2, 0, k.b2.count, k.whBatch, 0, stride, g, k.idxB)
 			times.MSMG2 += time.Since(t)
 		}()
+		// Each G1 MSM's fold on the host runs while the next MSM runs on the device.
 		t2 := time.Now()
-		a, err := s.msmG1Batch(k.a, 0, k.a.count, k.whBatch, 0, stride, g, k.idxA)
+		var a, b1, kz func() []bls12381.G1Jac
+		a, err = s.msmG1BatchAsync(k.a, 0, k.a.count, k.whBatch, 0, stride, g, k.idxA)
 		if err != nil {
 			err = fmt.Errorf("MSM A: %w", err)
 		}
-		var b1, kz []bls12381.G1Jac
 		if err == nil {
-			if b1, err = s.msmG1Batch(k.b1, 0, k.b1.count, k.whBatch, 0, stride, g, k.idxB); err != nil {
+			if b1, err = s.msmG1BatchAsync(k.b1, 0, k.b1.count, k.whBatch, 0, stride, g, k.idxB); err != nil {
 				err = fmt.Errorf("MSM B1: %w", err)
 			}
 		}
 		if err == nil {
 			// K‖Z over W[NbPublic:] ‖ h; the last h entry has no base (deg h ≤ n−2).
-			if kz, err = s.msmG1Batch(k.kz, 0, pk.NbPrivate()+n-1, k.whBatch, pk.NbPublic, stride, g, nil); err != nil {
+			if kz, err = s.msmG1BatchAsync(k.kz, 0, pk.NbPrivate()+n-1, k.whBatch, pk.NbPublic, stride, g, nil); err != nil {
 				err = fmt.Errorf("MSM KZ: %w", err)
+			}
+		}
+		var as, b1s, kzs []bls12381.G1Jac
+		for _, f := range []struct {
+			wait func() []bls12381.G1Jac
+			out  *[]bls12381.G1Jac
+		}{{a, &as}, {b1, &b1s}, {kz, &kzs}} {
+			if f.wait != nil {
+				*f.out = f.wait()
 			}
 		}
 		times.MSMG1 += time.Since(t2)
@@ -630,7 +640,7 @@ func (b *CUDA) proveBatched(ctx context.Context, k *cudaKey, sols []*synth.Solut
 			return fmt.Errorf("G2 MSM: %w", g2err)
 		}
 		for j := range group {
-			parts[lo+j] = prover.Parts{A: a[j], B1: b1[j], K: kz[j], B2: b2[j]}
+			parts[lo+j] = prover.Parts{A: as[j], B1: b1s[j], K: kzs[j], B2: b2[j]}
 		}
 	}
 	return nil

@@ -881,9 +881,10 @@ func TestComputeHBatch(t *testing.T) {
 }
 
 // TestUploadGather uploads pieces of many sizes into several buffers through a small
-// staging buffer, so pieces share a staging half, span both halves and are split,
-// and checks every byte landed where asked and nothing else changed; a batch with
-// one piece out of range is refused before anything is copied.
+// staging buffer, so pieces share a fill, span fills and are split, the buffer's two
+// slots are reused many times and several threads copy (over 2 MiB in all), and
+// checks every byte landed where asked and nothing else changed; a batch with one
+// piece out of range is refused before anything is copied.
 func TestUploadGather(t *testing.T) {
 	c, _ := testDevice(t)
 	s, err := c.newStream(64 << 10) // two halves of 1,024 elements
@@ -892,7 +893,7 @@ func TestUploadGather(t *testing.T) {
 	}
 	defer s.close()
 	rng := rand.New(rand.NewPCG(31, 32))
-	const size = 6000
+	const size = 40000
 	bufs := make([]*devBuf, 3)
 	host := make([][]fr.Element, 3)
 	for i := range bufs {
@@ -908,7 +909,7 @@ func TestUploadGather(t *testing.T) {
 	}
 	var pieces []upload
 	at := []int{0, 0, 0}
-	for k, n := range []int{0, 1, 3, 1023, 1024, 1025, 2500, 7, 0, 2049, 300} {
+	for k, n := range []int{0, 1, 3, 1023, 1024, 1025, 2500, 7, 0, 2049, 300, 20000, 15000, 30000, 9000, 17000} {
 		i := k % 3
 		if at[i]+n > size {
 			continue
@@ -943,7 +944,7 @@ func TestUploadGather(t *testing.T) {
 		t.Logf("piece out of range: %v", err)
 	}
 	check("refused upload") // the valid first piece was not copied either
-	t.Logf("%d pieces through a staging buffer of 2 x 1,024 elements: ok", len(pieces))
+	t.Logf("%d pieces, %d elements, through a staging buffer of 2 x 1,024 elements: ok", len(pieces), at[0]+at[1]+at[2])
 }
 
 func firstErr(errs ...error) error {

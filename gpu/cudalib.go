@@ -528,14 +528,30 @@ func (s *cudaStream) msmBatch(what string, b *baseSet, off, n int, sc *devBuf, s
 
 // msmG1Batch is msmBatch over G1 bases, folded to one point per vector.
 func (s *cudaStream) msmG1Batch(b *baseSet, off, n int, sc *devBuf, sOff, stride, nb int, index *devBuf) ([]bls12381.G1Jac, error) {
+	folded, err := s.msmG1BatchAsync(b, off, n, sc, sOff, stride, nb, index)
+	if err != nil {
+		return nil, err
+	}
+	return folded(), nil
+}
+
+// msmG1BatchAsync is msmG1Batch with the fold on the host left running in the
+// background: the returned function waits for it. The stream is free again as soon
+// as this returns, so the next MSM's device work overlaps the fold (about 0.5 ms for
+// a batch of 16 on a busy host, seen in a worker's execution trace).
+func (s *cudaStream) msmG1BatchAsync(b *baseSet, off, n int, sc *devBuf, sOff, stride, nb int, index *devBuf) (func() []bls12381.G1Jac, error) {
 	win := make([]xyzzG1, nb*maxWindows)
 	nw, c, err := s.msmBatch("msm g1", b, off, n, sc, sOff, stride, nb, index, unsafe.Pointer(&win[0]))
 	if err != nil {
 		return nil, err
 	}
 	out := make([]bls12381.G1Jac, nb)
-	eachParallel(nb, func(j int) { out[j] = foldG1(win[j*nw:(j+1)*nw], c) })
-	return out, nil
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		eachParallel(nb, func(j int) { out[j] = foldG1(win[j*nw:(j+1)*nw], c) })
+	}()
+	return func() []bls12381.G1Jac { <-done; return out }, nil
 }
 
 // msmG2Batch is msmBatch over G2 bases, folded to one point per vector.

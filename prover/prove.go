@@ -23,8 +23,29 @@ import (
 // The returned PhaseTimes are the backend's, with Total covering assembly too.
 func Prove(ctx context.Context, b Backend, pk *ProvingKey, k Key, sols []*synth.Solution) ([]*groth16bls.Proof, PhaseTimes, error) {
 	start := time.Now()
+	sums, times, err := ProveSums(ctx, b, pk, k, sols)
+	if err != nil {
+		return nil, times, err
+	}
+	proofs := sums.Assemble()
+	times.Total = time.Since(start)
+	return proofs, times, nil
+}
+
+// Sums are a batch's backend Parts with the randomness of each proof, ready to be
+// assembled into proofs (Assemble) without the backend.
+type Sums struct {
+	pk    *ProvingKey
+	parts []Parts
+	rs    [][2]fr.Element
+}
+
+// ProveSums is Prove's backend half: it draws r, s for every proof and runs the
+// backend. A device's prover can assemble one batch's proofs while the device works on
+// the next. The PhaseTimes are the backend's.
+func ProveSums(ctx context.Context, b Backend, pk *ProvingKey, k Key, sols []*synth.Solution) (*Sums, PhaseTimes, error) {
 	if len(sols) == 0 {
-		return nil, PhaseTimes{}, nil
+		return &Sums{pk: pk}, PhaseTimes{}, nil
 	}
 	// Draw randomness first: if the system's entropy source fails we learn it before
 	// spending the proving time.
@@ -37,7 +58,6 @@ func Prove(ctx context.Context, b Backend, pk *ProvingKey, k Key, sols []*synth.
 			return nil, PhaseTimes{}, fmt.Errorf("prove %s: draw s: %w", pk.Circuit, err)
 		}
 	}
-
 	parts, times, err := b.Prove(ctx, k, sols)
 	if err != nil {
 		return nil, times, err
@@ -45,15 +65,19 @@ func Prove(ctx context.Context, b Backend, pk *ProvingKey, k Key, sols []*synth.
 	if len(parts) != len(sols) {
 		return nil, times, fmt.Errorf("prove %s: backend %s returned %d parts for %d solutions", pk.Circuit, b.Name(), len(parts), len(sols))
 	}
-	// A few scalar multiplications per proof (~1.5 ms): spread a batch over the cores.
-	proofs := make([]*groth16bls.Proof, len(sols))
-	parallelize(len(parts), runtime.NumCPU(), func(start, end int) {
+	return &Sums{pk: pk, parts: parts, rs: rs}, times, nil
+}
+
+// Assemble returns one proof per solution, in order. A few scalar multiplications per
+// proof (~1.5 ms): a batch is spread over the cores.
+func (p *Sums) Assemble() []*groth16bls.Proof {
+	proofs := make([]*groth16bls.Proof, len(p.parts))
+	parallelize(len(p.parts), runtime.NumCPU(), func(start, end int) {
 		for i := start; i < end; i++ {
-			proofs[i] = assemble(pk.PK, &parts[i], &rs[i][0], &rs[i][1])
+			proofs[i] = assemble(p.pk.PK, &p.parts[i], &p.rs[i][0], &p.rs[i][1])
 		}
 	})
-	times.Total = time.Since(start)
-	return proofs, times, nil
+	return proofs
 }
 
 // assemble adds the randomization to the backend's sums (gnark's prove.go, same names):

@@ -78,6 +78,9 @@ func (c *Config) validate() error {
 	if c.PollInterval <= 0 {
 		c.PollInterval = time.Second
 	}
+	if c.PollInterval < fetchCooldown {
+		return fmt.Errorf("poll interval must be at least %s (the least time between two fetches), got %s", fetchCooldown, c.PollInterval)
+	}
 	if c.RetryBackoff <= 0 {
 		c.RetryBackoff = jobs.DefaultRetryBase
 	}

@@ -60,6 +60,7 @@ type Worker struct {
 	collector     *collector
 	synthSem      chan struct{}
 	proveCh       chan *batch
+	assembling    sync.WaitGroup // batches' proofs being assembled after their device work (prove.go)
 
 	timeouts        sync.Map      // circuit -> time.Duration (claim.go)
 	timeoutsAt      atomic.Int64  // when timeouts was last read, Unix ns
@@ -129,7 +130,12 @@ func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Prover, log 
 		ID:     w.clientID,
 		Logger: riverLog,
 		Queues: map[string]river.QueueConfig{
-			jobs.Queue: {MaxWorkers: w.maxClaimed(), FetchPollInterval: cfg.PollInterval},
+			// FetchCooldown: River fetches at most this often (default 100 ms), each fetch
+			// refilling the slots freed since the last. Small proofs in batches of 16 finish
+			// at ~400/s on one GPU, so 100 ms was 40 jobs drained between fetches, and the
+			// device waited on an empty channel for 5-12 ms at a time in an execution trace
+			// (docs/BENCHMARKS.md). 20 ms caps a busy worker at 50 fetch queries/s.
+			jobs.Queue: {MaxWorkers: w.maxClaimed(), FetchPollInterval: cfg.PollInterval, FetchCooldown: fetchCooldown},
 		},
 		PeriodicJobs:         []*river.PeriodicJob{w.leaderTick()},
 		Workers:              workers,
@@ -144,6 +150,9 @@ func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Prover, log 
 	w.client = client
 	return w, nil
 }
+
+// fetchCooldown is the least time between two of River's fetches of jobs (see New).
+const fetchCooldown = 20 * time.Millisecond
 
 // maxClaimed is how many jobs this worker holds at once: enough to keep every stage
 // busy (a batch per queue slot and per device, plus the batch being synthesized) and no
@@ -174,6 +183,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		if drained {
 			close(w.proveCh)
 			provers.Wait()
+			w.assembling.Wait()
 		}
 	}()
 

@@ -3,6 +3,8 @@
 #include <cstring>
 #include <string>
 #include <algorithm>
+#include <atomic>
+#include <memory>
 #include <chrono>
 #include <mutex>
 #include <cstdlib>
@@ -241,64 +243,158 @@ int stream_upload(cuzk_stream* s, void* dst, const void* host, size_t bytes) {
     return CUZK_OK;
 }
 
-// Many host -> device copies through the two pinned halves with one synchronization:
-// each half is filled with as many pieces as fit (a piece larger than the room is
-// split), its bytes copied by up to 8 threads in equal shares whatever the pieces'
-// sizes, while the DMA out of the other half runs. A batch of small solutions is
-// many pieces of hundreds of KiB, which one at a time cost a synchronization and a
-// single-threaded copy each.
+// Bytes staged per fill of stream_upload_gather: small enough that copies into later
+// fills overlap the DMA out of earlier ones for most of an upload (one fill of a
+// whole 32 MiB half left the copy and the DMA one after the other: 3.9 ms for a batch
+// of 16 solutions of 2^14 in a worker's execution trace, docs/BENCHMARKS.md).
+// CUZK_GPU_GATHER_FILL_MB overrides it (A/B runs).
+static size_t gather_fill_bytes(size_t pinned) {
+    size_t fill = 4u << 20;
+    if (const char* e = getenv("CUZK_GPU_GATHER_FILL_MB")) {
+        long mb = atol(e);
+        if (mb > 0) fill = (size_t)mb << 20;
+    }
+    return std::max<size_t>(1, std::min(fill, pinned / 2));
+}
+
+// Many host -> device copies through the pinned buffer with one synchronization. The
+// pieces are laid end to end into fills (a piece crossing a fill's end is split);
+// fill j uses slot j % R of the pinned buffer (R slots). Up to 8 threads each copy
+// their share of fill 0, then of fill 1, and so on, so fill j is complete about
+// (j+1)/F of the way through the copy, and its DMA (issued by this thread as soon as
+// every share is in) overlaps the copies of the fills after it. A thread reusing a
+// slot first waits for the DMA of the fill that used it before. A batch of small
+// solutions is many pieces of hundreds of KiB, which one upload at a time cost a
+// synchronization and a single-threaded copy each.
 int stream_upload_gather(cuzk_stream* s, int count, const cuzk_upload_seg* segs) {
     struct piece {
         uint8_t* dst;
         const uint8_t* src;
-        size_t n, at;  // bytes, offset in the half
+        size_t n, at;  // bytes, offset in the fill
     };
-    const size_t half = s->pinned_bytes / 2;
-    std::vector<piece> fill;
-    size_t used = 0;
-    int k = 0;
-    auto flush = [&]() -> int {
-        if (fill.empty()) return CUZK_OK;
-        uint8_t* stage = s->pinned + k * half;
-        CK(cudaEventSynchronize(s->ev[k]));  // this half's previous DMA is done
-        const size_t parts = std::min<size_t>(8, std::max<size_t>(1, used / (1u << 20)));
-        auto copy_range = [&](size_t lo, size_t hi) {
-            for (const piece& p : fill) {
-                size_t a = std::max(lo, p.at), b = std::min(hi, p.at + p.n);
-                if (a < b) memcpy(stage + a, p.src + (a - p.at), b - a);
-            }
-        };
-        const size_t step = (used + parts - 1) / parts;
-        std::vector<std::thread> th;
-        for (size_t i = 1; i < parts; i++) {
-            size_t lo = i * step, hi = std::min(used, lo + step);
-            if (lo < hi) th.emplace_back([=] { copy_range(lo, hi); });
-        }
-        copy_range(0, std::min(used, step));
-        for (auto& t : th) t.join();
-        for (const piece& p : fill) CK(cudaMemcpyAsync(p.dst, stage + p.at, p.n, cudaMemcpyHostToDevice, s->s));
-        CK(cudaEventRecord(s->ev[k], s->s));
-        fill.clear();
-        used = 0;
-        k ^= 1;
-        return CUZK_OK;
+    struct fill_t {
+        std::vector<piece> pieces;
+        size_t used = 0;
     };
+    const size_t fb = gather_fill_bytes(s->pinned_bytes);
+    const int R = (int)std::min<size_t>(64, s->pinned_bytes / fb);
+    std::vector<fill_t> fills(1);
     for (int i = 0; i < count; i++) {
         uint8_t* dst = (uint8_t*)segs[i].buf->d + segs[i].offset;
         const uint8_t* src = (const uint8_t*)segs[i].host;
         size_t left = segs[i].bytes;
         while (left > 0) {
-            if (used == half) RET(flush());
-            size_t n = std::min(left, half - used);
-            fill.push_back({dst, src, n, used});
-            used += n;
+            if (fills.back().used == fb) fills.emplace_back();
+            fill_t& f = fills.back();
+            size_t n = std::min(left, fb - f.used);
+            f.pieces.push_back({dst, src, n, f.used});
+            f.used += n;
             dst += n;
             src += n;
             left -= n;
         }
     }
-    RET(flush());
-    CK(cudaStreamSynchronize(s->s));
+    if (fills.back().used == 0) fills.pop_back();
+    const int F = (int)fills.size();
+    if (F == 0) return CUZK_OK;
+    size_t total = 0;
+    for (const fill_t& f : fills) total += f.used;
+    const int T = (int)std::min<size_t>(8, std::max<size_t>(1, total / (1u << 20)));
+
+    std::vector<cudaEvent_t> ev(std::min(R, F));
+    for (auto& e : ev) CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    std::unique_ptr<std::atomic<int>[]> copied(new std::atomic<int>[F]);  // shares copied
+    std::unique_ptr<std::atomic<bool>[]> issued(new std::atomic<bool>[F]);  // DMA enqueued
+    for (int j = 0; j < F; j++) {
+        copied[j] = 0;
+        issued[j] = false;
+    }
+    std::atomic<bool> abort{false};
+    std::atomic<int> worker_err{CUZK_OK};
+    const int dev = s->ctx->dev;
+    auto worker = [&](int t) {
+        if (t > 0) cudaSetDevice(dev);  // the events belong to this device
+        for (int j = 0; j < F && !abort; j++) {
+            const fill_t& f = fills[j];
+            if (j >= R) {  // slot j % R: fill j - R's DMA must be done with it
+                while (!issued[j - R] && !abort) std::this_thread::yield();
+                if (abort) break;
+                cudaError_t e = cudaEventSynchronize(ev[j % R]);
+                if (e != cudaSuccess) {
+                    worker_err = CUZK_ERR_CUDA;
+                    abort = true;
+                    break;
+                }
+            }
+            uint8_t* stage = s->pinned + (size_t)(j % R) * fb;
+            const size_t step = (f.used + T - 1) / T, lo = std::min(f.used, t * step),
+                         hi = std::min(f.used, lo + step);
+            for (const piece& p : f.pieces) {
+                size_t a = std::max(lo, p.at), b = std::min(hi, p.at + p.n);
+                if (a < b) memcpy(stage + a, p.src + (a - p.at), b - a);
+            }
+            copied[j].fetch_add(1);
+        }
+    };
+    std::vector<std::thread> th;
+    for (int t = 1; t < T; t++) th.emplace_back(worker, t);
+    // This thread copies its own share of each fill and enqueues each fill's DMA once
+    // all T shares are in. Its copy of fill j comes before its wait for fill j, so it
+    // never waits on a share it still owes.
+    cudaError_t err = cudaSuccess;
+    int j = 0;
+    // Enqueues the DMAs of fills j .. upto-1 that are fully copied, in order; with
+    // wait, waits for each to be.
+    auto issue_ready = [&](int upto, bool wait) {
+        while (j < upto && err == cudaSuccess) {
+            if (copied[j].load() < T) {
+                if (!wait || abort) return;
+                std::this_thread::yield();
+                continue;
+            }
+            for (const piece& p : fills[j].pieces) {
+                err = cudaMemcpyAsync(p.dst, s->pinned + (size_t)(j % R) * fb + p.at, p.n, cudaMemcpyHostToDevice, s->s);
+                if (err != cudaSuccess) break;
+            }
+            if (err == cudaSuccess) err = cudaEventRecord(ev[j % R], s->s);
+            if (err != cudaSuccess) break;
+            issued[j] = true;
+            j++;
+        }
+    };
+    {
+        // worker(0) inlined with DMA issuing between its fills.
+        for (int k = 0; k < F && !abort && err == cudaSuccess; k++) {
+            if (k >= R) {
+                // Fill k - R must be issued before its slot can be reused; this thread
+                // issues it, so issue everything ready up to it (waiting if needed).
+                issue_ready(k - R + 1, true);
+                if (err != cudaSuccess || abort) break;
+                cudaError_t e = cudaEventSynchronize(ev[k % R]);
+                if (e != cudaSuccess) {
+                    err = e;
+                    break;
+                }
+            }
+            const fill_t& f = fills[k];
+            uint8_t* stage = s->pinned + (size_t)(k % R) * fb;
+            const size_t step = (f.used + T - 1) / T, hi = std::min(f.used, step);
+            for (const piece& p : f.pieces) {
+                size_t a = p.at, b = std::min(hi, p.at + p.n);
+                if (a < b) memcpy(stage + a, p.src, b - a);
+            }
+            copied[k].fetch_add(1);
+            issue_ready(k + 1, false);
+        }
+        if (err == cudaSuccess && !abort) issue_ready(F, true);
+    }
+    if (err != cudaSuccess) abort = true;
+    for (auto& t : th) t.join();
+    cudaError_t serr = cudaStreamSynchronize(s->s);  // every DMA out of the pinned buffer is done
+    for (auto& e : ev) cudaEventDestroy(e);
+    if (err != cudaSuccess) return fail(CUZK_ERR_CUDA, std::string("gathered upload: ") + cudaGetErrorString(err));
+    if (worker_err != CUZK_OK) return fail(CUZK_ERR_CUDA, "gathered upload: waiting for a staging slot failed");
+    if (serr != cudaSuccess) return fail(CUZK_ERR_CUDA, std::string("gathered upload: ") + cudaGetErrorString(serr));
     return CUZK_OK;
 }
 
