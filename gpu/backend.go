@@ -622,15 +622,14 @@ func (b *CUDA) proveBatched(ctx context.Context, k *cudaKey, sols []*synth.Solut
 				err = fmt.Errorf("MSM KZ: %w", err)
 			}
 		}
-		var as, b1s, kzs []bls12381.G1Jac
-		for _, f := range []struct {
-			wait func() []bls12381.G1Jac
-			out  *[]bls12381.G1Jac
-		}{{a, &as}, {b1, &b1s}, {kz, &kzs}} {
-			if f.wait != nil {
-				*f.out = f.wait()
+		// Every fold started is waited for, also after an error.
+		wait := func(folded func() []bls12381.G1Jac) []bls12381.G1Jac {
+			if folded == nil {
+				return nil
 			}
+			return folded()
 		}
+		as, b1s, kzs := wait(a), wait(b1), wait(kz)
 		times.MSMG1 += time.Since(t2)
 		<-g2done // the next group overwrites the slots G2 reads
 		if err != nil {
