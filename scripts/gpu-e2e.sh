@@ -167,9 +167,8 @@ for i in "${!NAMES[@]}"; do
 		"$cuzk" setup --circuit "$name" >"$log" 2>&1 || exit 1
 		echo "setup: ok in $((SECONDS - t0)) s" >>"$log"
 		mkdir -p "$dir"
-		for s in $(seq 1 "$n"); do
-			"$cuzk" inputs --circuit "$name" --seed "$s" >"$dir/$s.json" || exit 1
-		done' _ "$CUZK" "$name" "$n" "$LOG/setup-$name.log" "$WORK/inputs/$name" &
+		"$cuzk" inputs --circuit "$name" --seed 1 --count "$n" --out-dir "$dir" || exit 1' \
+		_ "$CUZK" "$name" "$n" "$LOG/setup-$name.log" "$WORK/inputs/$name" &
 	SETUP_PID[$name]=$!
 	BG+=($!)
 done

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -39,18 +40,38 @@ func (migrateCmd) Run(ctx context.Context, g *globals) error {
 type inputsCmd struct {
 	Circuit string `required:"" help:"Built-in circuit name, e.g. synthetic-k10, merkle-poseidon2-d8-c2, sha256-preimage-b64."`
 	Seed    uint64 `default:"1" help:"Seed for the generated values (same seed, same inputs)."`
+	Count   int    `default:"1" help:"With --out-dir: write the inputs of this many seeds, --seed onwards."`
+	OutDir  string `name:"out-dir" placeholder:"DIR" help:"Write DIR/<seed>.json for each seed instead of printing (one process for many requests' inputs)."`
 }
 
 func (c inputsCmd) Run(ctx context.Context, g *globals) error {
-	b, err := synth.Inputs(c.Circuit, c.Seed)
-	if err != nil {
-		if synth.IsBadInput(err) {
-			return usageError{err.Error()}
-		}
-		return err
+	if c.Count < 1 || (c.Count > 1 && c.OutDir == "") {
+		return usagef("--count %d: want 1, or more with --out-dir", c.Count)
 	}
-	_, err = fmt.Fprintln(g.stdout, string(b))
-	return err
+	if c.Seed+uint64(c.Count-1) < c.Seed {
+		return usagef("--seed %d --count %d: the seeds run past 2^64", c.Seed, c.Count)
+	}
+	for i := range uint64(c.Count) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		b, err := synth.Inputs(c.Circuit, c.Seed+i)
+		if err != nil {
+			if synth.IsBadInput(err) {
+				return usageError{err.Error()}
+			}
+			return err
+		}
+		if c.OutDir == "" {
+			_, err = fmt.Fprintln(g.stdout, string(b))
+			return err
+		}
+		f := filepath.Join(c.OutDir, fmt.Sprintf("%d.json", c.Seed+i))
+		if err := os.WriteFile(f, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("inputs of seed %d: %w", c.Seed+i, err)
+		}
+	}
+	return nil
 }
 
 type submitCmd struct {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -74,4 +76,33 @@ func TestSubmitStatusCancelMessages(t *testing.T) {
 	if !strings.Contains(r.stdout, "cancelled by role ") {
 		t.Errorf("status of a cancelled request: want last error \"cancelled by role …\", got %s", r)
 	}
+}
+
+// `cuzk inputs --count N --out-dir DIR` writes, in one process, exactly the files that
+// N runs of `cuzk inputs --seed S > DIR/S.json` would, and refuses a count it cannot
+// honour.
+func TestInputsOutDir(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	mustOK(t, cuzkDB(t, "", "inputs", "--circuit", "synthetic-k6", "--seed", "3", "--count", "3", "--out-dir", dir))
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 3 {
+		t.Fatalf("%d files written, want 3", len(entries))
+	}
+	for _, seed := range []string{"3", "4", "5"} {
+		got, err := os.ReadFile(filepath.Join(dir, seed+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := mustOK(t, cuzkDB(t, "", "inputs", "--circuit", "synthetic-k6", "--seed", seed)).stdout
+		if string(got) != want {
+			t.Errorf("seed %s: file differs from the printed inputs:\n%s\nwant\n%s", seed, got, want)
+		}
+	}
+	wantExit(t, cuzkDB(t, "", "inputs", "--circuit", "synthetic-k6", "--count", "2"), exitUsage, "--count 2")
+	wantExit(t, cuzkDB(t, "", "inputs", "--circuit", "synthetic-k6", "--count", "0", "--out-dir", dir), exitUsage, "--count 0")
+	wantExit(t, cuzkDB(t, "", "inputs", "--circuit", "nope", "--count", "2", "--out-dir", dir), exitUsage, `unknown circuit "nope"`)
 }
