@@ -26,9 +26,10 @@
 #                       fewer copies before any key is evicted, so both would fit
 #   E2E_TRACE_S         S: workers get --pprof, and while each circuit's requests are
 #                       proven (from 2 s after they are submitted) an execution trace and a
-#                       CPU profile of S seconds are fetched into OUT as
-#                       trace-LABEL-CIRCUIT.http and cpu-LABEL-CIRCUIT.http (raw HTTP
-#                       responses: strip the header before `go tool trace` / `go tool pprof`)
+#                       CPU profile of S seconds are fetched into logs.tgz as
+#                       logs/trace-LABEL-CIRCUIT.http and logs/cpu-LABEL-CIRCUIT.http (raw
+#                       HTTP responses: strip the header before `go tool trace` / `go tool
+#                       pprof`)
 #   E2E_DEADLINE_S      give up (and fail) this many seconds after the start (default 530)
 #   E2E_KEYS_DIR        keys and compiled circuits here instead of a temp dir: setup
 #                       reuses keys it finds there (after checking they fit the circuit)
@@ -269,8 +270,8 @@ prove() {
 	if [ -n "${E2E_TRACE_S:-}" ]; then
 		(
 			sleep 2
-			fetch "/debug/pprof/trace?seconds=$E2E_TRACE_S" "$OUT/trace-$label-$c.http" &
-			fetch "/debug/pprof/profile?seconds=$E2E_TRACE_S" "$OUT/cpu-$label-$c.http"
+			fetch "/debug/pprof/trace?seconds=$E2E_TRACE_S" "$LOG/trace-$label-$c.http" &
+			fetch "/debug/pprof/profile?seconds=$E2E_TRACE_S" "$LOG/cpu-$label-$c.http"
 			wait
 		) &
 	fi
