@@ -101,8 +101,11 @@ func TestGPUBench(t *testing.T) {
 	}
 	if want("batch") {
 		// Small circuits: a batch in one pass against the same proofs one at a time.
-		for _, logN := range []int{12, 14, 16} {
-			benchSmallBatch(t, logN, 16, q1, q2)
+		// CUZK_GPU_BENCH_BATCH_LOGS: sizes (default 12,14,16).
+		for _, f := range strings.Split(cmp.Or(os.Getenv("CUZK_GPU_BENCH_BATCH_LOGS"), "12,14,16"), ",") {
+			var l int
+			fmt.Sscan(f, &l)
+			benchSmallBatch(t, l, 16, q1, q2)
 		}
 	}
 	if named("witness") { // opt-in, as keyload: they compile circuits and write keys
@@ -694,4 +697,45 @@ func benchSmallBatch(t *testing.T, logN, k int, q1 []bls12381.G1Affine, q2 []bls
 		logN, k, ms(s)/float64(k), ms(bt)/float64(k), float64(s)/float64(bt))
 	t.Log(line)
 	fmt.Println(line)
+	batchWindowGrid(t, logN, k, sols, func(v []*synth.Solution) error {
+		_, _, err := prover.Prove(ctx, b, pk, key, v)
+		return err
+	})
+}
+
+// batchWindowGrid times the batch again with the G1 and G2 window sizes forced to each
+// pair in CUZK_GPU_BENCH_BATCH_CS ("g1:g2,...", e.g. "9:10,10:10"; the library reads
+// CUZK_MSM_C_G1 and CUZK_MSM_C_G2 at every MSM), median of three after one untimed run.
+// The proofs' parts are not compared here: TestMSMWindowEdges checks forced windows.
+func batchWindowGrid(t *testing.T, logN, k int, sols func() []*synth.Solution, prove func([]*synth.Solution) error) {
+	v := os.Getenv("CUZK_GPU_BENCH_BATCH_CS")
+	if v == "" {
+		return
+	}
+	defer os.Unsetenv("CUZK_MSM_C_G1")
+	defer os.Unsetenv("CUZK_MSM_C_G2")
+	for _, pair := range strings.Split(v, ",") {
+		g1, g2, ok := strings.Cut(pair, ":")
+		if !ok {
+			t.Fatalf("CUZK_GPU_BENCH_BATCH_CS: %q is not g1:g2", pair)
+		}
+		os.Setenv("CUZK_MSM_C_G1", g1)
+		os.Setenv("CUZK_MSM_C_G2", g2)
+		var d []time.Duration
+		for r := range 4 {
+			batch := sols()
+			t0 := time.Now()
+			if err := prove(batch); err != nil {
+				t.Fatal(err)
+			}
+			if r > 0 {
+				d = append(d, time.Since(t0))
+			}
+		}
+		slices.Sort(d)
+		line := fmt.Sprintf("BENCH batchc   2^%d k=%d c_g1=%s c_g2=%s batch_ms_per_proof=%.2f", logN, k, g1, g2,
+			ms(d[len(d)/2])/float64(k))
+		t.Log(line)
+		fmt.Println(line)
+	}
 }

@@ -12,8 +12,31 @@
 // a*b_i alone (2N-word product), and the rows m_i*p alone over a 2N-word input.
 // mont_sqr_chain_N: the square with the products a_i*a_j, j > i, summed once and
 // doubled (N(N-1)/2 + N products for the square instead of N^2).
+// add_mod_chain_N, sub_mod_chain_N, reduce_once_chain_N: a + b, a - b mod p and the
+// product's final conditional subtraction, each a carry chain and a select.
 #pragma once
 #include <stdint.h>
+
+// -p^-1 mod 2^32 for the rows' m. Fr's is 2^32 - 1 (r = 1 mod 2^32): given that
+// constant, ptxas rewrites m = -t and splits every m*p pair of the reduction into
+// two multiply-adds plus carry additions (Fr product 360 SASS instructions, a
+// butterfly 424). Read from constant memory it stays opaque, and the rows stay one
+// wide multiply-add per pair (320 and 384; nvcc 11.8, sm_90). -DCUZK_MONT_INV_IMM
+// gives ptxas the constant again (A/B runs).
+static __constant__ uint32_t kMontInvAllOnes = 0xffffffffu;
+
+template <class P>
+__device__ __forceinline__ uint32_t mont_inv() {
+#if defined(CUZK_MONT_INV_IMM)
+    return P::inv;
+#else
+    if constexpr (P::inv == 0xffffffffu) {
+        return kMontInvAllOnes;
+    } else {
+        return P::inv;
+    }
+#endif
+}
 
 template <class P>
 __device__ __forceinline__ void mont_mul_chain_12(uint32_t* r, const uint32_t* a, const uint32_t* b) {
@@ -55,7 +78,7 @@ __device__ __forceinline__ void mont_mul_chain_12(uint32_t* r, const uint32_t* a
         "addc.u32 %13, %13, 0;\n\t"
         : "+r"(Y[1]), "+r"(Y[2]), "+r"(Y[3]), "+r"(Y[4]), "+r"(Y[5]), "+r"(Y[6]), "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14])
         : "r"(b[0]), "r"(a[1]), "r"(a[3]), "r"(a[5]), "r"(a[7]), "r"(a[9]), "r"(a[11]));
-    m = (X[0] + Y[0] + c) * P::inv;
+    m = (X[0] + Y[0] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %14, %15, %0;\n\t"
         "madc.hi.cc.u32 %1, %14, %15, %1;\n\t"
@@ -125,7 +148,7 @@ __device__ __forceinline__ void mont_mul_chain_12(uint32_t* r, const uint32_t* a
         "addc.u32 %13, %13, 0;\n\t"
         : "+r"(Y[1]), "+r"(Y[2]), "+r"(Y[3]), "+r"(Y[4]), "+r"(Y[5]), "+r"(Y[6]), "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14])
         : "r"(b[1]), "r"(a[0]), "r"(a[2]), "r"(a[4]), "r"(a[6]), "r"(a[8]), "r"(a[10]));
-    m = (X[1] + Y[1] + c) * P::inv;
+    m = (X[1] + Y[1] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %14, %15, %0;\n\t"
         "madc.hi.cc.u32 %1, %14, %15, %1;\n\t"
@@ -195,7 +218,7 @@ __device__ __forceinline__ void mont_mul_chain_12(uint32_t* r, const uint32_t* a
         "addc.u32 %13, %13, 0;\n\t"
         : "+r"(Y[3]), "+r"(Y[4]), "+r"(Y[5]), "+r"(Y[6]), "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14]), "+r"(Y[15]), "+r"(Y[16])
         : "r"(b[2]), "r"(a[1]), "r"(a[3]), "r"(a[5]), "r"(a[7]), "r"(a[9]), "r"(a[11]));
-    m = (X[2] + Y[2] + c) * P::inv;
+    m = (X[2] + Y[2] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %14, %15, %0;\n\t"
         "madc.hi.cc.u32 %1, %14, %15, %1;\n\t"
@@ -265,7 +288,7 @@ __device__ __forceinline__ void mont_mul_chain_12(uint32_t* r, const uint32_t* a
         "addc.u32 %13, %13, 0;\n\t"
         : "+r"(Y[3]), "+r"(Y[4]), "+r"(Y[5]), "+r"(Y[6]), "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14]), "+r"(Y[15]), "+r"(Y[16])
         : "r"(b[3]), "r"(a[0]), "r"(a[2]), "r"(a[4]), "r"(a[6]), "r"(a[8]), "r"(a[10]));
-    m = (X[3] + Y[3] + c) * P::inv;
+    m = (X[3] + Y[3] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %14, %15, %0;\n\t"
         "madc.hi.cc.u32 %1, %14, %15, %1;\n\t"
@@ -335,7 +358,7 @@ __device__ __forceinline__ void mont_mul_chain_12(uint32_t* r, const uint32_t* a
         "addc.u32 %13, %13, 0;\n\t"
         : "+r"(Y[5]), "+r"(Y[6]), "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14]), "+r"(Y[15]), "+r"(Y[16]), "+r"(Y[17]), "+r"(Y[18])
         : "r"(b[4]), "r"(a[1]), "r"(a[3]), "r"(a[5]), "r"(a[7]), "r"(a[9]), "r"(a[11]));
-    m = (X[4] + Y[4] + c) * P::inv;
+    m = (X[4] + Y[4] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %14, %15, %0;\n\t"
         "madc.hi.cc.u32 %1, %14, %15, %1;\n\t"
@@ -405,7 +428,7 @@ __device__ __forceinline__ void mont_mul_chain_12(uint32_t* r, const uint32_t* a
         "addc.u32 %13, %13, 0;\n\t"
         : "+r"(Y[5]), "+r"(Y[6]), "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14]), "+r"(Y[15]), "+r"(Y[16]), "+r"(Y[17]), "+r"(Y[18])
         : "r"(b[5]), "r"(a[0]), "r"(a[2]), "r"(a[4]), "r"(a[6]), "r"(a[8]), "r"(a[10]));
-    m = (X[5] + Y[5] + c) * P::inv;
+    m = (X[5] + Y[5] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %14, %15, %0;\n\t"
         "madc.hi.cc.u32 %1, %14, %15, %1;\n\t"
@@ -475,7 +498,7 @@ __device__ __forceinline__ void mont_mul_chain_12(uint32_t* r, const uint32_t* a
         "addc.u32 %13, %13, 0;\n\t"
         : "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14]), "+r"(Y[15]), "+r"(Y[16]), "+r"(Y[17]), "+r"(Y[18]), "+r"(Y[19]), "+r"(Y[20])
         : "r"(b[6]), "r"(a[1]), "r"(a[3]), "r"(a[5]), "r"(a[7]), "r"(a[9]), "r"(a[11]));
-    m = (X[6] + Y[6] + c) * P::inv;
+    m = (X[6] + Y[6] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %14, %15, %0;\n\t"
         "madc.hi.cc.u32 %1, %14, %15, %1;\n\t"
@@ -545,7 +568,7 @@ __device__ __forceinline__ void mont_mul_chain_12(uint32_t* r, const uint32_t* a
         "addc.u32 %13, %13, 0;\n\t"
         : "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14]), "+r"(Y[15]), "+r"(Y[16]), "+r"(Y[17]), "+r"(Y[18]), "+r"(Y[19]), "+r"(Y[20])
         : "r"(b[7]), "r"(a[0]), "r"(a[2]), "r"(a[4]), "r"(a[6]), "r"(a[8]), "r"(a[10]));
-    m = (X[7] + Y[7] + c) * P::inv;
+    m = (X[7] + Y[7] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %14, %15, %0;\n\t"
         "madc.hi.cc.u32 %1, %14, %15, %1;\n\t"
@@ -615,7 +638,7 @@ __device__ __forceinline__ void mont_mul_chain_12(uint32_t* r, const uint32_t* a
         "addc.u32 %13, %13, 0;\n\t"
         : "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14]), "+r"(Y[15]), "+r"(Y[16]), "+r"(Y[17]), "+r"(Y[18]), "+r"(Y[19]), "+r"(Y[20]), "+r"(Y[21]), "+r"(Y[22])
         : "r"(b[8]), "r"(a[1]), "r"(a[3]), "r"(a[5]), "r"(a[7]), "r"(a[9]), "r"(a[11]));
-    m = (X[8] + Y[8] + c) * P::inv;
+    m = (X[8] + Y[8] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %14, %15, %0;\n\t"
         "madc.hi.cc.u32 %1, %14, %15, %1;\n\t"
@@ -685,7 +708,7 @@ __device__ __forceinline__ void mont_mul_chain_12(uint32_t* r, const uint32_t* a
         "addc.u32 %13, %13, 0;\n\t"
         : "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14]), "+r"(Y[15]), "+r"(Y[16]), "+r"(Y[17]), "+r"(Y[18]), "+r"(Y[19]), "+r"(Y[20]), "+r"(Y[21]), "+r"(Y[22])
         : "r"(b[9]), "r"(a[0]), "r"(a[2]), "r"(a[4]), "r"(a[6]), "r"(a[8]), "r"(a[10]));
-    m = (X[9] + Y[9] + c) * P::inv;
+    m = (X[9] + Y[9] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %14, %15, %0;\n\t"
         "madc.hi.cc.u32 %1, %14, %15, %1;\n\t"
@@ -755,7 +778,7 @@ __device__ __forceinline__ void mont_mul_chain_12(uint32_t* r, const uint32_t* a
         "addc.u32 %13, %13, 0;\n\t"
         : "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14]), "+r"(Y[15]), "+r"(Y[16]), "+r"(Y[17]), "+r"(Y[18]), "+r"(Y[19]), "+r"(Y[20]), "+r"(Y[21]), "+r"(Y[22]), "+r"(Y[23]), "+r"(Y[24])
         : "r"(b[10]), "r"(a[1]), "r"(a[3]), "r"(a[5]), "r"(a[7]), "r"(a[9]), "r"(a[11]));
-    m = (X[10] + Y[10] + c) * P::inv;
+    m = (X[10] + Y[10] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %14, %15, %0;\n\t"
         "madc.hi.cc.u32 %1, %14, %15, %1;\n\t"
@@ -825,7 +848,7 @@ __device__ __forceinline__ void mont_mul_chain_12(uint32_t* r, const uint32_t* a
         "addc.u32 %13, %13, 0;\n\t"
         : "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14]), "+r"(Y[15]), "+r"(Y[16]), "+r"(Y[17]), "+r"(Y[18]), "+r"(Y[19]), "+r"(Y[20]), "+r"(Y[21]), "+r"(Y[22]), "+r"(Y[23]), "+r"(Y[24])
         : "r"(b[11]), "r"(a[0]), "r"(a[2]), "r"(a[4]), "r"(a[6]), "r"(a[8]), "r"(a[10]));
-    m = (X[11] + Y[11] + c) * P::inv;
+    m = (X[11] + Y[11] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %14, %15, %0;\n\t"
         "madc.hi.cc.u32 %1, %14, %15, %1;\n\t"
@@ -924,7 +947,7 @@ __device__ __forceinline__ void mont_mul_chain_8(uint32_t* r, const uint32_t* a,
         "addc.u32 %9, %9, 0;\n\t"
         : "+r"(Y[1]), "+r"(Y[2]), "+r"(Y[3]), "+r"(Y[4]), "+r"(Y[5]), "+r"(Y[6]), "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10])
         : "r"(b[0]), "r"(a[1]), "r"(a[3]), "r"(a[5]), "r"(a[7]));
-    m = (X[0] + Y[0] + c) * P::inv;
+    m = (X[0] + Y[0] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %10, %11, %0;\n\t"
         "madc.hi.cc.u32 %1, %10, %11, %1;\n\t"
@@ -978,7 +1001,7 @@ __device__ __forceinline__ void mont_mul_chain_8(uint32_t* r, const uint32_t* a,
         "addc.u32 %9, %9, 0;\n\t"
         : "+r"(Y[1]), "+r"(Y[2]), "+r"(Y[3]), "+r"(Y[4]), "+r"(Y[5]), "+r"(Y[6]), "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10])
         : "r"(b[1]), "r"(a[0]), "r"(a[2]), "r"(a[4]), "r"(a[6]));
-    m = (X[1] + Y[1] + c) * P::inv;
+    m = (X[1] + Y[1] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %10, %11, %0;\n\t"
         "madc.hi.cc.u32 %1, %10, %11, %1;\n\t"
@@ -1032,7 +1055,7 @@ __device__ __forceinline__ void mont_mul_chain_8(uint32_t* r, const uint32_t* a,
         "addc.u32 %9, %9, 0;\n\t"
         : "+r"(Y[3]), "+r"(Y[4]), "+r"(Y[5]), "+r"(Y[6]), "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12])
         : "r"(b[2]), "r"(a[1]), "r"(a[3]), "r"(a[5]), "r"(a[7]));
-    m = (X[2] + Y[2] + c) * P::inv;
+    m = (X[2] + Y[2] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %10, %11, %0;\n\t"
         "madc.hi.cc.u32 %1, %10, %11, %1;\n\t"
@@ -1086,7 +1109,7 @@ __device__ __forceinline__ void mont_mul_chain_8(uint32_t* r, const uint32_t* a,
         "addc.u32 %9, %9, 0;\n\t"
         : "+r"(Y[3]), "+r"(Y[4]), "+r"(Y[5]), "+r"(Y[6]), "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12])
         : "r"(b[3]), "r"(a[0]), "r"(a[2]), "r"(a[4]), "r"(a[6]));
-    m = (X[3] + Y[3] + c) * P::inv;
+    m = (X[3] + Y[3] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %10, %11, %0;\n\t"
         "madc.hi.cc.u32 %1, %10, %11, %1;\n\t"
@@ -1140,7 +1163,7 @@ __device__ __forceinline__ void mont_mul_chain_8(uint32_t* r, const uint32_t* a,
         "addc.u32 %9, %9, 0;\n\t"
         : "+r"(Y[5]), "+r"(Y[6]), "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14])
         : "r"(b[4]), "r"(a[1]), "r"(a[3]), "r"(a[5]), "r"(a[7]));
-    m = (X[4] + Y[4] + c) * P::inv;
+    m = (X[4] + Y[4] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %10, %11, %0;\n\t"
         "madc.hi.cc.u32 %1, %10, %11, %1;\n\t"
@@ -1194,7 +1217,7 @@ __device__ __forceinline__ void mont_mul_chain_8(uint32_t* r, const uint32_t* a,
         "addc.u32 %9, %9, 0;\n\t"
         : "+r"(Y[5]), "+r"(Y[6]), "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14])
         : "r"(b[5]), "r"(a[0]), "r"(a[2]), "r"(a[4]), "r"(a[6]));
-    m = (X[5] + Y[5] + c) * P::inv;
+    m = (X[5] + Y[5] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %10, %11, %0;\n\t"
         "madc.hi.cc.u32 %1, %10, %11, %1;\n\t"
@@ -1248,7 +1271,7 @@ __device__ __forceinline__ void mont_mul_chain_8(uint32_t* r, const uint32_t* a,
         "addc.u32 %9, %9, 0;\n\t"
         : "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14]), "+r"(Y[15]), "+r"(Y[16])
         : "r"(b[6]), "r"(a[1]), "r"(a[3]), "r"(a[5]), "r"(a[7]));
-    m = (X[6] + Y[6] + c) * P::inv;
+    m = (X[6] + Y[6] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %10, %11, %0;\n\t"
         "madc.hi.cc.u32 %1, %10, %11, %1;\n\t"
@@ -1302,7 +1325,7 @@ __device__ __forceinline__ void mont_mul_chain_8(uint32_t* r, const uint32_t* a,
         "addc.u32 %9, %9, 0;\n\t"
         : "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14]), "+r"(Y[15]), "+r"(Y[16])
         : "r"(b[7]), "r"(a[0]), "r"(a[2]), "r"(a[4]), "r"(a[6]));
-    m = (X[7] + Y[7] + c) * P::inv;
+    m = (X[7] + Y[7] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %10, %11, %0;\n\t"
         "madc.hi.cc.u32 %1, %10, %11, %1;\n\t"
@@ -1802,7 +1825,7 @@ __device__ __forceinline__ void mont_redc_chain_12(uint32_t* r, const uint32_t* 
     uint32_t X[28], Y[28], m, c = 0;
 #pragma unroll
     for (int k = 0; k < 28; k++) X[k] = Y[k] = 0;
-    m = (X[0] + Y[0] + t[0] + c) * P::inv;
+    m = (X[0] + Y[0] + t[0] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %14, %15, %0;\n\t"
         "madc.hi.cc.u32 %1, %14, %15, %1;\n\t"
@@ -1838,7 +1861,7 @@ __device__ __forceinline__ void mont_redc_chain_12(uint32_t* r, const uint32_t* 
         : "+r"(Y[1]), "+r"(Y[2]), "+r"(Y[3]), "+r"(Y[4]), "+r"(Y[5]), "+r"(Y[6]), "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14])
         : "r"(m), "n"(P::mod(1)), "n"(P::mod(3)), "n"(P::mod(5)), "n"(P::mod(7)), "n"(P::mod(9)), "n"(P::mod(11)));
     c = (uint32_t)(((uint64_t)X[0] + Y[0] + t[0] + c) >> 32);
-    m = (X[1] + Y[1] + t[1] + c) * P::inv;
+    m = (X[1] + Y[1] + t[1] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %14, %15, %0;\n\t"
         "madc.hi.cc.u32 %1, %14, %15, %1;\n\t"
@@ -1874,7 +1897,7 @@ __device__ __forceinline__ void mont_redc_chain_12(uint32_t* r, const uint32_t* 
         : "+r"(Y[1]), "+r"(Y[2]), "+r"(Y[3]), "+r"(Y[4]), "+r"(Y[5]), "+r"(Y[6]), "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14])
         : "r"(m), "n"(P::mod(0)), "n"(P::mod(2)), "n"(P::mod(4)), "n"(P::mod(6)), "n"(P::mod(8)), "n"(P::mod(10)));
     c = (uint32_t)(((uint64_t)X[1] + Y[1] + t[1] + c) >> 32);
-    m = (X[2] + Y[2] + t[2] + c) * P::inv;
+    m = (X[2] + Y[2] + t[2] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %14, %15, %0;\n\t"
         "madc.hi.cc.u32 %1, %14, %15, %1;\n\t"
@@ -1910,7 +1933,7 @@ __device__ __forceinline__ void mont_redc_chain_12(uint32_t* r, const uint32_t* 
         : "+r"(Y[3]), "+r"(Y[4]), "+r"(Y[5]), "+r"(Y[6]), "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14]), "+r"(Y[15]), "+r"(Y[16])
         : "r"(m), "n"(P::mod(1)), "n"(P::mod(3)), "n"(P::mod(5)), "n"(P::mod(7)), "n"(P::mod(9)), "n"(P::mod(11)));
     c = (uint32_t)(((uint64_t)X[2] + Y[2] + t[2] + c) >> 32);
-    m = (X[3] + Y[3] + t[3] + c) * P::inv;
+    m = (X[3] + Y[3] + t[3] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %14, %15, %0;\n\t"
         "madc.hi.cc.u32 %1, %14, %15, %1;\n\t"
@@ -1946,7 +1969,7 @@ __device__ __forceinline__ void mont_redc_chain_12(uint32_t* r, const uint32_t* 
         : "+r"(Y[3]), "+r"(Y[4]), "+r"(Y[5]), "+r"(Y[6]), "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14]), "+r"(Y[15]), "+r"(Y[16])
         : "r"(m), "n"(P::mod(0)), "n"(P::mod(2)), "n"(P::mod(4)), "n"(P::mod(6)), "n"(P::mod(8)), "n"(P::mod(10)));
     c = (uint32_t)(((uint64_t)X[3] + Y[3] + t[3] + c) >> 32);
-    m = (X[4] + Y[4] + t[4] + c) * P::inv;
+    m = (X[4] + Y[4] + t[4] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %14, %15, %0;\n\t"
         "madc.hi.cc.u32 %1, %14, %15, %1;\n\t"
@@ -1982,7 +2005,7 @@ __device__ __forceinline__ void mont_redc_chain_12(uint32_t* r, const uint32_t* 
         : "+r"(Y[5]), "+r"(Y[6]), "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14]), "+r"(Y[15]), "+r"(Y[16]), "+r"(Y[17]), "+r"(Y[18])
         : "r"(m), "n"(P::mod(1)), "n"(P::mod(3)), "n"(P::mod(5)), "n"(P::mod(7)), "n"(P::mod(9)), "n"(P::mod(11)));
     c = (uint32_t)(((uint64_t)X[4] + Y[4] + t[4] + c) >> 32);
-    m = (X[5] + Y[5] + t[5] + c) * P::inv;
+    m = (X[5] + Y[5] + t[5] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %14, %15, %0;\n\t"
         "madc.hi.cc.u32 %1, %14, %15, %1;\n\t"
@@ -2018,7 +2041,7 @@ __device__ __forceinline__ void mont_redc_chain_12(uint32_t* r, const uint32_t* 
         : "+r"(Y[5]), "+r"(Y[6]), "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14]), "+r"(Y[15]), "+r"(Y[16]), "+r"(Y[17]), "+r"(Y[18])
         : "r"(m), "n"(P::mod(0)), "n"(P::mod(2)), "n"(P::mod(4)), "n"(P::mod(6)), "n"(P::mod(8)), "n"(P::mod(10)));
     c = (uint32_t)(((uint64_t)X[5] + Y[5] + t[5] + c) >> 32);
-    m = (X[6] + Y[6] + t[6] + c) * P::inv;
+    m = (X[6] + Y[6] + t[6] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %14, %15, %0;\n\t"
         "madc.hi.cc.u32 %1, %14, %15, %1;\n\t"
@@ -2054,7 +2077,7 @@ __device__ __forceinline__ void mont_redc_chain_12(uint32_t* r, const uint32_t* 
         : "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14]), "+r"(Y[15]), "+r"(Y[16]), "+r"(Y[17]), "+r"(Y[18]), "+r"(Y[19]), "+r"(Y[20])
         : "r"(m), "n"(P::mod(1)), "n"(P::mod(3)), "n"(P::mod(5)), "n"(P::mod(7)), "n"(P::mod(9)), "n"(P::mod(11)));
     c = (uint32_t)(((uint64_t)X[6] + Y[6] + t[6] + c) >> 32);
-    m = (X[7] + Y[7] + t[7] + c) * P::inv;
+    m = (X[7] + Y[7] + t[7] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %14, %15, %0;\n\t"
         "madc.hi.cc.u32 %1, %14, %15, %1;\n\t"
@@ -2090,7 +2113,7 @@ __device__ __forceinline__ void mont_redc_chain_12(uint32_t* r, const uint32_t* 
         : "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14]), "+r"(Y[15]), "+r"(Y[16]), "+r"(Y[17]), "+r"(Y[18]), "+r"(Y[19]), "+r"(Y[20])
         : "r"(m), "n"(P::mod(0)), "n"(P::mod(2)), "n"(P::mod(4)), "n"(P::mod(6)), "n"(P::mod(8)), "n"(P::mod(10)));
     c = (uint32_t)(((uint64_t)X[7] + Y[7] + t[7] + c) >> 32);
-    m = (X[8] + Y[8] + t[8] + c) * P::inv;
+    m = (X[8] + Y[8] + t[8] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %14, %15, %0;\n\t"
         "madc.hi.cc.u32 %1, %14, %15, %1;\n\t"
@@ -2126,7 +2149,7 @@ __device__ __forceinline__ void mont_redc_chain_12(uint32_t* r, const uint32_t* 
         : "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14]), "+r"(Y[15]), "+r"(Y[16]), "+r"(Y[17]), "+r"(Y[18]), "+r"(Y[19]), "+r"(Y[20]), "+r"(Y[21]), "+r"(Y[22])
         : "r"(m), "n"(P::mod(1)), "n"(P::mod(3)), "n"(P::mod(5)), "n"(P::mod(7)), "n"(P::mod(9)), "n"(P::mod(11)));
     c = (uint32_t)(((uint64_t)X[8] + Y[8] + t[8] + c) >> 32);
-    m = (X[9] + Y[9] + t[9] + c) * P::inv;
+    m = (X[9] + Y[9] + t[9] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %14, %15, %0;\n\t"
         "madc.hi.cc.u32 %1, %14, %15, %1;\n\t"
@@ -2162,7 +2185,7 @@ __device__ __forceinline__ void mont_redc_chain_12(uint32_t* r, const uint32_t* 
         : "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14]), "+r"(Y[15]), "+r"(Y[16]), "+r"(Y[17]), "+r"(Y[18]), "+r"(Y[19]), "+r"(Y[20]), "+r"(Y[21]), "+r"(Y[22])
         : "r"(m), "n"(P::mod(0)), "n"(P::mod(2)), "n"(P::mod(4)), "n"(P::mod(6)), "n"(P::mod(8)), "n"(P::mod(10)));
     c = (uint32_t)(((uint64_t)X[9] + Y[9] + t[9] + c) >> 32);
-    m = (X[10] + Y[10] + t[10] + c) * P::inv;
+    m = (X[10] + Y[10] + t[10] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %14, %15, %0;\n\t"
         "madc.hi.cc.u32 %1, %14, %15, %1;\n\t"
@@ -2198,7 +2221,7 @@ __device__ __forceinline__ void mont_redc_chain_12(uint32_t* r, const uint32_t* 
         : "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14]), "+r"(Y[15]), "+r"(Y[16]), "+r"(Y[17]), "+r"(Y[18]), "+r"(Y[19]), "+r"(Y[20]), "+r"(Y[21]), "+r"(Y[22]), "+r"(Y[23]), "+r"(Y[24])
         : "r"(m), "n"(P::mod(1)), "n"(P::mod(3)), "n"(P::mod(5)), "n"(P::mod(7)), "n"(P::mod(9)), "n"(P::mod(11)));
     c = (uint32_t)(((uint64_t)X[10] + Y[10] + t[10] + c) >> 32);
-    m = (X[11] + Y[11] + t[11] + c) * P::inv;
+    m = (X[11] + Y[11] + t[11] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %14, %15, %0;\n\t"
         "madc.hi.cc.u32 %1, %14, %15, %1;\n\t"
@@ -2606,7 +2629,7 @@ __device__ __forceinline__ void mont_redc_chain_8(uint32_t* r, const uint32_t* t
     uint32_t X[20], Y[20], m, c = 0;
 #pragma unroll
     for (int k = 0; k < 20; k++) X[k] = Y[k] = 0;
-    m = (X[0] + Y[0] + t[0] + c) * P::inv;
+    m = (X[0] + Y[0] + t[0] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %10, %11, %0;\n\t"
         "madc.hi.cc.u32 %1, %10, %11, %1;\n\t"
@@ -2634,7 +2657,7 @@ __device__ __forceinline__ void mont_redc_chain_8(uint32_t* r, const uint32_t* t
         : "+r"(Y[1]), "+r"(Y[2]), "+r"(Y[3]), "+r"(Y[4]), "+r"(Y[5]), "+r"(Y[6]), "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10])
         : "r"(m), "n"(P::mod(1)), "n"(P::mod(3)), "n"(P::mod(5)), "n"(P::mod(7)));
     c = (uint32_t)(((uint64_t)X[0] + Y[0] + t[0] + c) >> 32);
-    m = (X[1] + Y[1] + t[1] + c) * P::inv;
+    m = (X[1] + Y[1] + t[1] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %10, %11, %0;\n\t"
         "madc.hi.cc.u32 %1, %10, %11, %1;\n\t"
@@ -2662,7 +2685,7 @@ __device__ __forceinline__ void mont_redc_chain_8(uint32_t* r, const uint32_t* t
         : "+r"(Y[1]), "+r"(Y[2]), "+r"(Y[3]), "+r"(Y[4]), "+r"(Y[5]), "+r"(Y[6]), "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10])
         : "r"(m), "n"(P::mod(0)), "n"(P::mod(2)), "n"(P::mod(4)), "n"(P::mod(6)));
     c = (uint32_t)(((uint64_t)X[1] + Y[1] + t[1] + c) >> 32);
-    m = (X[2] + Y[2] + t[2] + c) * P::inv;
+    m = (X[2] + Y[2] + t[2] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %10, %11, %0;\n\t"
         "madc.hi.cc.u32 %1, %10, %11, %1;\n\t"
@@ -2690,7 +2713,7 @@ __device__ __forceinline__ void mont_redc_chain_8(uint32_t* r, const uint32_t* t
         : "+r"(Y[3]), "+r"(Y[4]), "+r"(Y[5]), "+r"(Y[6]), "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12])
         : "r"(m), "n"(P::mod(1)), "n"(P::mod(3)), "n"(P::mod(5)), "n"(P::mod(7)));
     c = (uint32_t)(((uint64_t)X[2] + Y[2] + t[2] + c) >> 32);
-    m = (X[3] + Y[3] + t[3] + c) * P::inv;
+    m = (X[3] + Y[3] + t[3] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %10, %11, %0;\n\t"
         "madc.hi.cc.u32 %1, %10, %11, %1;\n\t"
@@ -2718,7 +2741,7 @@ __device__ __forceinline__ void mont_redc_chain_8(uint32_t* r, const uint32_t* t
         : "+r"(Y[3]), "+r"(Y[4]), "+r"(Y[5]), "+r"(Y[6]), "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12])
         : "r"(m), "n"(P::mod(0)), "n"(P::mod(2)), "n"(P::mod(4)), "n"(P::mod(6)));
     c = (uint32_t)(((uint64_t)X[3] + Y[3] + t[3] + c) >> 32);
-    m = (X[4] + Y[4] + t[4] + c) * P::inv;
+    m = (X[4] + Y[4] + t[4] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %10, %11, %0;\n\t"
         "madc.hi.cc.u32 %1, %10, %11, %1;\n\t"
@@ -2746,7 +2769,7 @@ __device__ __forceinline__ void mont_redc_chain_8(uint32_t* r, const uint32_t* t
         : "+r"(Y[5]), "+r"(Y[6]), "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14])
         : "r"(m), "n"(P::mod(1)), "n"(P::mod(3)), "n"(P::mod(5)), "n"(P::mod(7)));
     c = (uint32_t)(((uint64_t)X[4] + Y[4] + t[4] + c) >> 32);
-    m = (X[5] + Y[5] + t[5] + c) * P::inv;
+    m = (X[5] + Y[5] + t[5] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %10, %11, %0;\n\t"
         "madc.hi.cc.u32 %1, %10, %11, %1;\n\t"
@@ -2774,7 +2797,7 @@ __device__ __forceinline__ void mont_redc_chain_8(uint32_t* r, const uint32_t* t
         : "+r"(Y[5]), "+r"(Y[6]), "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14])
         : "r"(m), "n"(P::mod(0)), "n"(P::mod(2)), "n"(P::mod(4)), "n"(P::mod(6)));
     c = (uint32_t)(((uint64_t)X[5] + Y[5] + t[5] + c) >> 32);
-    m = (X[6] + Y[6] + t[6] + c) * P::inv;
+    m = (X[6] + Y[6] + t[6] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %10, %11, %0;\n\t"
         "madc.hi.cc.u32 %1, %10, %11, %1;\n\t"
@@ -2802,7 +2825,7 @@ __device__ __forceinline__ void mont_redc_chain_8(uint32_t* r, const uint32_t* t
         : "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14]), "+r"(Y[15]), "+r"(Y[16])
         : "r"(m), "n"(P::mod(1)), "n"(P::mod(3)), "n"(P::mod(5)), "n"(P::mod(7)));
     c = (uint32_t)(((uint64_t)X[6] + Y[6] + t[6] + c) >> 32);
-    m = (X[7] + Y[7] + t[7] + c) * P::inv;
+    m = (X[7] + Y[7] + t[7] + c) * mont_inv<P>();
     asm(
         "mad.lo.cc.u32 %0, %10, %11, %0;\n\t"
         "madc.hi.cc.u32 %1, %10, %11, %1;\n\t"
@@ -3172,5 +3195,183 @@ __device__ __forceinline__ void sub_wide_chain_12(uint32_t* s, const uint32_t* u
         "subc.u32 %23, %23, %47;\n\t"
         : "+r"(s[0]), "+r"(s[1]), "+r"(s[2]), "+r"(s[3]), "+r"(s[4]), "+r"(s[5]), "+r"(s[6]), "+r"(s[7]), "+r"(s[8]), "+r"(s[9]), "+r"(s[10]), "+r"(s[11]), "+r"(s[12]), "+r"(s[13]), "+r"(s[14]), "+r"(s[15]), "+r"(s[16]), "+r"(s[17]), "+r"(s[18]), "+r"(s[19]), "+r"(s[20]), "+r"(s[21]), "+r"(s[22]), "+r"(s[23])
         : "r"(u[0]), "r"(u[1]), "r"(u[2]), "r"(u[3]), "r"(u[4]), "r"(u[5]), "r"(u[6]), "r"(u[7]), "r"(u[8]), "r"(u[9]), "r"(u[10]), "r"(u[11]), "r"(u[12]), "r"(u[13]), "r"(u[14]), "r"(u[15]), "r"(u[16]), "r"(u[17]), "r"(u[18]), "r"(u[19]), "r"(u[20]), "r"(u[21]), "r"(u[22]), "r"(u[23]));
+}
+
+template <class P>
+__device__ __forceinline__ void add_mod_chain_12(uint32_t* r, const uint32_t* a, const uint32_t* b) {
+    static_assert(P::N == 12, "limb count");
+    uint32_t t[12], s[12], bw;
+    asm(
+        "add.cc.u32 %0, %25, %37;\n\t"
+        "addc.cc.u32 %1, %26, %38;\n\t"
+        "addc.cc.u32 %2, %27, %39;\n\t"
+        "addc.cc.u32 %3, %28, %40;\n\t"
+        "addc.cc.u32 %4, %29, %41;\n\t"
+        "addc.cc.u32 %5, %30, %42;\n\t"
+        "addc.cc.u32 %6, %31, %43;\n\t"
+        "addc.cc.u32 %7, %32, %44;\n\t"
+        "addc.cc.u32 %8, %33, %45;\n\t"
+        "addc.cc.u32 %9, %34, %46;\n\t"
+        "addc.cc.u32 %10, %35, %47;\n\t"
+        "addc.u32 %11, %36, %48;\n\t"
+        "sub.cc.u32 %12, %0, %49;\n\t"
+        "subc.cc.u32 %13, %1, %50;\n\t"
+        "subc.cc.u32 %14, %2, %51;\n\t"
+        "subc.cc.u32 %15, %3, %52;\n\t"
+        "subc.cc.u32 %16, %4, %53;\n\t"
+        "subc.cc.u32 %17, %5, %54;\n\t"
+        "subc.cc.u32 %18, %6, %55;\n\t"
+        "subc.cc.u32 %19, %7, %56;\n\t"
+        "subc.cc.u32 %20, %8, %57;\n\t"
+        "subc.cc.u32 %21, %9, %58;\n\t"
+        "subc.cc.u32 %22, %10, %59;\n\t"
+        "subc.cc.u32 %23, %11, %60;\n\t"
+        "subc.u32 %24, 0, 0;\n\t"
+        : "=r"(t[0]), "=r"(t[1]), "=r"(t[2]), "=r"(t[3]), "=r"(t[4]), "=r"(t[5]), "=r"(t[6]), "=r"(t[7]), "=r"(t[8]), "=r"(t[9]), "=r"(t[10]), "=r"(t[11]), "=r"(s[0]), "=r"(s[1]), "=r"(s[2]), "=r"(s[3]), "=r"(s[4]), "=r"(s[5]), "=r"(s[6]), "=r"(s[7]), "=r"(s[8]), "=r"(s[9]), "=r"(s[10]), "=r"(s[11]), "=r"(bw)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]), "r"(a[8]), "r"(a[9]), "r"(a[10]), "r"(a[11]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(b[4]), "r"(b[5]), "r"(b[6]), "r"(b[7]), "r"(b[8]), "r"(b[9]), "r"(b[10]), "r"(b[11]), "n"(P::mod(0)), "n"(P::mod(1)), "n"(P::mod(2)), "n"(P::mod(3)), "n"(P::mod(4)), "n"(P::mod(5)), "n"(P::mod(6)), "n"(P::mod(7)), "n"(P::mod(8)), "n"(P::mod(9)), "n"(P::mod(10)), "n"(P::mod(11)));
+#pragma unroll
+    for (int k = 0; k < 12; k++) r[k] = (int32_t)bw < 0 ? t[k] : s[k];
+}
+
+template <class P>
+__device__ __forceinline__ void sub_mod_chain_12(uint32_t* r, const uint32_t* a, const uint32_t* b) {
+    static_assert(P::N == 12, "limb count");
+    uint32_t d[12], pm[12], bw;
+    asm(
+        "sub.cc.u32 %0, %13, %25;\n\t"
+        "subc.cc.u32 %1, %14, %26;\n\t"
+        "subc.cc.u32 %2, %15, %27;\n\t"
+        "subc.cc.u32 %3, %16, %28;\n\t"
+        "subc.cc.u32 %4, %17, %29;\n\t"
+        "subc.cc.u32 %5, %18, %30;\n\t"
+        "subc.cc.u32 %6, %19, %31;\n\t"
+        "subc.cc.u32 %7, %20, %32;\n\t"
+        "subc.cc.u32 %8, %21, %33;\n\t"
+        "subc.cc.u32 %9, %22, %34;\n\t"
+        "subc.cc.u32 %10, %23, %35;\n\t"
+        "subc.cc.u32 %11, %24, %36;\n\t"
+        "subc.u32 %12, 0, 0;\n\t"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3]), "=r"(d[4]), "=r"(d[5]), "=r"(d[6]), "=r"(d[7]), "=r"(d[8]), "=r"(d[9]), "=r"(d[10]), "=r"(d[11]), "=r"(bw)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]), "r"(a[8]), "r"(a[9]), "r"(a[10]), "r"(a[11]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(b[4]), "r"(b[5]), "r"(b[6]), "r"(b[7]), "r"(b[8]), "r"(b[9]), "r"(b[10]), "r"(b[11]));
+#pragma unroll
+    for (int k = 0; k < 12; k++) pm[k] = P::mod(k) & bw;
+    asm(
+        "add.cc.u32 %0, %12, %24;\n\t"
+        "addc.cc.u32 %1, %13, %25;\n\t"
+        "addc.cc.u32 %2, %14, %26;\n\t"
+        "addc.cc.u32 %3, %15, %27;\n\t"
+        "addc.cc.u32 %4, %16, %28;\n\t"
+        "addc.cc.u32 %5, %17, %29;\n\t"
+        "addc.cc.u32 %6, %18, %30;\n\t"
+        "addc.cc.u32 %7, %19, %31;\n\t"
+        "addc.cc.u32 %8, %20, %32;\n\t"
+        "addc.cc.u32 %9, %21, %33;\n\t"
+        "addc.cc.u32 %10, %22, %34;\n\t"
+        "addc.u32 %11, %23, %35;\n\t"
+        : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11])
+        : "r"(d[0]), "r"(d[1]), "r"(d[2]), "r"(d[3]), "r"(d[4]), "r"(d[5]), "r"(d[6]), "r"(d[7]), "r"(d[8]), "r"(d[9]), "r"(d[10]), "r"(d[11]), "r"(pm[0]), "r"(pm[1]), "r"(pm[2]), "r"(pm[3]), "r"(pm[4]), "r"(pm[5]), "r"(pm[6]), "r"(pm[7]), "r"(pm[8]), "r"(pm[9]), "r"(pm[10]), "r"(pm[11]));
+}
+
+template <class P>
+__device__ __forceinline__ void reduce_once_chain_12(uint32_t* r, const uint32_t* t, uint32_t hi) {
+    static_assert(P::N == 12, "limb count");
+    uint32_t s[12], bw;
+    asm(
+        "sub.cc.u32 %0, %13, %26;\n\t"
+        "subc.cc.u32 %1, %14, %27;\n\t"
+        "subc.cc.u32 %2, %15, %28;\n\t"
+        "subc.cc.u32 %3, %16, %29;\n\t"
+        "subc.cc.u32 %4, %17, %30;\n\t"
+        "subc.cc.u32 %5, %18, %31;\n\t"
+        "subc.cc.u32 %6, %19, %32;\n\t"
+        "subc.cc.u32 %7, %20, %33;\n\t"
+        "subc.cc.u32 %8, %21, %34;\n\t"
+        "subc.cc.u32 %9, %22, %35;\n\t"
+        "subc.cc.u32 %10, %23, %36;\n\t"
+        "subc.cc.u32 %11, %24, %37;\n\t"
+        "subc.u32 %12, %25, 0;\n\t"
+        : "=r"(s[0]), "=r"(s[1]), "=r"(s[2]), "=r"(s[3]), "=r"(s[4]), "=r"(s[5]), "=r"(s[6]), "=r"(s[7]), "=r"(s[8]), "=r"(s[9]), "=r"(s[10]), "=r"(s[11]), "=r"(bw)
+        : "r"(t[0]), "r"(t[1]), "r"(t[2]), "r"(t[3]), "r"(t[4]), "r"(t[5]), "r"(t[6]), "r"(t[7]), "r"(t[8]), "r"(t[9]), "r"(t[10]), "r"(t[11]), "r"(hi), "n"(P::mod(0)), "n"(P::mod(1)), "n"(P::mod(2)), "n"(P::mod(3)), "n"(P::mod(4)), "n"(P::mod(5)), "n"(P::mod(6)), "n"(P::mod(7)), "n"(P::mod(8)), "n"(P::mod(9)), "n"(P::mod(10)), "n"(P::mod(11)));
+#pragma unroll
+    for (int k = 0; k < 12; k++) r[k] = (int32_t)bw < 0 ? t[k] : s[k];
+}
+
+template <class P>
+__device__ __forceinline__ void add_mod_chain_8(uint32_t* r, const uint32_t* a, const uint32_t* b) {
+    static_assert(P::N == 8, "limb count");
+    uint32_t t[8], s[8], bw;
+    asm(
+        "add.cc.u32 %0, %17, %25;\n\t"
+        "addc.cc.u32 %1, %18, %26;\n\t"
+        "addc.cc.u32 %2, %19, %27;\n\t"
+        "addc.cc.u32 %3, %20, %28;\n\t"
+        "addc.cc.u32 %4, %21, %29;\n\t"
+        "addc.cc.u32 %5, %22, %30;\n\t"
+        "addc.cc.u32 %6, %23, %31;\n\t"
+        "addc.u32 %7, %24, %32;\n\t"
+        "sub.cc.u32 %8, %0, %33;\n\t"
+        "subc.cc.u32 %9, %1, %34;\n\t"
+        "subc.cc.u32 %10, %2, %35;\n\t"
+        "subc.cc.u32 %11, %3, %36;\n\t"
+        "subc.cc.u32 %12, %4, %37;\n\t"
+        "subc.cc.u32 %13, %5, %38;\n\t"
+        "subc.cc.u32 %14, %6, %39;\n\t"
+        "subc.cc.u32 %15, %7, %40;\n\t"
+        "subc.u32 %16, 0, 0;\n\t"
+        : "=r"(t[0]), "=r"(t[1]), "=r"(t[2]), "=r"(t[3]), "=r"(t[4]), "=r"(t[5]), "=r"(t[6]), "=r"(t[7]), "=r"(s[0]), "=r"(s[1]), "=r"(s[2]), "=r"(s[3]), "=r"(s[4]), "=r"(s[5]), "=r"(s[6]), "=r"(s[7]), "=r"(bw)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(b[4]), "r"(b[5]), "r"(b[6]), "r"(b[7]), "n"(P::mod(0)), "n"(P::mod(1)), "n"(P::mod(2)), "n"(P::mod(3)), "n"(P::mod(4)), "n"(P::mod(5)), "n"(P::mod(6)), "n"(P::mod(7)));
+#pragma unroll
+    for (int k = 0; k < 8; k++) r[k] = (int32_t)bw < 0 ? t[k] : s[k];
+}
+
+template <class P>
+__device__ __forceinline__ void sub_mod_chain_8(uint32_t* r, const uint32_t* a, const uint32_t* b) {
+    static_assert(P::N == 8, "limb count");
+    uint32_t d[8], pm[8], bw;
+    asm(
+        "sub.cc.u32 %0, %9, %17;\n\t"
+        "subc.cc.u32 %1, %10, %18;\n\t"
+        "subc.cc.u32 %2, %11, %19;\n\t"
+        "subc.cc.u32 %3, %12, %20;\n\t"
+        "subc.cc.u32 %4, %13, %21;\n\t"
+        "subc.cc.u32 %5, %14, %22;\n\t"
+        "subc.cc.u32 %6, %15, %23;\n\t"
+        "subc.cc.u32 %7, %16, %24;\n\t"
+        "subc.u32 %8, 0, 0;\n\t"
+        : "=r"(d[0]), "=r"(d[1]), "=r"(d[2]), "=r"(d[3]), "=r"(d[4]), "=r"(d[5]), "=r"(d[6]), "=r"(d[7]), "=r"(bw)
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(b[4]), "r"(b[5]), "r"(b[6]), "r"(b[7]));
+#pragma unroll
+    for (int k = 0; k < 8; k++) pm[k] = P::mod(k) & bw;
+    asm(
+        "add.cc.u32 %0, %8, %16;\n\t"
+        "addc.cc.u32 %1, %9, %17;\n\t"
+        "addc.cc.u32 %2, %10, %18;\n\t"
+        "addc.cc.u32 %3, %11, %19;\n\t"
+        "addc.cc.u32 %4, %12, %20;\n\t"
+        "addc.cc.u32 %5, %13, %21;\n\t"
+        "addc.cc.u32 %6, %14, %22;\n\t"
+        "addc.u32 %7, %15, %23;\n\t"
+        : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7])
+        : "r"(d[0]), "r"(d[1]), "r"(d[2]), "r"(d[3]), "r"(d[4]), "r"(d[5]), "r"(d[6]), "r"(d[7]), "r"(pm[0]), "r"(pm[1]), "r"(pm[2]), "r"(pm[3]), "r"(pm[4]), "r"(pm[5]), "r"(pm[6]), "r"(pm[7]));
+}
+
+template <class P>
+__device__ __forceinline__ void reduce_once_chain_8(uint32_t* r, const uint32_t* t, uint32_t hi) {
+    static_assert(P::N == 8, "limb count");
+    uint32_t s[8], bw;
+    asm(
+        "sub.cc.u32 %0, %9, %18;\n\t"
+        "subc.cc.u32 %1, %10, %19;\n\t"
+        "subc.cc.u32 %2, %11, %20;\n\t"
+        "subc.cc.u32 %3, %12, %21;\n\t"
+        "subc.cc.u32 %4, %13, %22;\n\t"
+        "subc.cc.u32 %5, %14, %23;\n\t"
+        "subc.cc.u32 %6, %15, %24;\n\t"
+        "subc.cc.u32 %7, %16, %25;\n\t"
+        "subc.u32 %8, %17, 0;\n\t"
+        : "=r"(s[0]), "=r"(s[1]), "=r"(s[2]), "=r"(s[3]), "=r"(s[4]), "=r"(s[5]), "=r"(s[6]), "=r"(s[7]), "=r"(bw)
+        : "r"(t[0]), "r"(t[1]), "r"(t[2]), "r"(t[3]), "r"(t[4]), "r"(t[5]), "r"(t[6]), "r"(t[7]), "r"(hi), "n"(P::mod(0)), "n"(P::mod(1)), "n"(P::mod(2)), "n"(P::mod(3)), "n"(P::mod(4)), "n"(P::mod(5)), "n"(P::mod(6)), "n"(P::mod(7)));
+#pragma unroll
+    for (int k = 0; k < 8; k++) r[k] = (int32_t)bw < 0 ? t[k] : s[k];
 }
 

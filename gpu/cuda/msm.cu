@@ -45,16 +45,31 @@ static int msm_model_c(size_t n, bool g2) {
     return best;
 }
 
-int msm_choose_c(size_t n, bool g2, int* nwin) {
+// A batch of nbatch > 1 vectors fills the device with their accumulations together,
+// so a vector of n points takes narrower windows than a lone MSM of n points, which
+// leaves most SMs idle and trades them for fewer windows. Measured on the H200 for
+// batches of 16 (G1:G2 window sizes forced, ms per proof; docs/BENCHMARKS.md): 2^12
+// 9:9 0.91 against the single table's 10:12 1.15; 2^14 10:10 2.14 against 2.26; 2^16
+// 10:11 6.72 against 6.77. Batches are of at most 2^20 points, so n < 2^17 here.
+static const int kBatchWindowG1[5] = {9, 9, 10, 10, 10};
+static const int kBatchWindowG2[5] = {9, 10, 10, 10, 11};
+
+// log2(n) rounded: n >= 2^k * sqrt(2) rounds up (3/2 as the cut, close enough).
+static int round_log2(size_t n) {
+    int k = 0;
+    while (k < 40 && ((size_t)3 << k) <= 2 * n) k++;  // smallest k with 3*2^k > 2n
+    return k;
+}
+
+int msm_choose_c(size_t n, bool g2, uint32_t nbatch, int* nwin) {
     int c;
-    if (n < ((size_t)3 << 10)) {  // nearer 2^11 than 2^12
+    const int k = round_log2(n);
+    if (nbatch > 1 && k >= 12 && k <= 16) {
+        c = (g2 ? kBatchWindowG2 : kBatchWindowG1)[k - 12];
+    } else if (n < ((size_t)3 << 10)) {  // nearer 2^11 than 2^12
         c = msm_model_c(n, g2);
     } else {
-        // k = log2(n) rounded: n >= 2^k * sqrt(2) rounds up (3/2 as the cut, close enough).
-        int k = 0;
-        while (k < 40 && ((size_t)3 << k) <= 2 * n) k++;  // smallest k with 3*2^k > 2n
-        k = std::min(std::max(k, 12), 24);
-        c = (g2 ? kWindowG2 : kWindowG1)[k - 12];
+        c = (g2 ? kWindowG2 : kWindowG1)[std::min(std::max(k, 12), 24) - 12];
     }
     *nwin = msm_windows(c);
     return c;

@@ -25,7 +25,7 @@
 // The window size for n points, and the window size and copy count of a precomputed
 // set of n points with at most maxf copies (msm.cu; host code, so tuning them rebuilds
 // no kernels).
-int msm_choose_c(size_t n, bool g2, int* nwin);
+int msm_choose_c(size_t n, bool g2, uint32_t nbatch, int* nwin);
 void msm_precompute_shape(size_t n, bool g2, int maxf, int* c, int* copies);
 
 namespace msm {
@@ -454,14 +454,18 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
         return CUZK_OK;
     }
     int nwin;
-    int c = msm_choose_c(n, sizeof(F) != sizeof(fp_t), &nwin);
+    constexpr bool g2 = sizeof(F) != sizeof(fp_t);
+    int c = msm_choose_c(n, g2, nbatch, &nwin);
     const int pcf = bases->d ? bases->pc_f : 0;
+    const char* force = getenv(g2 ? "CUZK_MSM_C_G2" : "CUZK_MSM_C_G1");
+    if (!force) force = getenv("CUZK_MSM_C");
     if (pcf) {
         c = bases->pc_c;
         nwin = msm_windows(c);
-    } else if (const char* e = getenv("CUZK_MSM_C")) {
-        // CUZK_MSM_C=<c> forces the window size (diagnostics: sweeping c in one run).
-        int f = atoi(e);
+    } else if (force) {
+        // CUZK_MSM_C=<c> forces the window size, CUZK_MSM_C_G1 / _G2 one group's
+        // (diagnostics: sweeping c in one run).
+        int f = atoi(force);
         if (f >= 4 && f <= 22) {
             c = f;
             nwin = msm_windows(c);

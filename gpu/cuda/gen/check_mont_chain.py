@@ -23,9 +23,9 @@ def run(fn, N, mod, a, b, t=0, out='r', words=None, arrays=None, env_out=None):
     body = src[src.index('void %s(' % fn):]
     body = body[:body.index('\n}\n')]
     inv = (-pow(mod, -1, 1 << 32)) % (1 << 32)
-    env = {'a': limbs(a, N), 'b': limbs(b, N), 't': limbs(t, 64), 'X': [0] * 64, 'Y': [0] * 64, 'E': [0] * 64, 'O': [0] * 64, 'r': [0] * 64, 'm': 0, 'c': 0, 'c0': 0, 'bw': 0, 'pm': [0] * 64, 'd': [0] * 64, 'u': [0] * 64}
+    env = {'a': limbs(a, N), 'b': limbs(b, N), 't': limbs(t, 64), 'X': [0] * 64, 'Y': [0] * 64, 'E': [0] * 64, 'O': [0] * 64, 'r': [0] * 64, 'm': 0, 'c': 0, 'c0': 0, 'bw': 0, 'pm': [0] * 64, 'd': [0] * 64, 'u': [0] * 64, 's': [0] * 64, 'hi': 0}
     for k, v in (arrays or {}).items():
-        env[k] = limbs(v, 64)
+        env[k] = limbs(v, 64) if k != 'hi' else v
     def ev(e):
         e = e.strip()
         mm = re.match(r'P::mod\((\d+)\)', e)
@@ -82,7 +82,7 @@ def run(fn, N, mod, a, b, t=0, out='r', words=None, arrays=None, env_out=None):
             for k, e in enumerate(outs): st(e, vals[k])
             i += 2
             continue
-        mm = re.match(r'm = \((.*)\) \* P::inv;', l)
+        mm = re.match(r'm = \((.*)\) \* mont_inv<P>\(\);', l)
         if mm:
             env['m'] = (sum(ev(x) for x in mm.group(1).split('+')) * inv) & M32
         mm = re.match(r'(c0?) = \(uint32_t\)\(\(\(uint64_t\)(.*)\) >> 32\);', l)
@@ -95,6 +95,10 @@ def run(fn, N, mod, a, b, t=0, out='r', words=None, arrays=None, env_out=None):
         mm = re.match(r'for \(int k = 0; k < (\d+); k\+\+\) pm\[k\] = P::mod\(k\) & bw;', l)
         if mm:
             for k in range(int(mm.group(1))): env['pm'][k] = limbs(mod, N)[k] & env['bw']
+        mm = re.match(r'for \(int k = 0; k < (\d+); k\+\+\) r\[k\] = \(int32_t\)bw < 0 \? t\[k\] : s\[k\];', l)
+        if mm:
+            neg = env['bw'] >= 1 << 31
+            for k in range(int(mm.group(1))): env['r'][k] = (env['t'] if neg else env['s'])[k]
         mm = re.match(r'(\w)\[(\d+)\] = 0;', l)
         if mm: env[mm.group(1)][int(mm.group(2))] = 0
         i += 1
@@ -177,4 +181,21 @@ for a0, a1, b0, b1 in [(0, 0, 0, 0), (P - 1, P - 1, P - 1, P - 1), (0, P - 1, P 
         bad += 1
 print('fp2 lazy product cases 104 bad', bad)
 failed += bad
+# a + b and a - b mod p, and the product's final subtraction (t < 2p with a top word).
+for N, md in ((12, P), (8, R)):
+    cases = [(0, 0), (0, md - 1), (md - 1, 0), (md - 1, md - 1), (1, md - 1), (md - 1, 1), (md // 2, md // 2 + 1)]
+    cases += [(random.randrange(md), random.randrange(md)) for _ in range(300)]
+    bad = 0
+    for a, b in cases:
+        if run('add_mod_chain_%d' % N, N, md, a, b, words=N) != (a + b) % md:
+            bad += 1
+        if run('sub_mod_chain_%d' % N, N, md, a, b, words=N) != (a - b) % md:
+            bad += 1
+    tcases = [0, 1, md - 1, md, md + 1, 2 * md - 1] + [random.randrange(2 * md) for _ in range(300)]
+    for t in tcases:
+        lo, hi = t & ((1 << (32 * N)) - 1), t >> (32 * N)
+        if run('reduce_once_chain_%d' % N, N, md, 0, 0, t=lo, arrays={'hi': hi}, words=N) != t % md:
+            bad += 1
+    print('add/sub/reduce_once chains, %d limbs, cases' % N, 2 * len(cases) + len(tcases), 'bad', bad)
+    failed += bad
 sys.exit(1 if failed else 0)
