@@ -42,7 +42,8 @@ type Options struct {
 // CUDA is the prover.Backend on one CUDA device. Its key bases stay resident on the
 // device; Prove runs H and the G1 MSMs on one stream and the G2 MSM on another, so
 // the G2 MSM of one solution overlaps its G1 MSMs and the next solution's upload, H
-// and G1 MSMs.
+// and G1 MSMs. Batches of small proofs have a third stream: while one Prove call's
+// batch runs its MSMs, another call's batch is uploaded and gets its H (ProveLanes).
 type CUDA struct {
 	lib     *cudaLib
 	ctx     *cudaCtx
@@ -52,14 +53,19 @@ type CUDA struct {
 	copies  int   // Options.PrecomputeCopies
 	limit   int64 // Options.KeyMemoryBytes; 0: none
 
-	mu     sync.Mutex // one Prove or LoadKey at a time: the streams own their scratch
-	s1, s2 *cudaStream
+	mu sync.Mutex // one Prove or LoadKey at a time on s1 and s2: the streams own their scratch
+	// stage is held while a batch group is uploaded and gets its H on s3, beside
+	// another call's MSMs under mu. Lock order: mu before stage; a fault's reset holds
+	// both.
+	stage      sync.Mutex
+	s1, s2, s3 *cudaStream
+	lanes      int // ProveLanes: 2, or CUZK_GPU_LANES=1 (A/B runs)
 	// gen counts device resets: a key loaded in an earlier generation is gone. live is
 	// the number of keys of this generation not yet closed, liveBytes their Bytes.
 	gen, live  atomic.Int64
 	liveBytes  atomic.Int64
 	stagingOpt int
-	lost       error // set when a fault could not be reset: every later call fails with it
+	lost       error // set (under mu and stage) when a fault could not be reset: every later call fails with it
 	// batchUpload is how a batch's solutions reach the device and get their H:
 	// "gather" (default: all of a group's vectors in one staged upload, then H for the
 	// group in one set of launches), or for A/B runs (CUZK_GPU_BATCH_UPLOAD) "streams"
@@ -97,7 +103,15 @@ func NewCUDA(ordinal int, opt Options) (*CUDA, error) {
 		return nil, fmt.Errorf("cuda:%d: key memory limit %d is negative", ordinal, opt.KeyMemoryBytes)
 	}
 	b := &CUDA{lib: lib, ctx: c, ordinal: ordinal, info: info, reserve: opt.ReserveBytes, copies: opt.PrecomputeCopies,
-		limit: opt.KeyMemoryBytes, stagingOpt: opt.StagingBytes, batchUpload: "gather"}
+		limit: opt.KeyMemoryBytes, stagingOpt: opt.StagingBytes, batchUpload: "gather", lanes: 2}
+	switch v := os.Getenv("CUZK_GPU_LANES"); v {
+	case "", "2":
+	case "1":
+		b.lanes = 1
+	default:
+		c.close()
+		return nil, fmt.Errorf("cuda:%d: CUZK_GPU_LANES=%q: want 1 or 2", ordinal, v)
+	}
 	switch v := os.Getenv("CUZK_GPU_BATCH_UPLOAD"); v {
 	case "":
 	case "gather", "streams", "serial":
@@ -109,15 +123,31 @@ func NewCUDA(ordinal int, opt Options) (*CUDA, error) {
 	if b.reserve == 0 {
 		b.reserve = 8 << 30
 	}
-	if b.s1, err = c.newStream(opt.StagingBytes); err == nil {
-		b.s2, err = c.newStream(opt.StagingBytes)
-	}
-	if err != nil {
-		b.Close()
+	if b.s1, b.s2, b.s3, err = b.newStreams(); err != nil {
+		c.close()
 		return nil, err
 	}
 	return b, nil
 }
+
+// newStreams makes the backend's three streams, or none.
+func (b *CUDA) newStreams() (s1, s2, s3 *cudaStream, err error) {
+	var s [3]*cudaStream
+	for i := range s {
+		if s[i], err = b.ctx.newStream(b.stagingOpt); err != nil {
+			for _, made := range s[:i] {
+				made.close()
+			}
+			return nil, nil, nil, err
+		}
+	}
+	return s[0], s[1], s[2], nil
+}
+
+// ProveLanes implements prover.Lanes: two Prove calls of batches overlap, one
+// uploading and computing H while the other runs its MSMs (the worker runs two provers
+// per device). Calls of single proofs take the device one at a time.
+func (b *CUDA) ProveLanes() int { return b.lanes }
 
 // Name implements prover.Backend.
 func (b *CUDA) Name() string { return fmt.Sprintf("cuda:%d", b.ordinal) }
@@ -129,13 +159,16 @@ func (b *CUDA) Device() devinfo.Device { return b.info }
 func (b *CUDA) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return errors.Join(b.s1.close(), b.s2.close(), b.ctx.close())
+	b.stage.Lock()
+	defer b.stage.Unlock()
+	return errors.Join(b.s1.close(), b.s2.close(), b.s3.close(), b.ctx.close())
 }
 
 // fault classifies a failed library call for the caller: an allocation failure wraps
 // prover.ErrOutOfMemory; a CUDA error after which the device no longer answers (a
 // sticky fault) resets the device and new streams are made, and the error wraps
-// prover.ErrDeviceReset, since every key loaded before is gone. Call with b.mu held.
+// prover.ErrDeviceReset, since every key loaded before is gone. Call with b.mu held
+// (and not b.stage, which a reset takes).
 func (b *CUDA) fault(err error) error {
 	switch {
 	case err == nil:
@@ -148,6 +181,8 @@ func (b *CUDA) fault(err error) error {
 	if b.ctx.check() == nil {
 		return err // the device still works: this call failed, nothing else is lost
 	}
+	b.stage.Lock() // no batch is being staged on s3 while the device resets
+	defer b.stage.Unlock()
 	b.gen.Add(1)
 	b.live.Store(0)
 	b.liveBytes.Store(0)
@@ -161,26 +196,30 @@ func (b *CUDA) fault(err error) error {
 // restart resets the device and makes new streams. On the H200 host (driver
 // 580.159.04) the reset after an injected trap never succeeded: every new context was
 // refused as busy for the 10 s the library retries, so a fault that needs a reset
-// usually ends in ErrDeviceLost, and a new process. Call with b.mu held.
+// usually ends in ErrDeviceLost, and a new process. Call with b.mu and b.stage held.
 func (b *CUDA) restart() error {
-	old1, old2 := b.s1, b.s2
-	b.s1, b.s2 = nil, nil
+	old := []*cudaStream{b.s1, b.s2, b.s3}
+	b.s1, b.s2, b.s3 = nil, nil, nil
 	err := b.ctx.reset()
-	old1.close() // stale after the reset, failed or not: only the handles are freed
-	old2.close()
+	for _, s := range old {
+		s.close() // stale after the reset, failed or not: only the handles are freed
+	}
 	if err != nil {
 		return err
 	}
-	s1, err := b.ctx.newStream(b.stagingOpt)
-	if err != nil {
-		return err
+	b.s1, b.s2, b.s3, err = b.newStreams()
+	return err
+}
+
+// usable says why k cannot be proven with now: the device is lost, or was reset since
+// k was loaded. Call with b.mu or b.stage held.
+func (b *CUDA) usable(k *cudaKey) error {
+	if b.lost != nil {
+		return b.lost
 	}
-	s2, err := b.ctx.newStream(b.stagingOpt)
-	if err != nil {
-		s1.close()
-		return err
+	if k.gen != b.gen.Load() {
+		return fmt.Errorf("%w (the key was loaded before it)", prover.ErrDeviceReset)
 	}
-	b.s1, b.s2 = s1, s2
 	return nil
 }
 
@@ -196,7 +235,8 @@ type cudaKey struct {
 	wh          [2]*devBuf // per pipeline slot: W ‖ h, so K‖Z scalars are W[NbPublic:] ‖ h
 	hb, hc      *devBuf    // H scratch
 	batch       int        // solutions per batched pass (1: small batches are not worth it)
-	whBatch     *devBuf    // batch slots of W ‖ h, stride NbWires + DomainSize
+	whBatch     []*devBuf  // per lane, batch slots of W ‖ h, stride NbWires + DomainSize
+	sets        chan int   // the whBatch entries free for a group
 	hBatch      int        // solutions whose H is computed at once (batched keys; at least 2)
 	hbB, hcB    *devBuf    // H scratch of hBatch solutions, solution j at j*DomainSize
 	bytes       int64
@@ -214,7 +254,10 @@ func (k *cudaKey) Close() error {
 		}
 		k.releaseErrs = errors.Join(k.a.close(), k.b1.close(), k.kz.close(), k.b2.close(),
 			k.idxA.free(), k.idxB.free(), k.dom.close(), k.wh[0].free(), k.wh[1].free(), k.hb.free(), k.hc.free(),
-			k.hbB.free(), k.hcB.free(), k.whBatch.free())
+			k.hbB.free(), k.hcB.free())
+		for _, w := range k.whBatch {
+			k.releaseErrs = errors.Join(k.releaseErrs, w.free())
+		}
 	})
 	return k.releaseErrs
 }
@@ -271,7 +314,7 @@ func (b *CUDA) loadKey(k *cudaKey) error {
 	}
 	// Under Options.KeyMemoryBytes the buffers are counted first (they are always
 	// allocated), then each base set in turn takes what is left.
-	lim := newKeyRoom(b.limit, b.liveBytes.Load(), keyBufferBytes(pk))
+	lim := newKeyRoom(b.limit, b.liveBytes.Load(), keyBufferBytes(pk, b.lanes))
 	if lim.short() && flags&basesResidentOnly != 0 {
 		return lim.refuse("its buffers")
 	}
@@ -347,8 +390,14 @@ func (b *CUDA) loadKey(k *cudaKey) error {
 		return err
 	}
 	if k.batch = batchCap(n); k.batch > 1 {
-		if k.whBatch, err = b.ctx.alloc(k.batch * (pk.NbWires + n) * fr.Bytes); err != nil {
-			return err
+		k.sets = make(chan int, b.lanes)
+		for i := range b.lanes {
+			w, err := b.ctx.alloc(k.batch * (pk.NbWires + n) * fr.Bytes)
+			if err != nil {
+				return err
+			}
+			k.whBatch = append(k.whBatch, w)
+			k.sets <- i
 		}
 		k.hBatch = hBatchCap(n)
 		if k.hbB, err = b.ctx.alloc(k.hBatch * n * fr.Bytes); err != nil {
@@ -359,7 +408,7 @@ func (b *CUDA) loadKey(k *cudaKey) error {
 		}
 	}
 	k.bytes = k.a.deviceBytes() + k.b1.deviceBytes() + k.kz.deviceBytes() + k.b2.deviceBytes() +
-		k.dom.bytes + keySlotBytes(pk.NbWires, n)
+		k.dom.bytes + keySlotBytes(pk.NbWires, n, b.lanes)
 	if k.idxA != nil {
 		k.bytes += int64(k.idxA.bytes)
 	}
@@ -370,12 +419,12 @@ func (b *CUDA) loadKey(k *cudaKey) error {
 }
 
 // keySlotBytes is the device memory of a key's per-proof buffers: W‖h per pipeline
-// slot, H's scratch, and for a batched key (batchCap > 1) W‖h per batch slot and the
-// batch's H scratch.
-func keySlotBytes(wires, n int) int64 {
+// slot, H's scratch, and for a batched key (batchCap > 1) W‖h per batch slot of each
+// of the backend's lanes and the batch's H scratch.
+func keySlotBytes(wires, n, lanes int) int64 {
 	b := int64(2*(wires+n)+2*n) * fr.Bytes
 	if c := batchCap(n); c > 1 {
-		b += int64(c*(wires+n)+2*n*hBatchCap(n)) * fr.Bytes
+		b += int64(lanes*c*(wires+n)+2*n*hBatchCap(n)) * fr.Bytes
 	}
 	return b
 }
@@ -392,9 +441,9 @@ func hBatchCap(n int) int { return min(batchCap(n), max(2, hBatchElems/n)) }
 // keyBufferBytes is the device memory of a key's buffers beside its bases (loadKey's
 // allocations: the NTT domain's tables, 3n elements as nttDomain.bytes counts them;
 // keySlotBytes; the wire indexes), for Options.KeyMemoryBytes.
-func keyBufferBytes(pk *prover.ProvingKey) int64 {
+func keyBufferBytes(pk *prover.ProvingKey, lanes int) int64 {
 	n := int64(pk.DomainSize())
-	b := 3*n*fr.Bytes + keySlotBytes(pk.NbWires, int(n))
+	b := 3*n*fr.Bytes + keySlotBytes(pk.NbWires, int(n), lanes)
 	if pk.PK.NbInfinityA > 0 {
 		b += (int64(len(pk.PK.InfinityA)) - int64(pk.PK.NbInfinityA)) * 4
 	}
@@ -461,7 +510,8 @@ type g2job struct{ i, slot int }
 
 // Prove implements prover.Backend. PhaseTimes: H2D and NTT are summed over the
 // batch; MSMG1/MSMG2 are summed device-call times; MSM is the wall time not spent in
-// H2D or NTT (G2 overlaps the rest, so MSM < MSMG1 + MSMG2 when that pays).
+// H2D or NTT (G2 overlaps the rest, so MSM < MSMG1 + MSMG2 when that pays); Wait is
+// the time spent waiting for the other lane, and Total leaves it out.
 func (b *CUDA) Prove(ctx context.Context, key prover.Key, sols []*synth.Solution) ([]prover.Parts, prover.PhaseTimes, error) {
 	var times prover.PhaseTimes
 	k, ok := key.(*cudaKey)
@@ -474,24 +524,22 @@ func (b *CUDA) Prove(ctx context.Context, key prover.Key, sols []*synth.Solution
 			return nil, times, fmt.Errorf("%s: prove %s: solution %d: %w", b.Name(), pk.Circuit, i, err)
 		}
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.lost != nil {
-		return nil, times, fmt.Errorf("%s: prove %s: %w", b.Name(), pk.Circuit, b.lost)
-	}
-	if k.gen != b.gen.Load() {
-		return nil, times, fmt.Errorf("%s: prove %s: %w (the key was loaded before it)", b.Name(), pk.Circuit, prover.ErrDeviceReset)
-	}
 	start := time.Now()
 	parts := make([]prover.Parts, len(sols))
 	if k.batch > 1 && len(sols) > 1 {
 		err := b.proveBatched(ctx, k, sols, parts, &times)
-		times.Total = time.Since(start)
+		times.Total = time.Since(start) - times.Wait
 		times.MSM = times.Total - times.H2D - times.NTT
 		if err != nil {
-			return nil, times, fmt.Errorf("%s: prove %s: %w", b.Name(), pk.Circuit, b.fault(err))
+			return nil, times, fmt.Errorf("%s: prove %s: %w", b.Name(), pk.Circuit, err)
 		}
 		return parts, times, nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	times.Wait = time.Since(start)
+	if err := b.usable(k); err != nil {
+		return nil, times, fmt.Errorf("%s: prove %s: %w", b.Name(), pk.Circuit, err)
 	}
 
 	// G2 worker on stream 2. free[slot] holds a token while wh[slot] may be overwritten.
@@ -523,7 +571,7 @@ func (b *CUDA) Prove(ctx context.Context, key prover.Key, sols []*synth.Solution
 		err = fmt.Errorf("G2 MSM: %w", g2err)
 	}
 	times.MSMG2 = g2time
-	times.Total = time.Since(start)
+	times.Total = time.Since(start) - times.Wait
 	times.MSM = times.Total - times.H2D - times.NTT
 	if err != nil {
 		return nil, times, fmt.Errorf("%s: prove %s: %w", b.Name(), pk.Circuit, b.fault(err))
@@ -568,90 +616,147 @@ func (b *CUDA) proveG1(ctx context.Context, k *cudaKey, sols []*synth.Solution, 
 	return nil
 }
 
-// proveBatched proves sols in groups of up to k.batch: each group's W and h vectors go
-// into the batch slots, then each of the four MSMs runs once for the whole group
-// (cuzk_msm_batch), G2 on the second stream beside the G1 ones.
+// proveBatched proves sols in groups of up to k.batch. Each group takes a free set of
+// batch slots (k.whBatch), is uploaded and gets its H on the staging stream under
+// b.stage (stageGroup), then runs its four MSMs under b.mu, each once for the whole
+// group (cuzk_msm_batch), G2 on the second stream beside the G1 ones (msmGroup). A
+// second call's group stages while this one's MSMs run.
 func (b *CUDA) proveBatched(ctx context.Context, k *cudaKey, sols []*synth.Solution, parts []prover.Parts,
 	times *prover.PhaseTimes) error {
-	pk, s := k.pk, b.s1
-	nw, n := pk.NbWires, pk.DomainSize()
-	stride := nw + n
+	stride := k.pk.NbWires + k.pk.DomainSize()
 	for lo := 0; lo < len(sols); lo += k.batch {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		group := sols[lo:min(len(sols), lo+k.batch)]
-		g := len(group)
-		var err error
-		switch b.batchUpload {
-		case "streams":
-			err = k.uploadAndHBatch(ctx, []*cudaStream{b.s1, b.s2}, group, stride, times)
-		case "serial":
-			err = k.uploadAndHBatch(ctx, []*cudaStream{b.s1}, group, stride, times)
-		default:
-			err = k.gatherAndHBatch(ctx, b.s1, group, stride, times)
+		t := time.Now()
+		var set int
+		select {
+		case set = <-k.sets:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
+		times.Wait += time.Since(t)
+		err := b.stageGroup(ctx, k, group, k.whBatch[set], stride, times)
+		if err == nil {
+			err = b.msmGroup(k, k.whBatch[set], len(group), stride, parts[lo:lo+len(group)], times)
+		}
+		k.sets <- set
 		if err != nil {
 			return err
-		}
-
-		var b2 []bls12381.G2Jac
-		var g2err error
-		g2done := make(chan struct{})
-		go func() {
-			defer close(g2done)
-			t := time.Now()
-			b2, g2err = b.s2.msmG2Batch(k.b2, 0, k.b2.count, k.whBatch, 0, stride, g, k.idxB)
-			times.MSMG2 += time.Since(t)
-		}()
-		// Each G1 MSM's fold on the host runs while the next MSM runs on the device.
-		t2 := time.Now()
-		var a, b1, kz func() []bls12381.G1Jac
-		a, err = s.msmG1BatchAsync(k.a, 0, k.a.count, k.whBatch, 0, stride, g, k.idxA)
-		if err != nil {
-			err = fmt.Errorf("MSM A: %w", err)
-		}
-		if err == nil {
-			if b1, err = s.msmG1BatchAsync(k.b1, 0, k.b1.count, k.whBatch, 0, stride, g, k.idxB); err != nil {
-				err = fmt.Errorf("MSM B1: %w", err)
-			}
-		}
-		if err == nil {
-			// K‖Z over W[NbPublic:] ‖ h; the last h entry has no base (deg h ≤ n−2).
-			if kz, err = s.msmG1BatchAsync(k.kz, 0, pk.NbPrivate()+n-1, k.whBatch, pk.NbPublic, stride, g, nil); err != nil {
-				err = fmt.Errorf("MSM KZ: %w", err)
-			}
-		}
-		// Every fold started is waited for, also after an error.
-		wait := func(folded func() []bls12381.G1Jac) []bls12381.G1Jac {
-			if folded == nil {
-				return nil
-			}
-			return folded()
-		}
-		as, b1s, kzs := wait(a), wait(b1), wait(kz)
-		times.MSMG1 += time.Since(t2)
-		<-g2done // the next group overwrites the slots G2 reads
-		if err != nil {
-			return err
-		}
-		if g2err != nil {
-			return fmt.Errorf("G2 MSM: %w", g2err)
-		}
-		for j := range group {
-			parts[lo+j] = prover.Parts{A: as[j], B1: b1s[j], K: kzs[j], B2: b2[j]}
 		}
 	}
 	return nil
 }
 
+// stageGroup puts group's W, A, B, C on the device (W ‖ A into wh) and computes their
+// H, under b.stage on s3; the A/B upload modes run on s1 and s2, so they also hold b.mu.
+func (b *CUDA) stageGroup(ctx context.Context, k *cudaKey, group []*synth.Solution, wh *devBuf, stride int,
+	times *prover.PhaseTimes) error {
+	t := time.Now()
+	gather := b.batchUpload == "gather"
+	if !gather {
+		b.mu.Lock()
+	}
+	b.stage.Lock()
+	times.Wait += time.Since(t)
+	err := b.usable(k)
+	if err == nil {
+		switch b.batchUpload {
+		case "streams":
+			err = k.uploadAndHBatch(ctx, []*cudaStream{b.s1, b.s2}, wh, group, stride, times)
+		case "serial":
+			err = k.uploadAndHBatch(ctx, []*cudaStream{b.s1}, wh, group, stride, times)
+		default:
+			err = k.gatherAndHBatch(ctx, b.s3, wh, group, stride, times)
+		}
+	}
+	b.stage.Unlock()
+	if err == nil {
+		if !gather {
+			b.mu.Unlock()
+		}
+		return nil
+	}
+	if gather {
+		b.mu.Lock() // a fault's reset holds both locks, mu first
+	}
+	defer b.mu.Unlock()
+	return b.fault(err)
+}
+
+// msmGroup runs the four MSMs of a staged group of g solutions in wh under b.mu and
+// writes their parts.
+func (b *CUDA) msmGroup(k *cudaKey, wh *devBuf, g, stride int, parts []prover.Parts, times *prover.PhaseTimes) error {
+	t := time.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	times.Wait += time.Since(t)
+	if err := b.usable(k); err != nil {
+		return err
+	}
+	return b.fault(b.msmBatch(k, wh, g, stride, parts, times))
+}
+
+func (b *CUDA) msmBatch(k *cudaKey, wh *devBuf, g, stride int, parts []prover.Parts, times *prover.PhaseTimes) error {
+	pk, s := k.pk, b.s1
+	n := pk.DomainSize()
+	var b2 []bls12381.G2Jac
+	var g2err error
+	g2done := make(chan struct{})
+	go func() {
+		defer close(g2done)
+		t := time.Now()
+		b2, g2err = b.s2.msmG2Batch(k.b2, 0, k.b2.count, wh, 0, stride, g, k.idxB)
+		times.MSMG2 += time.Since(t)
+	}()
+	// Each G1 MSM's fold on the host runs while the next MSM runs on the device.
+	t2 := time.Now()
+	var a, b1, kz func() []bls12381.G1Jac
+	a, err := s.msmG1BatchAsync(k.a, 0, k.a.count, wh, 0, stride, g, k.idxA)
+	if err != nil {
+		err = fmt.Errorf("MSM A: %w", err)
+	}
+	if err == nil {
+		if b1, err = s.msmG1BatchAsync(k.b1, 0, k.b1.count, wh, 0, stride, g, k.idxB); err != nil {
+			err = fmt.Errorf("MSM B1: %w", err)
+		}
+	}
+	if err == nil {
+		// K‖Z over W[NbPublic:] ‖ h; the last h entry has no base (deg h ≤ n−2).
+		if kz, err = s.msmG1BatchAsync(k.kz, 0, pk.NbPrivate()+n-1, wh, pk.NbPublic, stride, g, nil); err != nil {
+			err = fmt.Errorf("MSM KZ: %w", err)
+		}
+	}
+	// Every fold started is waited for, also after an error.
+	wait := func(folded func() []bls12381.G1Jac) []bls12381.G1Jac {
+		if folded == nil {
+			return nil
+		}
+		return folded()
+	}
+	as, b1s, kzs := wait(a), wait(b1), wait(kz)
+	times.MSMG1 += time.Since(t2)
+	<-g2done // the slots are free for another group only when G2 is done with them
+	if err != nil {
+		return err
+	}
+	if g2err != nil {
+		return fmt.Errorf("G2 MSM: %w", g2err)
+	}
+	for j := range g {
+		parts[j] = prover.Parts{A: as[j], B1: b1s[j], K: kzs[j], B2: b2[j]}
+	}
+	return nil
+}
+
 // gatherAndHBatch puts a batch group's solutions on the device: for each run of up to
-// hBatch solutions, one staged upload of all their W, A (into their whBatch slots, j
+// hBatch solutions, one staged upload of all their W, A (into their slots of wh, j
 // at j*stride) and B, C (into the H scratch), then their H in one set of launches.
 // One solution at a time, each of a solution's four uploads waited for its own
 // synchronization behind a single-threaded copy, and its H was some twenty launches
 // too small to fill the device (uploadAndHBatch below, kept for A/B runs).
-func (k *cudaKey) gatherAndHBatch(ctx context.Context, s *cudaStream, group []*synth.Solution, stride int,
+func (k *cudaKey) gatherAndHBatch(ctx context.Context, s *cudaStream, wh *devBuf, group []*synth.Solution, stride int,
 	times *prover.PhaseTimes) error {
 	nw, n := k.pk.NbWires, k.pk.DomainSize()
 	pieces := make([]upload, 0, 4*k.hBatch)
@@ -664,7 +769,7 @@ func (k *cudaKey) gatherAndHBatch(ctx context.Context, s *cudaStream, group []*s
 		pieces = pieces[:0]
 		for j, sol := range run {
 			at := (lo + j) * stride
-			pieces = append(pieces, upload{k.whBatch, at, sol.W}, upload{k.whBatch, at + nw, sol.A},
+			pieces = append(pieces, upload{wh, at, sol.W}, upload{wh, at + nw, sol.A},
 				upload{k.hbB, j * n, sol.B}, upload{k.hcB, j * n, sol.C})
 		}
 		if err := s.uploadGather(pieces); err != nil {
@@ -672,7 +777,7 @@ func (k *cudaKey) gatherAndHBatch(ctx context.Context, s *cudaStream, group []*s
 		}
 		t1 := time.Now()
 		times.H2D += t1.Sub(t0)
-		if err := s.computeHBatch(k.dom, k.whBatch, lo*stride+nw, stride, k.hbB, k.hcB, 0, n, len(run),
+		if err := s.computeHBatch(k.dom, wh, lo*stride+nw, stride, k.hbB, k.hcB, 0, n, len(run),
 			k.pk.NbConstraints); err != nil {
 			return fmt.Errorf("solutions %d..%d: %w", lo, lo+len(run)-1, err)
 		}
@@ -689,8 +794,8 @@ func (k *cudaKey) gatherAndHBatch(ctx context.Context, s *cudaStream, group []*s
 // odd ones on the second at once, each stream with its own slot of the H scratch.
 // H2D and NTT receive the phase's wall time, split as the two streams' summed times
 // split. For A/B runs against gatherAndHBatch (CUZK_GPU_BATCH_UPLOAD).
-func (k *cudaKey) uploadAndHBatch(ctx context.Context, streams []*cudaStream, group []*synth.Solution, stride int,
-	times *prover.PhaseTimes) error {
+func (k *cudaKey) uploadAndHBatch(ctx context.Context, streams []*cudaStream, wh *devBuf, group []*synth.Solution,
+	stride int, times *prover.PhaseTimes) error {
 	t0 := time.Now()
 	var lane [2]prover.PhaseTimes
 	var errs [2]error
@@ -704,7 +809,7 @@ func (k *cudaKey) uploadAndHBatch(ctx context.Context, streams []*cudaStream, gr
 					errs[i] = err
 					return
 				}
-				if err := k.uploadAndH(s, group[j], k.whBatch, j*stride, k.hbB, k.hcB, i*k.pk.DomainSize(), &lane[i]); err != nil {
+				if err := k.uploadAndH(s, group[j], wh, j*stride, k.hbB, k.hcB, i*k.pk.DomainSize(), &lane[i]); err != nil {
 					errs[i] = fmt.Errorf("solution %d: %w", j, err)
 					return
 				}

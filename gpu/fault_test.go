@@ -255,7 +255,7 @@ func TestKeyMemoryLimit(t *testing.T) {
 	}
 	// The buffers always come; half the bases' bytes beside them: A and B1 fit, K‖Z and
 	// B2 are streamed.
-	buffers := keyBufferBytes(big.pk)
+	buffers := keyBufferBytes(big.pk, b.lanes)
 	b.limit = buffers + (bigBytes-buffers)/2
 	k3, err := b.LoadKey(ctx, big.pk)
 	if err != nil {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -208,6 +211,79 @@ func TestProveBatchOverCap(t *testing.T) {
 func proveBatchOverCap(t *testing.T, name string, count func(domain int) int) {
 	b := testBackend(t)
 	ctx := context.Background()
+	comp, pk, key, vk := realKey(t, b, name)
+	n := count(pk.DomainSize())
+	sols, pubs := solveMany(t, comp, name, 100, n)
+	proofs, _, err := prover.Prove(ctx, b, pk, key, sols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifyAll(t, name, proofs, pubs, vk)
+	t.Logf("%s (%s): %d proofs in groups of %d, H in runs of %d, verify", name, b.batchUpload, n,
+		batchCap(pk.DomainSize()), hBatchCap(pk.DomainSize()))
+}
+
+// TestProveLanes runs four Prove calls of batches at once on one backend, more than
+// its lanes and its key's batch slot sets, each over two groups, and verifies every
+// proof: one call's groups stage on the third stream while another's run their MSMs.
+// With CUZK_GPU_LANES=1 the same calls take the device one at a time.
+func TestProveLanes(t *testing.T) {
+	for _, lanes := range []string{"2", "1"} {
+		t.Run("lanes="+lanes, func(t *testing.T) {
+			t.Setenv("CUZK_GPU_LANES", lanes)
+			proveLanes(t, "synthetic-k8")
+		})
+	}
+}
+
+func proveLanes(t *testing.T, name string) {
+	b := testBackend(t)
+	if want, _ := strconv.Atoi(os.Getenv("CUZK_GPU_LANES")); b.ProveLanes() != want {
+		t.Fatalf("ProveLanes() = %d with CUZK_GPU_LANES=%d", b.ProveLanes(), want)
+	}
+	ctx := context.Background()
+	comp, pk, key, vk := realKey(t, b, name)
+	if got := len(key.(*cudaKey).whBatch); got != b.ProveLanes() {
+		t.Fatalf("%d batch slot sets for %d lanes", got, b.ProveLanes())
+	}
+	const calls = 4
+	n := batchCap(pk.DomainSize()) + 5
+	var wg sync.WaitGroup
+	errs := make([]error, calls)
+	proofs := make([][]*groth16bls.Proof, calls)
+	pubs := make([][][]byte, calls)
+	for c := range calls {
+		var sols []*synth.Solution
+		sols, pubs[c] = solveMany(t, comp, name, uint64(1000*c), n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sums, times, err := prover.ProveSums(ctx, b, pk, key, sols)
+			switch {
+			case err != nil:
+				errs[c] = err
+			case times.Wait < 0 || times.Total <= 0 || times.H2D+times.NTT+times.MSM != times.Total:
+				errs[c] = fmt.Errorf("phase times do not add up: %+v", times)
+			default:
+				proofs[c] = sums.Assemble()
+			}
+		}()
+	}
+	wg.Wait()
+	for c := range calls {
+		if errs[c] != nil {
+			t.Fatalf("call %d: %v", c, errs[c])
+		}
+		verifyAll(t, name, proofs[c], pubs[c], vk)
+	}
+	t.Logf("%d calls of %d proofs at once, %d lanes: all verify", calls, n, b.ProveLanes())
+}
+
+// realKey compiles a built-in circuit, runs gnark's setup and loads the proving key on
+// b (closed with the test).
+func realKey(t *testing.T, b *CUDA, name string) (*synth.Compiled, *prover.ProvingKey, prover.Key, *groth16bls.VerifyingKey) {
+	t.Helper()
+	ctx := context.Background()
 	comp, err := synth.NewRegistry(t.TempDir()).Get(ctx, name)
 	if err != nil {
 		t.Fatal(err)
@@ -225,27 +301,26 @@ func proveBatchOverCap(t *testing.T, name string, count func(domain int) int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer key.Close()
-	n := count(pk.DomainSize())
+	t.Cleanup(func() { key.Close() })
+	return comp, pk, key, &vk
+}
+
+// solveMany solves n instances of a built-in circuit from seeds seed, seed+1, ...
+func solveMany(t *testing.T, comp *synth.Compiled, name string, seed uint64, n int) ([]*synth.Solution, [][]byte) {
+	t.Helper()
 	sols := make([]*synth.Solution, n)
 	pubs := make([][]byte, n)
 	for i := range sols {
-		in, err := synth.Inputs(name, uint64(100+i))
+		in, err := synth.Inputs(name, seed+uint64(i))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sols[i], err = synth.Solve(ctx, comp, in); err != nil {
+		if sols[i], err = synth.Solve(context.Background(), comp, in); err != nil {
 			t.Fatal(err)
 		}
 		pubs[i] = sols[i].Public
 	}
-	proofs, _, err := prover.Prove(ctx, b, pk, key, sols)
-	if err != nil {
-		t.Fatal(err)
-	}
-	verifyAll(t, name, proofs, pubs, &vk)
-	t.Logf("%s (%s): %d proofs in groups of %d, H in runs of %d, verify", name, b.batchUpload, n,
-		batchCap(pk.DomainSize()), hBatchCap(pk.DomainSize()))
+	return sols, pubs
 }
 
 // verifyAll verifies each proof with gnark against its public witness.

@@ -70,4 +70,22 @@ type PhaseTimes struct {
 	MSMG2 time.Duration
 	MSM   time.Duration // all MSMs, wall time (G1 and G2 may overlap)
 	Total time.Duration
+	// Wait is the part of the call spent waiting for the device while another call
+	// used it (a backend with several lanes, see Lanes); it is not in the phases above.
+	Wait time.Duration
+}
+
+// Lanes is implemented by a backend whose Prove calls overlap when several run at once
+// on its device (one batch's upload and H beside another's MSMs): ProveLanes is how
+// many its caller should keep in flight. A backend without it takes one at a time.
+type Lanes interface {
+	ProveLanes() int
+}
+
+// ProveLanes returns b's lanes: b.ProveLanes() when b implements Lanes, else 1.
+func ProveLanes(b Backend) int {
+	if l, ok := b.(Lanes); ok {
+		return max(1, l.ProveLanes())
+	}
+	return 1
 }

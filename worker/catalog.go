@@ -105,6 +105,10 @@ func (k *ResidentKey) Release() {
 	k.users--
 	k.lastUse = time.Now()
 	closeNow := k.dropped && k.users == 0
+	if k.users == 0 {
+		close(k.c.freed)
+		k.c.freed = make(chan struct{})
+	}
 	k.c.mu.Unlock()
 	if closeNow {
 		k.c.close(k)
@@ -128,7 +132,7 @@ func NewCatalog(circuits CircuitLoader, keys KeyLoader, log *slog.Logger) Catalo
 		log = slog.Default()
 	}
 	return &catalog{circuits: circuits, keys: keys, log: log, states: map[string]*KeyState{},
-		keysBy: map[string]*ResidentKey{}, resets: map[string]int{}}
+		keysBy: map[string]*ResidentKey{}, resets: map[string]int{}, freed: make(chan struct{})}
 }
 
 type catalog struct {
@@ -143,6 +147,9 @@ type catalog struct {
 	states map[string]*KeyState    // by circuit + "\x00" + backend name ("" for the files)
 	keysBy map[string]*ResidentKey // the keys resident now, by circuit + "\x00" + backend name
 	resets map[string]int          // device resets, by backend name
+	// freed is closed (and replaced) whenever a key's last use ends, for a load that
+	// waits for a key in use to become evictable.
+	freed chan struct{}
 }
 
 type gnarkKeys struct {
@@ -354,7 +361,18 @@ func (c *catalog) loadKey(ctx context.Context, circuit string, b prover.Backend,
 		if ctx.Value(noEviction{}) != nil {
 			return nil, fmt.Errorf("make key resident on %s (a preload evicts no key): %w", b.Name(), err)
 		}
-		victim, idle := c.evict(b.Name())
+		victim, idle, busy, freed := c.evict(b.Name())
+		if victim == nil && busy > 0 && prover.ProveLanes(b) > 1 {
+			// The device's other keys are in use by its other provers (a backend with
+			// several lanes): one of them becomes evictable when its batch is proven.
+			// With one lane, a key in use is held by someone else, maybe for long: fail.
+			select {
+			case <-freed:
+				continue
+			case <-ctx.Done():
+				return nil, fmt.Errorf("make key resident on %s (waiting for one of its %d keys in use): %w", b.Name(), busy, context.Cause(ctx))
+			}
+		}
 		if victim == nil {
 			return nil, fmt.Errorf("make key resident on %s (%d keys evicted, none left that is not in use): %w", b.Name(), evicted, err)
 		}
@@ -366,21 +384,27 @@ func (c *catalog) loadKey(ctx context.Context, circuit string, b prover.Backend,
 }
 
 // evict drops the least recently used key of backend that is not in use, and returns
-// it (to be closed) with the time since its last use, or nil when there is none.
-func (c *catalog) evict(backend string) (*ResidentKey, time.Duration) {
+// it (to be closed) with the time since its last use, or nil when there is none; then
+// busy counts backend's keys in use, and freed is closed when a use ends.
+func (c *catalog) evict(backend string) (victim *ResidentKey, idle time.Duration, busy int, freed <-chan struct{}) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var lru *ResidentKey
 	for _, k := range c.keysBy {
-		if k.backend == backend && k.users == 0 && (lru == nil || k.lastUse.Before(lru.lastUse)) {
+		if k.backend != backend {
+			continue
+		}
+		if k.users > 0 {
+			busy++
+		} else if lru == nil || k.lastUse.Before(lru.lastUse) {
 			lru = k
 		}
 	}
 	if lru == nil {
-		return nil, 0
+		return nil, 0, busy, c.freed
 	}
 	c.dropLocked(lru, "least recently used key of its device, freed for another key (device out of memory)")
-	return lru, time.Since(lru.lastUse)
+	return lru, time.Since(lru.lastUse), busy, c.freed
 }
 
 func (c *catalog) DeviceReset(b prover.Backend, cause error) int {

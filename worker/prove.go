@@ -127,9 +127,17 @@ func (w *Worker) proveBatch(d *Prover, b *batch) {
 		telemetry = d.Telemetry()
 	}
 	inside := devicePhases(times)
+	// The time the backend waited for its device behind another lane's batch is
+	// waiting for a prover, not proving.
+	start = start.Add(times.Wait)
+	elapsed -= times.Wait
 	for _, it := range live {
 		it.att.Telemetry = telemetry
 		it.att.ProveStartedAt = start
+		if times.Wait > 0 {
+			waited, _ := it.times.Get(phase.ProveWait)
+			it.times.Set(phase.ProveWait, waited+times.Wait)
+		}
 		it.times.Set(phase.Prove, elapsed)
 		for name, t := range inside {
 			it.times.Set(name, t)

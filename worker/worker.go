@@ -158,7 +158,16 @@ const fetchCooldown = 20 * time.Millisecond
 // busy (a batch per queue slot and per device, plus the batch being synthesized) and no
 // more, so the rest stays in the queue for other hosts.
 func (w *Worker) maxClaimed() int {
-	return w.cfg.MaxBatch*(w.cfg.QueueDepth+len(w.devices)) + w.cfg.SynthConcurrency
+	return w.cfg.MaxBatch*(w.cfg.QueueDepth+w.lanes()) + w.cfg.SynthConcurrency
+}
+
+// lanes is the number of provers: one per lane of each device.
+func (w *Worker) lanes() int {
+	n := 0
+	for _, d := range w.devices {
+		n += prover.ProveLanes(d.Backend)
+	}
+	return n
 }
 
 // Budget is the worker's memory budget (for metrics and tests).
@@ -172,11 +181,15 @@ func (w *Worker) Run(ctx context.Context) error {
 	close(w.stopReady)
 	var provers sync.WaitGroup
 	for i := range w.devices {
-		provers.Add(1)
-		go func() {
-			defer provers.Done()
-			w.runProver(i)
-		}()
+		// A backend whose calls overlap (one batch's upload beside another's MSMs)
+		// gets a prover per lane.
+		for range prover.ProveLanes(w.devices[i].Backend) {
+			provers.Add(1)
+			go func() {
+				defer provers.Done()
+				w.runProver(i)
+			}()
+		}
 	}
 	drained := true
 	defer func() {
