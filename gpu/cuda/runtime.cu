@@ -150,6 +150,20 @@ int fault_point(cudaStream_t st) {
     return fail(CUZK_ERR_CUDA, "injected fault (CUZK_FAULT_INJECT)");
 }
 
+// Bytes staged per fill of stream_upload_gather: small enough that copies into later
+// fills overlap the DMA out of earlier ones for most of an upload (one fill of a
+// whole 32 MiB half left the copy and the DMA one after the other: 3.9 ms for a batch
+// of 16 solutions of 2^14 in a worker's execution trace, docs/BENCHMARKS.md).
+// CUZK_GPU_GATHER_FILL_MB overrides it (A/B runs), read when the stream is made.
+static size_t gather_fill_bytes(size_t pinned) {
+    size_t fill = 4u << 20;
+    if (const char* e = getenv("CUZK_GPU_GATHER_FILL_MB")) {
+        long mb = atol(e);
+        if (mb > 0) fill = (size_t)mb << 20;
+    }
+    return std::max<size_t>(1, std::min(fill, pinned / 2));
+}
+
 extern "C" int cuzk_stream_create(cuzk_ctx* ctx, size_t staging_bytes, cuzk_stream** out) {
     if (!ctx || !out) return fail(CUZK_ERR_ARG, "NULL argument");
     RET(set_device(ctx));
@@ -164,10 +178,16 @@ extern "C" int cuzk_stream_create(cuzk_ctx* ctx, size_t staging_bytes, cuzk_stre
     if (e == cudaSuccess) e = cudaHostAlloc((void**)&s->pinned, staging_bytes, cudaHostAllocDefault);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&s->sm_count, cudaDevAttrMultiProcessorCount, ctx->dev);
     if (e != cudaSuccess) {
+        // What was made before the failure is freed with it.
+        if (s->pinned) cudaFreeHost(s->pinned);
+        for (cudaEvent_t ev : s->ev)
+            if (ev) cudaEventDestroy(ev);
+        if (s->s) cudaStreamDestroy(s->s);
         delete s;
         return fail(CUZK_ERR_CUDA, std::string("stream create: ") + cudaGetErrorString(e));
     }
     s->pinned_bytes = staging_bytes;
+    s->gather_fill = gather_fill_bytes(staging_bytes);
     *out = s;
     return CUZK_OK;
 }
@@ -243,20 +263,6 @@ int stream_upload(cuzk_stream* s, void* dst, const void* host, size_t bytes) {
     return CUZK_OK;
 }
 
-// Bytes staged per fill of stream_upload_gather: small enough that copies into later
-// fills overlap the DMA out of earlier ones for most of an upload (one fill of a
-// whole 32 MiB half left the copy and the DMA one after the other: 3.9 ms for a batch
-// of 16 solutions of 2^14 in a worker's execution trace, docs/BENCHMARKS.md).
-// CUZK_GPU_GATHER_FILL_MB overrides it (A/B runs).
-static size_t gather_fill_bytes(size_t pinned) {
-    size_t fill = 4u << 20;
-    if (const char* e = getenv("CUZK_GPU_GATHER_FILL_MB")) {
-        long mb = atol(e);
-        if (mb > 0) fill = (size_t)mb << 20;
-    }
-    return std::max<size_t>(1, std::min(fill, pinned / 2));
-}
-
 // Many host -> device copies through the pinned buffer with one synchronization. The
 // pieces are laid end to end into fills (a piece crossing a fill's end is split);
 // fill j uses slot j % R of the pinned buffer (R slots). Up to 8 threads each copy
@@ -276,7 +282,7 @@ int stream_upload_gather(cuzk_stream* s, int count, const cuzk_upload_seg* segs)
         std::vector<piece> pieces;
         size_t used = 0;
     };
-    const size_t fb = gather_fill_bytes(s->pinned_bytes);
+    const size_t fb = s->gather_fill;
     const int R = (int)std::min<size_t>(64, s->pinned_bytes / fb);
     std::vector<fill_t> fills(1);
     for (int i = 0; i < count; i++) {
@@ -301,8 +307,17 @@ int stream_upload_gather(cuzk_stream* s, int count, const cuzk_upload_seg* segs)
     for (const fill_t& f : fills) total += f.used;
     const int T = (int)std::min<size_t>(8, std::max<size_t>(1, total / (1u << 20)));
 
-    std::vector<cudaEvent_t> ev(std::min(R, F));
-    for (auto& e : ev) CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    std::vector<cudaEvent_t> ev;
+    ev.reserve(std::min(R, F));
+    for (int k = 0; k < std::min(R, F); k++) {
+        cudaEvent_t e;
+        cudaError_t ce = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+        if (ce != cudaSuccess) {
+            for (cudaEvent_t made : ev) cudaEventDestroy(made);
+            return fail(CUZK_ERR_CUDA, std::string("gathered upload: event create: ") + cudaGetErrorString(ce));
+        }
+        ev.push_back(e);
+    }
     std::unique_ptr<std::atomic<int>[]> copied(new std::atomic<int>[F]);  // shares copied
     std::unique_ptr<std::atomic<bool>[]> issued(new std::atomic<bool>[F]);  // DMA enqueued
     for (int j = 0; j < F; j++) {
@@ -312,10 +327,20 @@ int stream_upload_gather(cuzk_stream* s, int count, const cuzk_upload_seg* segs)
     std::atomic<bool> abort{false};
     std::atomic<int> worker_err{CUZK_OK};
     const int dev = s->ctx->dev;
+    // Thread t's share of fill j: bytes [t*step, (t+1)*step) of it, into its slot.
+    auto copy_share = [&](int j, int t) {
+        const fill_t& f = fills[j];
+        uint8_t* stage = s->pinned + (size_t)(j % R) * fb;
+        const size_t step = (f.used + T - 1) / T, lo = std::min(f.used, t * step), hi = std::min(f.used, lo + step);
+        for (const piece& p : f.pieces) {
+            size_t a = std::max(lo, p.at), b = std::min(hi, p.at + p.n);
+            if (a < b) memcpy(stage + a, p.src + (a - p.at), b - a);
+        }
+        copied[j].fetch_add(1);
+    };
     auto worker = [&](int t) {
         if (t > 0) cudaSetDevice(dev);  // the events belong to this device
         for (int j = 0; j < F && !abort; j++) {
-            const fill_t& f = fills[j];
             if (j >= R) {  // slot j % R: fill j - R's DMA must be done with it
                 while (!issued[j - R] && !abort) std::this_thread::yield();
                 if (abort) break;
@@ -326,14 +351,7 @@ int stream_upload_gather(cuzk_stream* s, int count, const cuzk_upload_seg* segs)
                     break;
                 }
             }
-            uint8_t* stage = s->pinned + (size_t)(j % R) * fb;
-            const size_t step = (f.used + T - 1) / T, lo = std::min(f.used, t * step),
-                         hi = std::min(f.used, lo + step);
-            for (const piece& p : f.pieces) {
-                size_t a = std::max(lo, p.at), b = std::min(hi, p.at + p.n);
-                if (a < b) memcpy(stage + a, p.src + (a - p.at), b - a);
-            }
-            copied[j].fetch_add(1);
+            copy_share(j, t);
         }
     };
     std::vector<std::thread> th;
@@ -376,14 +394,7 @@ int stream_upload_gather(cuzk_stream* s, int count, const cuzk_upload_seg* segs)
                     break;
                 }
             }
-            const fill_t& f = fills[k];
-            uint8_t* stage = s->pinned + (size_t)(k % R) * fb;
-            const size_t step = (f.used + T - 1) / T, hi = std::min(f.used, step);
-            for (const piece& p : f.pieces) {
-                size_t a = p.at, b = std::min(hi, p.at + p.n);
-                if (a < b) memcpy(stage + a, p.src, b - a);
-            }
-            copied[k].fetch_add(1);
+            copy_share(k, 0);
             issue_ready(k + 1, false);
         }
         if (err == cudaSuccess && !abort) issue_ready(F, true);

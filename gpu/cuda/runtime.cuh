@@ -46,11 +46,12 @@ struct cuzk_ctx {
 struct cuzk_stream {
     cuzk_ctx* ctx;
     int gen = 0;
-    cudaStream_t s;
+    cudaStream_t s = nullptr;
     // Pinned staging: two halves so a host memcpy overlaps the previous DMA.
     uint8_t* pinned = nullptr;
     size_t pinned_bytes = 0;
-    cudaEvent_t ev[2];
+    size_t gather_fill = 0;  // stream_upload_gather's fill size, fixed when the stream is made
+    cudaEvent_t ev[2] = {nullptr, nullptr};
     size_t msm_chunk = 0;  // 0 = default
     int sm_count = 0;      // the device's multiprocessors: sizes the MSM's parallel stages
     // MSM scratch, kept across calls.
