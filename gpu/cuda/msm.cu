@@ -65,11 +65,15 @@ int msm_choose_c(size_t n, bool g2, uint32_t nbatch, int* nwin) {
     int c;
     const int k = round_log2(n);
     if (nbatch > 1 && k >= 12 && k <= 16) {
-        c = (g2 ? kBatchWindowG2 : kBatchWindowG1)[k - 12];
+        c = g2 ? kBatchWindowG2[k - 12] : kBatchWindowG1[k - 12];
     } else if (n < ((size_t)3 << 10)) {  // nearer 2^11 than 2^12
         c = msm_model_c(n, g2);
     } else {
-        c = (g2 ? kWindowG2 : kWindowG1)[std::min(std::max(k, 12), 24) - 12];
+        // One index, clamped first: the same lookup written as
+        // (g2 ? kWindowG2 : kWindowG1)[std::min(std::max(k, 12), 24) - 12] chose c = 12
+        // for every lone G1 MSM in a gcc 12 host build (G1 2^24 took 180 ms, not 127).
+        const int i = k < 12 ? 0 : (k > 24 ? 12 : k - 12);
+        c = g2 ? kWindowG2[i] : kWindowG1[i];
     }
     *nwin = msm_windows(c);
     return c;
