@@ -27,10 +27,7 @@ struct fr_params {
 typedef fe<fp_params> fp_t;
 typedef fe<fr_params> fr_t;
 
-// Signed c-bit windows of an MSM scalar: ceil(255/c). The digits are taken of k or of
-// r - k, whichever is below 2^254 (r < 2^255; msm.cuh's scalar_limbs), so the top
-// window's digit stays within 2^(c-1) and never carries out into one more window.
-__host__ __device__ constexpr int msm_windows(int c) { return (255 + c - 1) / c; }
+#include "windows.cuh"  // msm_windows
 
 struct fp2_t {
     fp_t c0, c1;

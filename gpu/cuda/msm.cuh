@@ -23,10 +23,7 @@
 #include "xyzz.cuh"
 
 // The window size for n points, and the window size and copy count of a precomputed
-// set of n points with at most maxf copies (msm.cu; host code, so tuning them rebuilds
-// no kernels).
-int msm_choose_c(size_t n, bool g2, uint32_t nbatch, int* nwin);
-void msm_precompute_shape(size_t n, bool g2, int maxf, int* c, int* copies);
+// set of n points with at most maxf copies: windows.cuh.
 
 namespace msm {
 namespace {  // internal linkage: each instantiation unit gets its own kernels
