@@ -672,17 +672,14 @@ func (b *CUDA) stageGroup(ctx context.Context, k *cudaKey, group []*synth.Soluti
 		}
 	}
 	b.stage.Unlock()
-	if err == nil {
-		if !gather {
-			b.mu.Unlock()
-		}
-		return nil
-	}
 	if gather {
+		if err == nil {
+			return nil
+		}
 		b.mu.Lock() // a fault's reset holds both locks, mu first
 	}
 	defer b.mu.Unlock()
-	return b.fault(err)
+	return b.fault(err) // nil for nil
 }
 
 // msmGroup runs the four MSMs of a staged group of g solutions in wh under b.mu and
