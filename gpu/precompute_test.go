@@ -1,12 +1,15 @@
 package gpu
 
 import (
+	"context"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/consensys/gnark-crypto/ecc"
 	bls12381 "github.com/consensys/gnark-crypto/ecc/bls12-381"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+
+	"github.com/cuzk/cuzk/prover"
 )
 
 // TestMSMPrecomputed checks MSMs over precomputed base sets (shifted copies on the
@@ -191,5 +194,63 @@ func TestPrecomputeRefusals(t *testing.T) {
 	}
 	if !got.Equal(&want) {
 		t.Fatal("MSM over the precomputed set: mismatch")
+	}
+}
+
+// TestPrecomputeBatchedOnly: under Options.PrecomputeBatchedOnly (the worker's
+// --gpu-precompute auto) a key proven in batches gets copies of its bases, each set
+// with its copies within 1/32 of the key memory, and a key proven one at a time gets
+// none.
+func TestPrecomputeBatchedOnly(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 26))
+	q1, q2 := distinctG1(rng, 1<<10), distinctG2(rng, 1<<8)
+	small, _ := timingKey(t, 12, q1, q2)
+	large, _ := timingKey(t, 20, q1, q2)
+	if batchCap(small.DomainSize()) < 2 || batchCap(large.DomainSize()) > 1 {
+		t.Fatalf("batch caps %d and %d: the test needs a batched and an unbatched key",
+			batchCap(small.DomainSize()), batchCap(large.DomainSize()))
+	}
+	one := int64(len(small.KZ)) * 96 // the largest G1 set (K‖Z), one copy
+	// The share allows about five copies of K‖Z, fewer than the 16 asked for.
+	limit := 32 * (5*one + one/2)
+	b := testBackendWith(t, Options{PrecomputeCopies: 16, PrecomputeBatchedOnly: true, KeyMemoryBytes: limit})
+	ctx := context.Background()
+	load := func(pk *prover.ProvingKey) *cudaKey {
+		k, err := b.LoadKey(ctx, pk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { k.Close() })
+		return k.(*cudaKey)
+	}
+	ks := load(small)
+	for name, set := range map[string]*baseSet{"A": ks.a, "B1": ks.b1, "K‖Z": ks.kz, "B2": ks.b2} {
+		per := int64(set.count) * 96 * int64(set.group) // G2 points take twice G1's bytes
+		got := set.deviceBytes()
+		if got < 2*per || got > limit/32 {
+			t.Errorf("batched key, %s: %d device bytes for %d points, want copies (at least %d) within %d",
+				name, got, set.count, 2*per, limit/32)
+		}
+	}
+	var copies int64
+	for _, set := range []*baseSet{ks.a, ks.b1, ks.kz, ks.b2} {
+		copies += set.deviceBytes() - int64(set.count)*96*int64(set.group)
+	}
+	if ks.PrecomputedBytes() != copies {
+		t.Errorf("batched key: PrecomputedBytes %d, want the copies' %d", ks.PrecomputedBytes(), copies)
+	}
+	b2 := testBackendWith(t, Options{PrecomputeCopies: 16, PrecomputeBatchedOnly: true})
+	kl, err := b2.LoadKey(ctx, large)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kl.Close()
+	for name, set := range map[string]*baseSet{"A": kl.(*cudaKey).a, "K‖Z": kl.(*cudaKey).kz} {
+		if got, want := set.deviceBytes(), int64(set.count)*96; got != want {
+			t.Errorf("unbatched key, %s: %d device bytes, want %d (no copies)", name, got, want)
+		}
+	}
+	if p := kl.(*cudaKey).PrecomputedBytes(); p != 0 {
+		t.Errorf("unbatched key: PrecomputedBytes %d, want 0", p)
 	}
 }

@@ -48,6 +48,13 @@ type Key interface {
 	Close() error
 }
 
+// PrecomputedKey is a Key that holds precomputed copies of its bases (counted in
+// Bytes), for logs and for sizing memory limits without them.
+type PrecomputedKey interface {
+	Key
+	PrecomputedBytes() int64
+}
+
 // Parts are the backend-computed sums of one proof, without randomization:
 //
 //	A  = Σ G1.A[i]·w[i]       (over wires whose A base is not infinity)

@@ -21,9 +21,10 @@
 #                       larger of the two circuits' keys (sizes from the main worker's
 #                       log) but not both proves E2E_EVICT_N (default 8) requests of each
 #                       again, submitted alternately, so key switches evict; fails
-#                       unless evictions happened and every request succeeded. Not with
-#                       --gpu-precompute in E2E_WORKER_FLAGS: under the limit a key makes
-#                       fewer copies before any key is evicted, so both would fit
+#                       unless evictions happened and every request succeeded. That
+#                       worker gets --gpu-precompute 0 and the sizes leave the copies
+#                       out: under a limit a key makes fewer copies before any key is
+#                       evicted, so both would fit
 #   E2E_TRACE_S         S: workers get --pprof, and while each circuit's requests are
 #                       proven (from 2 s after they are submitted) an execution trace and a
 #                       CPU profile of S seconds are fetched into logs.tgz as
@@ -155,9 +156,6 @@ for item in $CIRCUITS; do
 	COUNTS+=("$n")
 done
 [ ${#NAMES[@]} -gt 0 ] || fail "E2E_CIRCUITS is empty"
-if [ -n "${E2E_EVICT:-}" ]; then
-	case " ${WFLAGS[*]} " in *" --gpu-precompute"*) fail "E2E_EVICT: not with --gpu-precompute in E2E_WORKER_FLAGS (copies shrink to fit before a key is evicted)" ;; esac
-fi
 declare -A SETUP_PID=()
 for i in "${!NAMES[@]}"; do
 	name=${NAMES[$i]} n=${COUNTS[$i]}
@@ -328,13 +326,18 @@ done
 
 if [ -n "${E2E_EVICT:-}" ]; then
 	e1=${E2E_EVICT%%,*} e2=${E2E_EVICT#*,} en=${E2E_EVICT_N:-8}
-	keybytes() { grep 'proving key resident' "$LOG/worker-main.log" | grep -E "circuit=\"?$1\"?( |$)" |
-		grep -o 'bytes=[0-9]*' | head -1 | cut -d= -f2; }
+	# The key's bytes without precomputed copies (the evict worker makes none).
+	keybytes() {
+		local l
+		l=$(grep 'proving key resident' "$LOG/worker-main.log" | grep -E "circuit=\"?$1\"?( |$)" | head -1)
+		[ -n "$l" ] || return 0
+		echo $(($(grep -o ' bytes=[0-9]*' <<<"$l" | cut -d= -f2) - $(grep -o 'precomputed_bytes=[0-9]*' <<<"$l" | cut -d= -f2 || echo 0)))
+	}
 	k1=$(keybytes "$e1") k2=$(keybytes "$e2")
 	[ -n "$k1" ] && [ -n "$k2" ] || fail "E2E_EVICT: no key size of $e1 or $e2 in the main worker's log"
 	lim=$((k1 > k2 ? k1 + k2 / 2 : k2 + k1 / 2))
 	note "evict: keys $e1 $k1 bytes, $e2 $k2 bytes; --gpu-key-memory $lim"
-	start_worker evict "${WFLAGS[@]}" --gpu-key-memory "$lim"
+	start_worker evict "${WFLAGS[@]}" --gpu-precompute 0 --gpu-key-memory "$lim"
 	f=$WORK/submit-evict.sql t0=$SECONDS
 	{
 		echo "BEGIN;"

@@ -314,7 +314,11 @@ func (c *catalog) load(ctx context.Context, name string, b prover.Backend) (k *R
 		k = &ResidentKey{PK: g.pk, Key: dk, VK: g.vk, VKDigest: store.VKDigest(enc.Bytes()),
 			c: c, id: name + "\x00" + b.Name(), backend: b.Name(), state: st, lastUse: time.Now()}
 		if c.register(k, resets) {
-			c.log.Info("proving key resident", "circuit", name, "device", b.Name(), "bytes", dk.Bytes())
+			attrs := []any{"circuit", name, "device", b.Name(), "bytes", dk.Bytes()}
+			if pk, ok := dk.(prover.PrecomputedKey); ok {
+				attrs = append(attrs, "precomputed_bytes", pk.PrecomputedBytes())
+			}
+			c.log.Info("proving key resident", attrs...)
 			return k, nil
 		}
 		// The device was reset while the key loaded: it may be gone with the others.
