@@ -30,6 +30,12 @@ type Options struct {
 	// needs fewer windows' bucket reductions and wider windows (cuzk_bases_precompute);
 	// sets whose copies do not fit beside ReserveBytes stay as they are. 0 or 1: off.
 	PrecomputeCopies int
+	// PrecomputeBatchedOnly limits PrecomputeCopies to keys whose proofs go through the
+	// device in batches (domain ≤ 2^19, batchCap > 1), and each of their base sets with
+	// its copies to 1/32 of the key memory (KeyMemoryBytes, else the device's): such
+	// keys are small (16 copies of a 2^14 key's bases take about 120 MiB) and their
+	// batched MSMs, each over few points, gain the most from fewer windows.
+	PrecomputeBatchedOnly bool
 	// KeyMemoryBytes caps the device memory of all resident keys together (bases,
 	// precomputed copies, per-proof buffers), for a device shared with other work or
 	// sized for several circuits' keys. A load that would pass it fails with
@@ -45,13 +51,14 @@ type Options struct {
 // and G1 MSMs. Batches of small proofs have a third stream: while one Prove call's
 // batch runs its MSMs, another call's batch is uploaded and gets its H (ProveLanes).
 type CUDA struct {
-	lib     *cudaLib
-	ctx     *cudaCtx
-	ordinal int
-	info    devinfo.Device
-	reserve int
-	copies  int   // Options.PrecomputeCopies
-	limit   int64 // Options.KeyMemoryBytes; 0: none
+	lib         *cudaLib
+	ctx         *cudaCtx
+	ordinal     int
+	info        devinfo.Device
+	reserve     int
+	copies      int   // Options.PrecomputeCopies
+	batchedOnly bool  // Options.PrecomputeBatchedOnly
+	limit       int64 // Options.KeyMemoryBytes; 0: none
 
 	mu sync.Mutex // one Prove or LoadKey at a time on s1 and s2: the streams own their scratch
 	// stage is held while a batch group is uploaded and gets its H on s3, beside
@@ -72,6 +79,12 @@ type CUDA struct {
 	// (one solution at a time, the even ones on stream 1 and the odd on stream 2) or
 	// "serial" (one at a time on stream 1).
 	batchUpload string
+	// single is how a Prove call that is not batched (a key too large to batch, or one
+	// solution of a batched key) uses the device: "" (default) stages an unbatched key's
+	// solutions beside the other lane's MSMs (proveStaged) and proves a batched key's
+	// single solution under the device lock; CUZK_GPU_SINGLE=staged or locked picks one
+	// way for every key (A/B runs, tests). One lane always proves under the lock.
+	single string
 }
 
 var _ prover.Backend = (*CUDA)(nil)
@@ -103,7 +116,7 @@ func NewCUDA(ordinal int, opt Options) (*CUDA, error) {
 		return nil, fmt.Errorf("cuda:%d: key memory limit %d is negative", ordinal, opt.KeyMemoryBytes)
 	}
 	b := &CUDA{lib: lib, ctx: c, ordinal: ordinal, info: info, reserve: opt.ReserveBytes, copies: opt.PrecomputeCopies,
-		limit: opt.KeyMemoryBytes, stagingOpt: opt.StagingBytes, batchUpload: "gather", lanes: 2}
+		batchedOnly: opt.PrecomputeBatchedOnly, limit: opt.KeyMemoryBytes, stagingOpt: opt.StagingBytes, batchUpload: "gather", lanes: 2}
 	switch v := os.Getenv("CUZK_GPU_LANES"); v {
 	case "", "2":
 	case "1":
@@ -111,6 +124,13 @@ func NewCUDA(ordinal int, opt Options) (*CUDA, error) {
 	default:
 		c.close()
 		return nil, fmt.Errorf("cuda:%d: CUZK_GPU_LANES=%q: want 1 or 2", ordinal, v)
+	}
+	switch v := os.Getenv("CUZK_GPU_SINGLE"); v {
+	case "", "staged", "locked":
+		b.single = v
+	default:
+		c.close()
+		return nil, fmt.Errorf("cuda:%d: CUZK_GPU_SINGLE=%q: want staged or locked", ordinal, v)
 	}
 	switch v := os.Getenv("CUZK_GPU_BATCH_UPLOAD"); v {
 	case "":
@@ -237,14 +257,19 @@ type cudaKey struct {
 	batch       int        // solutions per batched pass (1: small batches are not worth it)
 	whBatch     []*devBuf  // per lane, batch slots of W ‖ h, stride NbWires + DomainSize
 	sets        chan int   // the whBatch entries free for a group
+	slots       chan int   // the wh entries free for a staged solution (proveStaged)
 	hBatch      int        // solutions whose H is computed at once (batched keys; at least 2)
 	hbB, hcB    *devBuf    // H scratch of hBatch solutions, solution j at j*DomainSize
 	bytes       int64
+	precomputed int64 // of bytes, the bases' precomputed copies
 	closeOnce   sync.Once
 	releaseErrs error
 }
 
 func (k *cudaKey) Bytes() int64 { return k.bytes }
+
+// PrecomputedBytes implements prover.PrecomputedKey.
+func (k *cudaKey) PrecomputedBytes() int64 { return k.precomputed }
 
 func (k *cudaKey) Close() error {
 	k.closeOnce.Do(func() {
@@ -342,13 +367,16 @@ func (b *CUDA) loadKey(k *cudaKey) error {
 	if k.b2, err = s.newBasesG2(pk.PK.G2.B, b.reserve, f); err != nil {
 		return err
 	}
-	if b.copies > 1 {
+	if want := b.keyCopies(n); want > 1 {
 		// G2 first: its MSM is the costliest of a proof.
 		for _, set := range []*baseSet{k.b2, k.a, k.b1, k.kz} {
 			if !set.resident() {
 				continue
 			}
-			copies := lim.copies(set.deviceBytes(), b.copies)
+			copies := lim.copies(set.deviceBytes(), want)
+			if b.batchedOnly {
+				copies = min(copies, int(b.copyShare()/max(set.deviceBytes(), 1)))
+			}
 			if copies < 2 {
 				continue
 			}
@@ -357,6 +385,7 @@ func (b *CUDA) loadKey(k *cudaKey) error {
 				return err
 			}
 			lim.used += set.deviceBytes() - before
+			k.precomputed += set.deviceBytes() - before
 		}
 	}
 	upIdx := func(idx []uint32) (*devBuf, error) {
@@ -378,10 +407,12 @@ func (b *CUDA) loadKey(k *cudaKey) error {
 	if k.dom, err = s.newDomain(&pk.PK.Domain); err != nil {
 		return err
 	}
+	k.slots = make(chan int, len(k.wh))
 	for i := range k.wh {
 		if k.wh[i], err = b.ctx.alloc((pk.NbWires + n) * fr.Bytes); err != nil {
 			return err
 		}
+		k.slots <- i
 	}
 	if k.hb, err = b.ctx.alloc(n * fr.Bytes); err != nil {
 		return err
@@ -416,6 +447,23 @@ func (b *CUDA) loadKey(k *cudaKey) error {
 		k.bytes += int64(k.idxB.bytes)
 	}
 	return nil
+}
+
+// keyCopies is the precomputed copies wanted for a key of domain size n.
+func (b *CUDA) keyCopies(n int) int {
+	if b.batchedOnly && batchCap(n) <= 1 {
+		return 0
+	}
+	return b.copies
+}
+
+// copyShare is the most device memory one base set and its copies may take under
+// Options.PrecomputeBatchedOnly.
+func (b *CUDA) copyShare() int64 {
+	if b.limit > 0 {
+		return b.limit / 32
+	}
+	return int64(b.info.MemoryTotal / 32)
 }
 
 // keySlotBytes is the device memory of a key's per-proof buffers: W‖h per pipeline
@@ -526,8 +574,16 @@ func (b *CUDA) Prove(ctx context.Context, key prover.Key, sols []*synth.Solution
 	}
 	start := time.Now()
 	parts := make([]prover.Parts, len(sols))
-	if k.batch > 1 && len(sols) > 1 {
-		err := b.proveBatched(ctx, k, sols, parts, &times)
+	// Batches, and staged single proofs, take the device lock per group or solution.
+	var split func(context.Context, *cudaKey, []*synth.Solution, []prover.Parts, *prover.PhaseTimes) error
+	switch {
+	case k.batch > 1 && len(sols) > 1:
+		split = b.proveBatched
+	case b.staged(k):
+		split = b.proveStaged
+	}
+	if split != nil {
+		err := split(ctx, k, sols, parts, &times)
 		times.Total = time.Since(start) - times.Wait
 		times.MSM = times.Total - times.H2D - times.NTT
 		if err != nil {
@@ -616,6 +672,115 @@ func (b *CUDA) proveG1(ctx context.Context, k *cudaKey, sols []*synth.Solution, 
 	return nil
 }
 
+// staged tells whether an unbatched Prove call on k goes through proveStaged.
+func (b *CUDA) staged(k *cudaKey) bool {
+	switch {
+	case b.lanes < 2 || b.single == "locked":
+		return false
+	case b.single == "staged":
+		return true
+	}
+	return k.batch <= 1
+}
+
+// proveStaged proves sols one at a time, each in a free pipeline slot of the key
+// (k.slots): uploaded and given its H on the staging stream under b.stage, while the
+// other lane's MSMs run under b.mu; then its G1 MSMs on s1 and its G2 MSM on s2 under
+// b.mu (stageOne, msmOne). Under the lock a proof of 2^22 spent 32 of its 263 ms on
+// the upload and H (H200), which the other lane's proof now covers.
+func (b *CUDA) proveStaged(ctx context.Context, k *cudaKey, sols []*synth.Solution, parts []prover.Parts,
+	times *prover.PhaseTimes) error {
+	for i, sol := range sols {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		slot, err := takeSlot(ctx, k.slots, times)
+		if err != nil {
+			return err
+		}
+		err = b.stageOne(ctx, k, sol, k.wh[slot], times)
+		if err == nil {
+			err = b.msmOne(k, k.wh[slot], &parts[i], times)
+		}
+		k.slots <- slot
+		if err != nil {
+			if len(sols) > 1 {
+				err = fmt.Errorf("solution %d: %w", i, err)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// takeSlot takes a free slot (or slot set) of a key from free, the wait booked as Wait.
+func takeSlot(ctx context.Context, free chan int, times *prover.PhaseTimes) (int, error) {
+	t := time.Now()
+	defer func() { times.Wait += time.Since(t) }()
+	select {
+	case i := <-free:
+		return i, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// stageOne uploads sol into wh (W ‖ A, B and C into the H scratch) and computes its H
+// on s3 under b.stage.
+func (b *CUDA) stageOne(ctx context.Context, k *cudaKey, sol *synth.Solution, wh *devBuf, times *prover.PhaseTimes) error {
+	t := time.Now()
+	b.stage.Lock()
+	times.Wait += time.Since(t)
+	err := b.usable(k)
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err == nil {
+		err = k.uploadAndH(b.s3, sol, wh, 0, k.hb, k.hc, 0, times)
+	}
+	b.stage.Unlock()
+	if err == nil {
+		return nil
+	}
+	b.mu.Lock() // a fault's reset holds both locks, mu first
+	defer b.mu.Unlock()
+	return b.fault(err)
+}
+
+// msmOne runs the four MSMs of the solution staged in wh under b.mu, G2 on s2 beside
+// the G1 ones on s1.
+func (b *CUDA) msmOne(k *cudaKey, wh *devBuf, p *prover.Parts, times *prover.PhaseTimes) error {
+	return b.locked(k, times, func() error { return b.msmSingle(k, wh, p, times) })
+}
+
+func (b *CUDA) msmSingle(k *cudaKey, wh *devBuf, p *prover.Parts, times *prover.PhaseTimes) error {
+	pk, s := k.pk, b.s1
+	var g2err error
+	g2done := make(chan struct{})
+	go func() {
+		defer close(g2done)
+		t := time.Now()
+		p.B2, g2err = b.s2.msmG2(k.b2, 0, k.b2.count, wh, 0, k.idxB)
+		times.MSMG2 += time.Since(t)
+	}()
+	t2 := time.Now()
+	var err error
+	if p.A, err = s.msmG1(k.a, 0, k.a.count, wh, 0, k.idxA); err != nil {
+		err = fmt.Errorf("MSM A: %w", err)
+	} else if p.B1, err = s.msmG1(k.b1, 0, k.b1.count, wh, 0, k.idxB); err != nil {
+		err = fmt.Errorf("MSM B1: %w", err)
+	} else if p.K, err = s.msmG1(k.kz, 0, pk.NbPrivate()+pk.DomainSize()-1, wh, pk.NbPublic, nil); err != nil {
+		// K‖Z over W[NbPublic:] ‖ h; the last h entry has no base (deg h ≤ n−2).
+		err = fmt.Errorf("MSM KZ: %w", err)
+	}
+	times.MSMG1 += time.Since(t2)
+	<-g2done // the slot is free for another solution only when G2 is done with it
+	if err == nil && g2err != nil {
+		err = fmt.Errorf("G2 MSM: %w", g2err)
+	}
+	return err
+}
+
 // proveBatched proves sols in groups of up to k.batch. Each group takes a free set of
 // batch slots (k.whBatch), is uploaded and gets its H on the staging stream under
 // b.stage (stageGroup), then runs its four MSMs under b.mu, each once for the whole
@@ -629,15 +794,11 @@ func (b *CUDA) proveBatched(ctx context.Context, k *cudaKey, sols []*synth.Solut
 			return err
 		}
 		group := sols[lo:min(len(sols), lo+k.batch)]
-		t := time.Now()
-		var set int
-		select {
-		case set = <-k.sets:
-		case <-ctx.Done():
-			return ctx.Err()
+		set, err := takeSlot(ctx, k.sets, times)
+		if err != nil {
+			return err
 		}
-		times.Wait += time.Since(t)
-		err := b.stageGroup(ctx, k, group, k.whBatch[set], stride, times)
+		err = b.stageGroup(ctx, k, group, k.whBatch[set], stride, times)
 		if err == nil {
 			err = b.msmGroup(k, k.whBatch[set], len(group), stride, parts[lo:lo+len(group)], times)
 		}
@@ -685,6 +846,12 @@ func (b *CUDA) stageGroup(ctx context.Context, k *cudaKey, group []*synth.Soluti
 // msmGroup runs the four MSMs of a staged group of g solutions in wh under b.mu and
 // writes their parts.
 func (b *CUDA) msmGroup(k *cudaKey, wh *devBuf, g, stride int, parts []prover.Parts, times *prover.PhaseTimes) error {
+	return b.locked(k, times, func() error { return b.msmBatch(k, wh, g, stride, parts, times) })
+}
+
+// locked runs f under b.mu on a usable k, the wait for the lock booked as Wait, and
+// passes f's error through b.fault.
+func (b *CUDA) locked(k *cudaKey, times *prover.PhaseTimes, f func() error) error {
 	t := time.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -692,7 +859,7 @@ func (b *CUDA) msmGroup(k *cudaKey, wh *devBuf, g, stride int, parts []prover.Pa
 	if err := b.usable(k); err != nil {
 		return err
 	}
-	return b.fault(b.msmBatch(k, wh, g, stride, parts, times))
+	return b.fault(f())
 }
 
 func (b *CUDA) msmBatch(k *cudaKey, wh *devBuf, g, stride int, parts []prover.Parts, times *prover.PhaseTimes) error {

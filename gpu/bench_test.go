@@ -3,12 +3,14 @@ package gpu
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -570,6 +572,36 @@ func benchProve(t *testing.T, logN int, q1 []bls12381.G1Affine, q2 []bls12381.G2
 		t.Fatal(err)
 	}
 	per := time.Since(t0) / 4
+	// Two callers at once, one solution per call, as the worker's two provers of a
+	// device with --max-batch 1: throughput per proof (proveStaged overlaps one call's
+	// upload and H with the other's MSMs; CUZK_GPU_SINGLE=locked for the A/B).
+	const two = 4
+	var pair [2][]*synth.Solution
+	for i := range pair {
+		for range two {
+			pair[i] = append(pair[i], newSol())
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	t0 = time.Now()
+	for i := range pair {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, sol := range pair[i] {
+				if _, _, err := b.Prove(ctx, key, []*synth.Solution{sol}); err != nil {
+					errs[i] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	perPair := time.Since(t0) / (2 * two)
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
 	var cpu time.Duration
 	if cpuRef && os.Getenv("CUZK_GPU_BENCH_PROVE_CPU") != "0" {
 		cb := prover.NewCPU()
@@ -586,6 +618,7 @@ func benchProve(t *testing.T, logN int, q1 []bls12381.G1Affine, q2 []bls12381.G2
 	}
 	report(op, logN, gpu, cpu)
 	report(op+"/b4", logN, []time.Duration{per}, cpu)
+	report(op+"/2callers", logN, []time.Duration{perPair}, cpu)
 }
 
 // TestGPUBenchGnark times proving on the device beside gnark's own groth16.Prove on

@@ -241,41 +241,17 @@ func proveLanes(t *testing.T, name string) {
 	if want, _ := strconv.Atoi(os.Getenv("CUZK_GPU_LANES")); b.ProveLanes() != want {
 		t.Fatalf("ProveLanes() = %d with CUZK_GPU_LANES=%d", b.ProveLanes(), want)
 	}
-	ctx := context.Background()
 	comp, pk, key, vk := realKey(t, b, name)
 	if got := len(key.(*cudaKey).whBatch); got != b.ProveLanes() {
 		t.Fatalf("%d batch slot sets for %d lanes", got, b.ProveLanes())
 	}
 	const calls = 4
 	n := batchCap(pk.DomainSize()) + 5
-	var wg sync.WaitGroup
-	errs := make([]error, calls)
-	proofs := make([][]*groth16bls.Proof, calls)
-	pubs := make([][][]byte, calls)
-	for c := range calls {
-		var sols []*synth.Solution
-		sols, pubs[c] = solveMany(t, comp, name, uint64(1000*c), n)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sums, times, err := prover.ProveSums(ctx, b, pk, key, sols)
-			switch {
-			case err != nil:
-				errs[c] = err
-			case times.Wait < 0 || times.Total <= 0 || times.H2D+times.NTT+times.MSM != times.Total:
-				errs[c] = fmt.Errorf("phase times do not add up: %+v", times)
-			default:
-				proofs[c] = sums.Assemble()
-			}
-		}()
+	sizes := make([]int, calls)
+	for c := range sizes {
+		sizes[c] = n
 	}
-	wg.Wait()
-	for c := range calls {
-		if errs[c] != nil {
-			t.Fatalf("call %d: %v", c, errs[c])
-		}
-		verifyAll(t, name, proofs[c], pubs[c], vk)
-	}
+	proveAtOnce(t, b, comp, pk, key, vk, name, 1000, sizes, false)
 	t.Logf("%d calls of %d proofs at once, %d lanes: all verify", calls, n, b.ProveLanes())
 }
 
@@ -337,5 +313,73 @@ func verifyAll(t *testing.T, name string, proofs []*groth16bls.Proof, pubs [][]b
 		if err := groth16.Verify(p, vk, pw); err != nil {
 			t.Fatalf("%s: proof %d of %d does not verify: %v", name, i, len(proofs), err)
 		}
+	}
+}
+
+// TestProveStaged: proofs that are not batched, staged on the third stream beside the
+// other lane's MSMs (proveStaged), verify with gnark and their phase times add up: six
+// calls at once, of one solution and of three. By default only keys too large to batch
+// (domain above 2^19) take this path; CUZK_GPU_SINGLE=staged sends a small key's calls
+// there too, and the key's batch size is set to 1 as for such a key.
+func TestProveStaged(t *testing.T) {
+	t.Setenv("CUZK_GPU_LANES", "2")
+	def := testBackend(t)
+	if def.staged(&cudaKey{batch: 16}) || !def.staged(&cudaKey{batch: 1}) {
+		t.Fatal("default: want batched keys' single proofs under the lock and unbatched keys staged")
+	}
+	t.Setenv("CUZK_GPU_SINGLE", "locked")
+	if testBackend(t).staged(&cudaKey{batch: 1}) {
+		t.Fatal("CUZK_GPU_SINGLE=locked: want no staging")
+	}
+	t.Setenv("CUZK_GPU_SINGLE", "staged")
+	b := testBackend(t)
+	const name = "synthetic-k8"
+	comp, pk, key, vk := realKey(t, b, name)
+	k := key.(*cudaKey)
+	k.batch = 1 // as a key above 2^19 constraints: every call goes through proveStaged
+	if !b.staged(k) {
+		t.Fatal("CUZK_GPU_SINGLE=staged: key not staged")
+	}
+	proveAtOnce(t, b, comp, pk, key, vk, name, 2000, []int{1, 3, 1, 3, 1, 3}, true)
+	if len(k.slots) != len(k.wh) {
+		t.Fatalf("%d of %d pipeline slots free after the calls", len(k.slots), len(k.wh))
+	}
+}
+
+// proveAtOnce makes one Prove call per entry of sizes, all at once, each of that many
+// solutions (seeds from seed on), checks each call's phase times add up (every phase
+// measured, with all), and verifies every proof with gnark.
+func proveAtOnce(t *testing.T, b *CUDA, comp *synth.Compiled, pk *prover.ProvingKey, key prover.Key,
+	vk *groth16bls.VerifyingKey, name string, seed uint64, sizes []int, all bool) {
+	t.Helper()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make([]error, len(sizes))
+	proofs := make([][]*groth16bls.Proof, len(sizes))
+	pubs := make([][][]byte, len(sizes))
+	for c, n := range sizes {
+		var sols []*synth.Solution
+		sols, pubs[c] = solveMany(t, comp, name, seed+uint64(100*c), n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sums, times, err := prover.ProveSums(ctx, b, pk, key, sols)
+			switch {
+			case err != nil:
+				errs[c] = err
+			case times.Wait < 0 || times.Total <= 0 || times.H2D+times.NTT+times.MSM != times.Total,
+				all && (times.H2D <= 0 || times.NTT <= 0 || times.MSMG1 <= 0 || times.MSMG2 <= 0):
+				errs[c] = fmt.Errorf("phase times: %+v", times)
+			default:
+				proofs[c] = sums.Assemble()
+			}
+		}()
+	}
+	wg.Wait()
+	for c := range sizes {
+		if errs[c] != nil {
+			t.Fatalf("call %d: %v", c, errs[c])
+		}
+		verifyAll(t, name, proofs[c], pubs[c], vk)
 	}
 }
