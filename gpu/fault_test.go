@@ -80,9 +80,23 @@ func (fc *faultCase) prove(t *testing.T, b *CUDA, k prover.Key) error {
 // TestInjectedFaults: a CUDA error in one proof fails that proof only, and the next
 // proof on the same key is right. A sticky fault (a trapping kernel) is tried in a
 // child process (TestInjectedTrap), since it can leave the device unusable for the
-// rest of the process. The library's CUZK_FAULT_INJECT makes the faults.
+// rest of the process. The library's CUZK_FAULT_INJECT makes the faults. Both ways a
+// single proof uses the device run: under the device lock (a small key's default) and
+// staged beside the other lane (a large key's default, CUZK_GPU_SINGLE=staged here).
 func TestInjectedFaults(t *testing.T) {
+	for _, mode := range []string{"locked", "staged"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Setenv("CUZK_GPU_SINGLE", mode)
+			injectedFaults(t)
+		})
+	}
+}
+
+func injectedFaults(t *testing.T) {
 	b := testBackend(t)
+	if want := os.Getenv("CUZK_GPU_SINGLE") == "staged"; b.staged(&cudaKey{batch: 16}) != want {
+		t.Fatalf("CUZK_GPU_SINGLE=%s: staged %v", os.Getenv("CUZK_GPU_SINGLE"), !want)
+	}
 	ctx := context.Background()
 	fc := newFaultCase(t, "fault-2^10", 1<<10, 31)
 	key, err := b.LoadKey(ctx, fc.pk)

@@ -128,9 +128,15 @@ long fault_calls = 0;
 // CUZK_FAULT_INJECT=error:N or trap:N makes the N-th MSM call (counted from 1 since
 // the variable took this value) fail: error returns a CUDA error and leaves the device
 // usable, trap runs a kernel that traps, a sticky fault that only a device reset clears.
+// An MSM call without the variable forgets the count, so setting the same value again
+// counts afresh.
 int fault_point(cudaStream_t st) {
     const char* e = getenv("CUZK_FAULT_INJECT");
-    if (!e || !*e) return CUZK_OK;
+    if (!e || !*e) {
+        std::lock_guard<std::mutex> g(fault_mu);
+        fault_spec.clear();
+        return CUZK_OK;
+    }
     const char* colon = strchr(e, ':');
     if (!colon) return CUZK_OK;
     long n = atol(colon + 1);
