@@ -30,12 +30,14 @@ type Options struct {
 	// needs fewer windows' bucket reductions and wider windows (cuzk_bases_precompute);
 	// sets whose copies do not fit beside ReserveBytes stay as they are. 0 or 1: off.
 	PrecomputeCopies int
-	// PrecomputeBatchedOnly limits PrecomputeCopies to keys whose proofs go through the
-	// device in batches (domain ≤ 2^19, batchCap > 1), and each of their base sets with
-	// its copies to 1/32 of the key memory (KeyMemoryBytes, else the device's): such
-	// keys are small (16 copies of a 2^14 key's bases take about 120 MiB) and their
-	// batched MSMs, each over few points, gain the most from fewer windows.
-	PrecomputeBatchedOnly bool
+	// PrecomputeAuto makes copies only where they are cheap against the key memory
+	// (KeyMemoryBytes, else the device's): a key proven in batches (domain ≤ 2^19,
+	// batchCap > 1) gets PrecomputeCopies for each base set within 1/32 of it (16 copies
+	// of a 2^14 key's bases take about 120 MiB); a larger key gets them for all its sets
+	// or for none, all when PrecomputeCopies times its bases fit within half of it and
+	// in the room left (a 2^22 key: about 30 GiB on an H200, a proof 243 -> 212 ms with
+	// two callers). Fewer copies of a large key were not measured to pay.
+	PrecomputeAuto bool
 	// KeyMemoryBytes caps the device memory of all resident keys together (bases,
 	// precomputed copies, per-proof buffers), for a device shared with other work or
 	// sized for several circuits' keys. A load that would pass it fails with
@@ -51,14 +53,14 @@ type Options struct {
 // and G1 MSMs. Batches of small proofs have a third stream: while one Prove call's
 // batch runs its MSMs, another call's batch is uploaded and gets its H (ProveLanes).
 type CUDA struct {
-	lib         *cudaLib
-	ctx         *cudaCtx
-	ordinal     int
-	info        devinfo.Device
-	reserve     int
-	copies      int   // Options.PrecomputeCopies
-	batchedOnly bool  // Options.PrecomputeBatchedOnly
-	limit       int64 // Options.KeyMemoryBytes; 0: none
+	lib     *cudaLib
+	ctx     *cudaCtx
+	ordinal int
+	info    devinfo.Device
+	reserve int
+	copies  int   // Options.PrecomputeCopies
+	auto    bool  // Options.PrecomputeAuto
+	limit   int64 // Options.KeyMemoryBytes; 0: none
 
 	mu sync.Mutex // one Prove or LoadKey at a time on s1 and s2: the streams own their scratch
 	// stage is held while a batch group is uploaded and gets its H on s3, beside
@@ -116,7 +118,7 @@ func NewCUDA(ordinal int, opt Options) (*CUDA, error) {
 		return nil, fmt.Errorf("cuda:%d: key memory limit %d is negative", ordinal, opt.KeyMemoryBytes)
 	}
 	b := &CUDA{lib: lib, ctx: c, ordinal: ordinal, info: info, reserve: opt.ReserveBytes, copies: opt.PrecomputeCopies,
-		batchedOnly: opt.PrecomputeBatchedOnly, limit: opt.KeyMemoryBytes, stagingOpt: opt.StagingBytes, batchUpload: "gather", lanes: 2}
+		auto: opt.PrecomputeAuto, limit: opt.KeyMemoryBytes, stagingOpt: opt.StagingBytes, batchUpload: "gather", lanes: 2}
 	switch v := os.Getenv("CUZK_GPU_LANES"); v {
 	case "", "2":
 	case "1":
@@ -367,15 +369,15 @@ func (b *CUDA) loadKey(k *cudaKey) error {
 	if k.b2, err = s.newBasesG2(pk.PK.G2.B, b.reserve, f); err != nil {
 		return err
 	}
-	if want := b.keyCopies(n); want > 1 {
+	if want := b.keyCopies(k, lim); want > 1 {
 		// G2 first: its MSM is the costliest of a proof.
 		for _, set := range []*baseSet{k.b2, k.a, k.b1, k.kz} {
 			if !set.resident() {
 				continue
 			}
 			copies := lim.copies(set.deviceBytes(), want)
-			if b.batchedOnly {
-				copies = min(copies, int(b.copyShare()/max(set.deviceBytes(), 1)))
+			if b.auto && batchCap(n) > 1 {
+				copies = min(copies, int(b.keyMemory()/32/max(set.deviceBytes(), 1)))
 			}
 			if copies < 2 {
 				continue
@@ -449,21 +451,31 @@ func (b *CUDA) loadKey(k *cudaKey) error {
 	return nil
 }
 
-// keyCopies is the precomputed copies wanted for a key of domain size n.
-func (b *CUDA) keyCopies(n int) int {
-	if b.batchedOnly && batchCap(n) <= 1 {
+// keyCopies is the precomputed copies wanted for each of k's resident base sets (its
+// bases loaded), under Options.PrecomputeAuto as described there.
+func (b *CUDA) keyCopies(k *cudaKey, lim *keyRoom) int {
+	if !b.auto || batchCap(k.pk.DomainSize()) > 1 || b.copies < 2 {
+		return b.copies
+	}
+	var bases int64
+	for _, set := range []*baseSet{k.b2, k.a, k.b1, k.kz} {
+		if set.resident() {
+			bases += set.deviceBytes()
+		}
+	}
+	if bases == 0 || bases*int64(b.copies-1) > b.keyMemory()/2 || lim.copies(bases, b.copies) < b.copies {
 		return 0
 	}
 	return b.copies
 }
 
-// copyShare is the most device memory one base set and its copies may take under
-// Options.PrecomputeBatchedOnly.
-func (b *CUDA) copyShare() int64 {
+// keyMemory is the device memory all resident keys may take: Options.KeyMemoryBytes,
+// else the device's.
+func (b *CUDA) keyMemory() int64 {
 	if b.limit > 0 {
-		return b.limit / 32
+		return b.limit
 	}
-	return int64(b.info.MemoryTotal / 32)
+	return int64(b.info.MemoryTotal)
 }
 
 // keySlotBytes is the device memory of a key's per-proof buffers: W‖h per pipeline

@@ -132,8 +132,12 @@ func TestGPUBench(t *testing.T) {
 			continue
 		}
 		benchProve(t, logN, q1, q2, Options{}, "prove", cpuRef, report)
+		// CUZK_GPU_BENCH_PRECOMPUTE_AUTO=1: the copies as the worker's --gpu-precompute
+		// auto makes them (Options.PrecomputeAuto), op prove_auto.
 		if copies := envInt("CUZK_GPU_BENCH_PRECOMPUTE", 0); copies > 1 {
-			benchProve(t, logN, q1, q2, Options{PrecomputeCopies: copies}, "prove_pc", false, report)
+			auto := os.Getenv("CUZK_GPU_BENCH_PRECOMPUTE_AUTO") == "1"
+			benchProve(t, logN, q1, q2, Options{PrecomputeCopies: copies, PrecomputeAuto: auto},
+				map[bool]string{false: "prove_pc", true: "prove_auto"}[auto], false, report)
 		}
 	}
 }
@@ -543,6 +547,10 @@ func benchProve(t *testing.T, logN int, q1 []bls12381.G1Affine, q2 []bls12381.G2
 		t.Fatal(err)
 	}
 	report(op+"_loadkey", logN, []time.Duration{time.Since(t0)}, 0)
+	line := fmt.Sprintf("BENCH keybytes %s 2^%d bytes=%d precomputed_bytes=%d", op, logN, key.Bytes(),
+		key.(*cudaKey).PrecomputedBytes())
+	t.Log(line)
+	fmt.Println(line)
 	defer func() {
 		key.Close()
 		b.Close()
@@ -561,7 +569,7 @@ func benchProve(t *testing.T, logN int, q1 []bls12381.G1Affine, q2 []bls12381.G2
 			last = times
 		}
 	}
-	line := fmt.Sprintf("BENCH phases   %s 2^%d h2d=%.1fms ntt=%.1fms msm_g1=%.1fms msm_g2=%.1fms msm=%.1fms total=%.1fms",
+	line = fmt.Sprintf("BENCH phases   %s 2^%d h2d=%.1fms ntt=%.1fms msm_g1=%.1fms msm_g2=%.1fms msm=%.1fms total=%.1fms",
 		op, logN, ms(last.H2D), ms(last.NTT), ms(last.MSMG1), ms(last.MSMG2), ms(last.MSM), ms(last.Total))
 	t.Log(line)
 	fmt.Println(line)

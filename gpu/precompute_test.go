@@ -197,11 +197,11 @@ func TestPrecomputeRefusals(t *testing.T) {
 	}
 }
 
-// TestPrecomputeBatchedOnly: under Options.PrecomputeBatchedOnly (the worker's
-// --gpu-precompute auto) a key proven in batches gets copies of its bases, each set
-// with its copies within 1/32 of the key memory, and a key proven one at a time gets
-// none.
-func TestPrecomputeBatchedOnly(t *testing.T) {
+// TestPrecomputeAuto: under Options.PrecomputeAuto (the worker's --gpu-precompute auto)
+// a key proven in batches gets copies of its bases, each set with its copies within
+// 1/32 of the key memory; a key proven one at a time gets copies of every set when 16
+// times its bases fit within half the key memory, and none otherwise.
+func TestPrecomputeAuto(t *testing.T) {
 	rng := rand.New(rand.NewPCG(25, 26))
 	q1, q2 := distinctG1(rng, 1<<10), distinctG2(rng, 1<<8)
 	small, _ := timingKey(t, 12, q1, q2)
@@ -210,12 +210,8 @@ func TestPrecomputeBatchedOnly(t *testing.T) {
 		t.Fatalf("batch caps %d and %d: the test needs a batched and an unbatched key",
 			batchCap(small.DomainSize()), batchCap(large.DomainSize()))
 	}
-	one := int64(len(small.KZ)) * 96 // the largest G1 set (K‖Z), one copy
-	// The share allows about five copies of K‖Z, fewer than the 16 asked for.
-	limit := 32 * (5*one + one/2)
-	b := testBackendWith(t, Options{PrecomputeCopies: 16, PrecomputeBatchedOnly: true, KeyMemoryBytes: limit})
 	ctx := context.Background()
-	load := func(pk *prover.ProvingKey) *cudaKey {
+	load := func(b *CUDA, pk *prover.ProvingKey) *cudaKey {
 		k, err := b.LoadKey(ctx, pk)
 		if err != nil {
 			t.Fatal(err)
@@ -223,34 +219,54 @@ func TestPrecomputeBatchedOnly(t *testing.T) {
 		t.Cleanup(func() { k.Close() })
 		return k.(*cudaKey)
 	}
-	ks := load(small)
-	for name, set := range map[string]*baseSet{"A": ks.a, "B1": ks.b1, "K‖Z": ks.kz, "B2": ks.b2} {
-		per := int64(set.count) * 96 * int64(set.group) // G2 points take twice G1's bytes
-		got := set.deviceBytes()
-		if got < 2*per || got > limit/32 {
+	sets := func(k *cudaKey) map[string]*baseSet {
+		return map[string]*baseSet{"A": k.a, "B1": k.b1, "K‖Z": k.kz, "B2": k.b2}
+	}
+	one := func(set *baseSet) int64 { return int64(set.count) * 96 * int64(set.group) } // G2 points: twice G1's bytes
+	copyBytes := func(k *cudaKey) (c int64) {
+		for _, set := range sets(k) {
+			c += set.deviceBytes() - one(set)
+		}
+		return c
+	}
+
+	// The share allows about five copies of K‖Z, fewer than the 16 asked for.
+	kz := int64(len(small.KZ)) * 96
+	limit := 32 * (5*kz + kz/2)
+	ks := load(testBackendWith(t, Options{PrecomputeCopies: 16, PrecomputeAuto: true, KeyMemoryBytes: limit}), small)
+	for name, set := range sets(ks) {
+		if got := set.deviceBytes(); got < 2*one(set) || got > limit/32 {
 			t.Errorf("batched key, %s: %d device bytes for %d points, want copies (at least %d) within %d",
-				name, got, set.count, 2*per, limit/32)
+				name, got, set.count, 2*one(set), limit/32)
 		}
 	}
-	var copies int64
-	for _, set := range []*baseSet{ks.a, ks.b1, ks.kz, ks.b2} {
-		copies += set.deviceBytes() - int64(set.count)*96*int64(set.group)
+	if ks.PrecomputedBytes() != copyBytes(ks) {
+		t.Errorf("batched key: PrecomputedBytes %d, want the copies' %d", ks.PrecomputedBytes(), copyBytes(ks))
 	}
-	if ks.PrecomputedBytes() != copies {
-		t.Errorf("batched key: PrecomputedBytes %d, want the copies' %d", ks.PrecomputedBytes(), copies)
-	}
-	b2 := testBackendWith(t, Options{PrecomputeCopies: 16, PrecomputeBatchedOnly: true})
-	kl, err := b2.LoadKey(ctx, large)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kl.Close()
-	for name, set := range map[string]*baseSet{"A": kl.(*cudaKey).a, "K‖Z": kl.(*cudaKey).kz} {
-		if got, want := set.deviceBytes(), int64(set.count)*96; got != want {
-			t.Errorf("unbatched key, %s: %d device bytes, want %d (no copies)", name, got, want)
+
+	// The device's own memory holds 16 times a 2^20 key's bases (about 10 GiB) twice.
+	kl := load(testBackendWith(t, Options{PrecomputeCopies: 16, PrecomputeAuto: true}), large)
+	for name, set := range sets(kl) {
+		if got := set.deviceBytes(); got < 2*one(set) {
+			t.Errorf("unbatched key, %s: %d device bytes, want copies (at least %d)", name, got, 2*one(set))
 		}
 	}
-	if p := kl.(*cudaKey).PrecomputedBytes(); p != 0 {
-		t.Errorf("unbatched key: PrecomputedBytes %d, want 0", p)
+	if kl.PrecomputedBytes() != copyBytes(kl) || kl.PrecomputedBytes() == 0 {
+		t.Errorf("unbatched key: PrecomputedBytes %d, want the copies' %d", kl.PrecomputedBytes(), copyBytes(kl))
+	}
+
+	// A key memory of 16 times the bases: the key fits, half of it does not hold the copies.
+	var bases int64
+	for _, set := range sets(kl) {
+		bases += one(set)
+	}
+	kn := load(testBackendWith(t, Options{PrecomputeCopies: 16, PrecomputeAuto: true, KeyMemoryBytes: 16 * bases}), large)
+	for name, set := range sets(kn) {
+		if got := set.deviceBytes(); got != one(set) {
+			t.Errorf("unbatched key under a limit, %s: %d device bytes, want %d (no copies)", name, got, one(set))
+		}
+	}
+	if p := kn.PrecomputedBytes(); p != 0 {
+		t.Errorf("unbatched key under a limit: PrecomputedBytes %d, want 0", p)
 	}
 }

@@ -42,7 +42,7 @@ type workerCmd struct {
 	Heartbeat        time.Duration `env:"CUZK_HEARTBEAT" default:"10s" help:"How often the worker records that it is alive (cuzk.workers)."`
 	KeepInputs       bool          `name:"keep-inputs" env:"CUZK_KEEP_INPUTS" help:"Keep private inputs after success (default: scrub them)."`
 	Name             string        `env:"CUZK_NAME" help:"Worker identity in attempt rows (default host/pid)."`
-	GPUPrecompute    string        `name:"gpu-precompute" env:"CUZK_GPU_PRECOMPUTE" default:"auto" placeholder:"COPIES" help:"Keep up to COPIES (2..16) shifted copies of each proving key's bases on the GPU, computed when the key loads, so every MSM runs fewer, wider windows (H200, 2^22: a proof 292 -> 260 ms, the key load 0.1 -> 4.0 s, about 13 times the bases' device memory at 16). A base set whose copies do not fit stays as it is. auto: 16 copies for keys small enough to be proven in batches (domain up to 2^19), each base set with its copies within 1/32 of the key memory (H200, batches of 16 at 2^14: 481 -> 549 proofs/s), none for larger keys. 0 or off: none."`
+	GPUPrecompute    string        `name:"gpu-precompute" env:"CUZK_GPU_PRECOMPUTE" default:"auto" placeholder:"COPIES" help:"Keep up to COPIES (2..16) shifted copies of each proving key's bases on the GPU, computed when the key loads, so every MSM runs fewer, wider windows (H200, 2^22: two provers 243 -> 212 ms a proof, the key load 0.1 -> 4.0 s, about 13 times the bases' device memory at 16). A base set whose copies do not fit stays as it is. auto: 16 copies where they are cheap against the key memory: for keys small enough to be proven in batches (domain up to 2^19) each base set with its copies within 1/32 of it (H200, batches of 16 at 2^14: 481 -> 559 proofs/s), for larger keys all sets or none, all when 16 times the key's bases fit within half of it and in the room left. 0 or off: none."`
 	GPUKeyMemory     string        `name:"gpu-key-memory" env:"CUZK_GPU_KEY_MEMORY" placeholder:"SIZE" help:"Most GPU memory the resident proving keys of one device may hold together (bases, precomputed copies, per-proof buffers), in bytes or with a unit (40GiB): a key that would pass it evicts the least recently used keys not in use; alone, its bases that do not fit are streamed from pinned host memory. Default: the device's own memory."`
 	PreloadKeys      string        `name:"preload-keys" env:"CUZK_PRELOAD_KEYS" placeholder:"CIRCUITS" help:"Load these circuits' proving keys onto every device at start, in the background: comma-separated names, or all (every registered circuit with keys in --keys-dir). The keys of circuits with queued requests load at start too, after these. A request for a circuit waits for its load meanwhile, without holding a device."`
 }
@@ -61,12 +61,12 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 			return usagef("--gpu-key-memory %q: want bytes or a size like 40GiB", c.GPUKeyMemory)
 		}
 	}
-	copies, batchedOnly, err := parsePrecompute(c.GPUPrecompute)
+	copies, auto, err := parsePrecompute(c.GPUPrecompute)
 	if err != nil {
 		return err
 	}
 	devices, tel, err := openDevices(c.Backend, c.Devices, g.log, true,
-		gpu.Options{PrecomputeCopies: copies, PrecomputeBatchedOnly: batchedOnly, KeyMemoryBytes: int64(keyMem)})
+		gpu.Options{PrecomputeCopies: copies, PrecomputeAuto: auto, KeyMemoryBytes: int64(keyMem)})
 	if err != nil {
 		return err
 	}
@@ -284,9 +284,10 @@ func availableMemory() (int64, string) {
 	return 0, ""
 }
 
-// parsePrecompute reads --gpu-precompute: auto (16 copies for batched keys only), 0 or
-// off, or a copy count from 2 to 16 for every key.
-func parsePrecompute(v string) (copies int, batchedOnly bool, err error) {
+// parsePrecompute reads --gpu-precompute: auto (16 copies where they are cheap against
+// the key memory: gpu.Options.PrecomputeAuto), 0 or off, or a copy count from 2 to 16
+// for every key.
+func parsePrecompute(v string) (copies int, auto bool, err error) {
 	switch v {
 	case "auto":
 		return 16, true, nil
