@@ -16,8 +16,11 @@ type Key struct {
 	State   string // loading, resident, evicted or failed
 	Bytes   int64  // read so far
 	Total   int64  // to read in all
-	Elapsed time.Duration
-	Err     string
+	// Resident is the memory the resident key holds on its device, of which
+	// Precomputed is its bases' precomputed copies (0: not resident, or none).
+	Resident, Precomputed int64
+	Elapsed               time.Duration
+	Err                   string
 }
 
 // KeysFunc lists this process's proving keys for the "Proving keys" section.
@@ -27,8 +30,8 @@ type KeysFunc func() []Key
 const keysHTML = `{{define "keys"}}{{if .ShowKeys}}
 <h2>Proving keys</h2>
 {{if .Keys}}
-<table id="keys"><tr><th>circuit</th><th>device</th><th>state</th><th>bytes</th><th>elapsed</th><th>error</th></tr>
-{{range .Keys}}<tr><td>{{.Circuit}}</td><td>{{.Where}}</td><td{{if eq .State "failed"}} class="bad"{{else if eq .State "evicted"}} class="muted"{{end}}>{{.State}}</td><td class="num">{{.Size}}</td><td class="num">{{.Took}}</td><td class="err">{{.Err}}</td></tr>
+<table id="keys"><tr><th>circuit</th><th>device</th><th>state</th><th>bytes</th><th>on the device</th><th>elapsed</th><th>error</th></tr>
+{{range .Keys}}<tr><td>{{.Circuit}}</td><td>{{.Where}}</td><td{{if eq .State "failed"}} class="bad"{{else if eq .State "evicted"}} class="muted"{{end}}>{{.State}}</td><td class="num">{{.Size}}</td><td class="num">{{.OnDevice}}</td><td class="num">{{.Took}}</td><td class="err">{{.Err}}</td></tr>
 {{end}}</table>
 {{else}}<p class="muted">no proving key loaded or loading in this worker yet</p>{{end}}
 {{end}}{{end}}`
@@ -50,6 +53,17 @@ func (k Key) Size() string {
 		return fmt.Sprintf("%s / %s (%d%%)", humanize.IBytes(uint64(max(k.Bytes, 0))), humanize.IBytes(uint64(k.Total)), 100*k.Bytes/k.Total)
 	}
 	return humanize.IBytes(uint64(k.Total))
+}
+
+// OnDevice is the device memory of a resident key, with its precomputed copies' share.
+func (k Key) OnDevice() string {
+	switch {
+	case k.Resident <= 0:
+		return "–"
+	case k.Precomputed > 0:
+		return fmt.Sprintf("%s (%s precomputed)", humanize.IBytes(uint64(k.Resident)), humanize.IBytes(uint64(k.Precomputed)))
+	}
+	return humanize.IBytes(uint64(k.Resident))
 }
 
 // Took is the load's time, to the millisecond under a second, else to a tenth.

@@ -12,14 +12,17 @@ import (
 )
 
 // The "Proving keys" section shows each key this process loads: which device, its
-// state (evicted ones muted, with why), bytes (so far, while loading), time and error;
-// without a provider it is left out.
+// state (evicted ones muted, with why), bytes (so far, while loading), the resident
+// key's device memory with its precomputed copies, time and error; without a provider
+// it is left out.
 func TestDashboardProvingKeys(t *testing.T) {
 	db := pgtest.New(t)
 	keys := []dashboard.Key{
 		{Circuit: "big", State: "loading", Bytes: 1 << 30, Total: 4 << 30, Elapsed: 3200 * time.Millisecond},
 		{Circuit: "big", Device: "cuda:0", State: "loading", Elapsed: 3200 * time.Millisecond},
-		{Circuit: "small", Device: "cuda:0", State: "resident", Bytes: 2 << 20, Total: 2 << 20, Elapsed: 40 * time.Millisecond},
+		{Circuit: "small", Device: "cuda:0", State: "resident", Bytes: 2 << 20, Total: 2 << 20, Resident: 9 << 20, Elapsed: 40 * time.Millisecond},
+		{Circuit: "wide", Device: "cuda:1", State: "resident", Bytes: 3 << 30, Total: 3 << 30, Resident: 32 << 30, Precomputed: 27 << 30,
+			Elapsed: 4 * time.Second},
 		{Circuit: "torn", State: "failed", Elapsed: time.Second, Err: "proving key /k/torn/pk.bin of torn is truncated or damaged"},
 		{Circuit: "old", Device: "cuda:0", State: "evicted", Total: 3 << 20, Elapsed: 50 * time.Millisecond, Err: "device reset: sticky fault"},
 	}
@@ -31,12 +34,13 @@ func TestDashboardProvingKeys(t *testing.T) {
 	}
 	for _, want := range []string{
 		"<h2>Proving keys</h2>",
-		`<tr><td>big</td><td>files → memory</td><td>loading</td><td class="num">1.0 GiB / 4.0 GiB (25%)</td><td class="num">3.2s</td>`,
-		`<tr><td>big</td><td>cuda:0</td><td>loading</td><td class="num">–</td>`,
-		`<tr><td>small</td><td>cuda:0</td><td>resident</td><td class="num">2.0 MiB</td><td class="num">40ms</td>`,
+		`<tr><td>big</td><td>files → memory</td><td>loading</td><td class="num">1.0 GiB / 4.0 GiB (25%)</td><td class="num">–</td><td class="num">3.2s</td>`,
+		`<tr><td>big</td><td>cuda:0</td><td>loading</td><td class="num">–</td><td class="num">–</td>`,
+		`<tr><td>small</td><td>cuda:0</td><td>resident</td><td class="num">2.0 MiB</td><td class="num">9.0 MiB</td><td class="num">40ms</td>`,
+		`<tr><td>wide</td><td>cuda:1</td><td>resident</td><td class="num">3.0 GiB</td><td class="num">32 GiB (27 GiB precomputed)</td><td class="num">4s</td>`,
 		`<td class="bad">failed</td>`,
 		"proving key /k/torn/pk.bin of torn is truncated or damaged",
-		`<tr><td>old</td><td>cuda:0</td><td class="muted">evicted</td><td class="num">3.0 MiB</td><td class="num">50ms</td><td class="err">device reset: sticky fault</td>`,
+		`<tr><td>old</td><td>cuda:0</td><td class="muted">evicted</td><td class="num">3.0 MiB</td><td class="num">–</td><td class="num">50ms</td><td class="err">device reset: sticky fault</td>`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("dashboard lacks %q", want)

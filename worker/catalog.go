@@ -64,13 +64,17 @@ type KeyState struct {
 	Circuit string
 	// Device is the backend the key is made resident on; "" for reading its files into
 	// memory, which every device of the process then shares.
-	Device  string
-	State   string // KeyLoading, KeyResident, KeyFailed or KeyEvicted
-	Bytes   int64  // bytes read so far (of the files, for Device "")
-	Total   int64  // bytes the load reads (a dump is read twice: hashed, then decoded)
-	Started time.Time
-	Elapsed time.Duration // so far while loading, else how long the load took
-	Err     string        // why it failed or was evicted
+	Device string
+	State  string // KeyLoading, KeyResident, KeyFailed or KeyEvicted
+	Bytes  int64  // bytes read so far (of the files, for Device "")
+	Total  int64  // bytes the load reads (a dump is read twice: hashed, then decoded)
+	// Resident is the memory the key holds on its device once resident (prover.Key's
+	// Bytes: bases, precomputed copies, per-proof buffers), of which Precomputed is the
+	// bases' precomputed copies (prover.PrecomputedKey); both 0 before and for the files.
+	Resident, Precomputed int64
+	Started               time.Time
+	Elapsed               time.Duration // so far while loading, else how long the load took
+	Err                   string        // why it failed or was evicted
 }
 
 // ResidentKey is a proving key made resident on one backend, with its verifying key.
@@ -314,10 +318,13 @@ func (c *catalog) load(ctx context.Context, name string, b prover.Backend) (k *R
 		k = &ResidentKey{PK: g.pk, Key: dk, VK: g.vk, VKDigest: store.VKDigest(enc.Bytes()),
 			c: c, id: name + "\x00" + b.Name(), backend: b.Name(), state: st, lastUse: time.Now()}
 		if c.register(k, resets) {
+			var pre int64
 			attrs := []any{"circuit", name, "device", b.Name(), "bytes", dk.Bytes()}
 			if pk, ok := dk.(prover.PrecomputedKey); ok {
-				attrs = append(attrs, "precomputed_bytes", pk.PrecomputedBytes())
+				pre = pk.PrecomputedBytes()
+				attrs = append(attrs, "precomputed_bytes", pre)
 			}
+			c.setResident(st, dk.Bytes(), pre)
 			c.log.Info("proving key resident", attrs...)
 			return k, nil
 		}
@@ -441,6 +448,7 @@ func (c *catalog) dropLocked(k *ResidentKey, why string) {
 	delete(c.keysBy, k.id)
 	c.resident.forget(k.id, func(v *ResidentKey) bool { return v == k })
 	k.state.State, k.state.Err = KeyEvicted, why
+	k.state.Resident, k.state.Precomputed = 0, 0
 }
 
 // close frees a dropped key's memory.
@@ -500,6 +508,12 @@ func (c *catalog) setBytes(st *KeyState, n int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st.Bytes, st.Total = n, n
+}
+
+func (c *catalog) setResident(st *KeyState, bytes, precomputed int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st.Resident, st.Precomputed = bytes, precomputed
 }
 
 // fileBytes is how much the read of circuit's key files read.

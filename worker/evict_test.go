@@ -35,6 +35,7 @@ type smallDevice struct {
 	loseProve   bool               // the next Prove loses the device: it and every later call fail
 	lost        bool
 	afterLoad   func() // run once after the next key is made resident
+	precomputed int64  // what its keys report as precomputed copies
 }
 
 type smallKey struct {
@@ -117,6 +118,9 @@ func (d *smallDevice) Prove(ctx context.Context, k prover.Key, sols []*synth.Sol
 	}
 	return d.Backend.Prove(ctx, sk.Key, sols)
 }
+
+// PrecomputedBytes implements prover.PrecomputedKey, as the CUDA backend's keys do.
+func (k *smallKey) PrecomputedBytes() int64 { return k.d.precomputed }
 
 func (k *smallKey) Close() error {
 	k.d.mu.Lock()
@@ -461,5 +465,34 @@ func TestLostDeviceLeavesTheOthersProving(t *testing.T) {
 	if lostAttempts < 1 || onGood != 8 || proofs != 8 {
 		t.Errorf("%d attempts failed on the lost device, %d succeeded, %d proofs; want at least 1, 8 and 8",
 			lostAttempts, onGood, proofs)
+	}
+}
+
+// A resident key's entry tells its device memory and its precomputed copies (the
+// dashboard's "on the device"); once evicted it tells none.
+func TestKeyStateDeviceMemory(t *testing.T) {
+	const a, b = "synthetic-k6", "synthetic-k7"
+	keys.setup(t, a)
+	keys.setup(t, b)
+	ctx := context.Background()
+	dev := newSmallDevice(1)
+	dev.precomputed = 4096
+	cat := worker.NewCatalog(keys.reg.Get, keys.load, nil)
+	held, _, err := cat.Key(ctx, a, dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := keyState(cat, a, "cpu")
+	if st.State != worker.KeyResident || st.Resident <= 0 || st.Resident != held.Key.Bytes() || st.Precomputed != 4096 {
+		t.Errorf("%s resident: %+v, want its %d bytes with 4096 precomputed", a, st, held.Key.Bytes())
+	}
+	held.Release()
+	other, _, err := cat.Key(ctx, b, dev) // evicts a: room for one key
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Release()
+	if st := keyState(cat, a, "cpu"); st.State != worker.KeyEvicted || st.Resident != 0 || st.Precomputed != 0 {
+		t.Errorf("%s evicted: %+v, want no device memory", a, st)
 	}
 }

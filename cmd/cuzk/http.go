@@ -174,7 +174,7 @@ func (o *observability) serve(ctx context.Context, f httpFlags, log *slog.Logger
 // keyLine is one proving key's state on /readyz, e.g.
 //
 //	key synthetic-k22 files: loading 1234567 of 4937433088 bytes (0%), 1.2s
-//	key synthetic-k22 on cuda:0: resident 4937433088 bytes, 3.1s
+//	key synthetic-k22 on cuda:0: resident 4937433088 bytes, 3.1s; 32614904160 bytes on the device, 28991025792 of them precomputed
 //	key synthetic-k22 files: failed after 20ms: proving key ... is truncated or damaged (...)
 //	key synthetic-k22 on cuda:0: evicted (device reset: ...), loads again when next used
 func keyLine(k worker.KeyState) string {
@@ -194,7 +194,11 @@ func keyLine(k worker.KeyState) string {
 	case worker.KeyEvicted:
 		return fmt.Sprintf("key %s %s: evicted (%s), loads again when next used", k.Circuit, where, k.Err)
 	}
-	return fmt.Sprintf("key %s %s: %s %d bytes, %v", k.Circuit, where, k.State, k.Total, took)
+	line := fmt.Sprintf("key %s %s: %s %d bytes, %v", k.Circuit, where, k.State, k.Total, took)
+	if k.Resident > 0 {
+		line += fmt.Sprintf("; %d bytes on the device, %d of them precomputed", k.Resident, k.Precomputed)
+	}
+	return line
 }
 
 // dashboardKeys is the dashboard's "Proving keys" section's provider; nil (no section)
@@ -207,7 +211,8 @@ func (o *observability) dashboardKeys() dashboard.KeysFunc {
 		states := o.keys.KeyStates()
 		out := make([]dashboard.Key, len(states))
 		for i, k := range states {
-			out[i] = dashboard.Key{Circuit: k.Circuit, Device: k.Device, State: k.State, Bytes: k.Bytes, Total: k.Total, Elapsed: k.Elapsed, Err: k.Err}
+			out[i] = dashboard.Key{Circuit: k.Circuit, Device: k.Device, State: k.State, Bytes: k.Bytes, Total: k.Total,
+				Resident: k.Resident, Precomputed: k.Precomputed, Elapsed: k.Elapsed, Err: k.Err}
 		}
 		return out
 	}

@@ -96,7 +96,7 @@ func TestWorkerHTTPEndpoints(t *testing.T) {
 		t.Errorf("/readyz: %d %q", code, body)
 	}
 	// The keys the worker loaded, read from disk and resident on its device.
-	if !regexp.MustCompile(`\nkey synthetic-k6 files: resident \d+ bytes, \S+\nkey synthetic-k6 on cpu: resident \d+ bytes, \S+\n`).MatchString(body) {
+	if !regexp.MustCompile(`\nkey synthetic-k6 files: resident \d+ bytes, \S+\nkey synthetic-k6 on cpu: resident \d+ bytes, \S+; \d+ bytes on the device, 0 of them precomputed\n`).MatchString(body) {
 		t.Errorf("/readyz does not list synthetic-k6's key as resident: %q", body)
 	}
 
@@ -226,6 +226,9 @@ func TestKeyLineStates(t *testing.T) {
 	}{
 		{worker.KeyState{Circuit: "c", Device: "cuda:0", State: worker.KeyResident, Total: 10, Elapsed: 3 * time.Millisecond},
 			"key c on cuda:0: resident 10 bytes, 3ms"},
+		{worker.KeyState{Circuit: "c", Device: "cuda:0", State: worker.KeyResident, Total: 10, Resident: 40, Precomputed: 26,
+			Elapsed: 3 * time.Millisecond},
+			"key c on cuda:0: resident 10 bytes, 3ms; 40 bytes on the device, 26 of them precomputed"},
 		{worker.KeyState{Circuit: "c", State: worker.KeyFailed, Elapsed: time.Millisecond, Err: "damaged"},
 			"key c files: failed after 1ms: damaged"},
 		{worker.KeyState{Circuit: "c", Device: "cuda:1", State: worker.KeyEvicted, Total: 10, Err: "device reset: fault"},
