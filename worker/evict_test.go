@@ -275,11 +275,8 @@ func TestDeviceResetReloadsKeysForTheRetry(t *testing.T) {
 // A reset reported by LoadKey also drops the device's other keys, and that load fails.
 func TestDeviceResetDuringLoadDropsTheOtherKeys(t *testing.T) {
 	const a, b = "synthetic-k6", "synthetic-k7"
-	keys.setup(t, a)
-	keys.setup(t, b)
 	ctx := context.Background()
-	dev := newSmallDevice(4)
-	cat := worker.NewCatalog(keys.reg.Get, keys.load, nil)
+	dev, cat := twoKeys(t, a, b, 4)
 	ka, _, err := cat.Key(ctx, a, dev)
 	if err != nil {
 		t.Fatal(err)
@@ -472,12 +469,9 @@ func TestLostDeviceLeavesTheOthersProving(t *testing.T) {
 // dashboard's "on the device"); once evicted it tells none.
 func TestKeyStateDeviceMemory(t *testing.T) {
 	const a, b = "synthetic-k6", "synthetic-k7"
-	keys.setup(t, a)
-	keys.setup(t, b)
 	ctx := context.Background()
-	dev := newSmallDevice(1)
+	dev, cat := twoKeys(t, a, b, 1)
 	dev.precomputed = 4096
-	cat := worker.NewCatalog(keys.reg.Get, keys.load, nil)
 	held, _, err := cat.Key(ctx, a, dev)
 	if err != nil {
 		t.Fatal(err)
@@ -495,4 +489,13 @@ func TestKeyStateDeviceMemory(t *testing.T) {
 	if st := keyState(cat, a, "cpu"); st.State != worker.KeyEvicted || st.Resident != 0 || st.Precomputed != 0 {
 		t.Errorf("%s evicted: %+v, want no device memory", a, st)
 	}
+}
+
+// twoKeys sets up the keys of circuits a and b, and a catalog (no log) beside a small
+// device with room for room keys.
+func twoKeys(t *testing.T, a, b string, room int) (*smallDevice, worker.Catalog) {
+	t.Helper()
+	keys.setup(t, a)
+	keys.setup(t, b)
+	return newSmallDevice(room), worker.NewCatalog(keys.reg.Get, keys.load, nil)
 }
