@@ -121,6 +121,12 @@ __device__ __forceinline__ void fp2_sqr_inl(fp2_t& r, const fp2_t& a) {
 __device__ __forceinline__ void fe_mul(fp2_t& r, const fp2_t& a, const fp2_t& b) { fp2_mul_inl(r, a, b); }
 #endif
 __device__ __forceinline__ void fe_sqr(fp2_t& r, const fp2_t& a) { fp2_sqr_inl(r, a); }
+__device__ __forceinline__ void fe_mul_sub(fp2_t& r, const fp2_t& a, const fp2_t& b, const fp2_t& c, const fp2_t& d) {
+    fp2_t x, y;
+    fe_mul(x, a, b);
+    fe_mul(y, c, d);
+    fe_sub(r, x, y);
+}
 
 // (a0 + a1 u)^-1 = (a0 - a1 u) / (a0^2 + a1^2): one Fp inversion.
 __device__ __forceinline__ void fe_inv(fp2_t& r, const fp2_t& a) {

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <type_traits>
 #include "bls12_381.cuh"
 #include "runtime.cuh"
 #include "xyzz.cuh"
@@ -215,10 +216,28 @@ __global__ void k_fill(const uint32_t* bstart, const uint32_t* bend, const uint3
 
 // One thread per unit, taken in order of decreasing length (order), so a warp's
 // threads loop about equally long; the sum goes to partials[unit].
+// At least kAccBlocks blocks of 128 per SM for G1: over 170 registers would leave 2
+// blocks (8 warps) instead of 3 on an SM; the forms measured needed 158-174
+// (-DCUZK_ACC_MINB=n for A/B runs; 4 and 5 spilled and ran slower, 2026-12-03).
+#if defined(CUZK_ACC_MINB)
+constexpr int kAccBlocks = CUZK_ACC_MINB;
+#else
+constexpr int kAccBlocks = 3;
+#endif
+// G1's sums are lazily reduced inside the loop (fe_lazy) and reduced once
+// at the end; -DCUZK_LAZY_OFF reduces every product (A/B runs).
+#if defined(CUZK_FE_WIDE) && !defined(CUZK_LAZY_OFF)
+constexpr bool kLazyG1 = true;
+using g1_acc_ops = fe_lazy;
+#else
+constexpr bool kLazyG1 = false;
+using g1_acc_ops = fe_reduced;
+#endif
 template <class F>
-__global__ void k_accumulate(const unit_desc* __restrict__ desc, const uint32_t* __restrict__ order, uint32_t U,
-                             const uint32_t* __restrict__ vals, const affine_t<F>* __restrict__ bases,
-                             xyzz_t<F>* __restrict__ partials) {
+__global__ void __launch_bounds__(128, sizeof(F) == sizeof(fp_t) ? kAccBlocks : 1)
+    k_accumulate(const unit_desc* __restrict__ desc, const uint32_t* __restrict__ order, uint32_t U,
+                 const uint32_t* __restrict__ vals, const affine_t<F>* __restrict__ bases,
+                 xyzz_t<F>* __restrict__ partials) {
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= U) return;
     uint32_t u = order[i];
@@ -230,7 +249,13 @@ __global__ void k_accumulate(const unit_desc* __restrict__ desc, const uint32_t*
         affine_t<F> p = bases[v & ~kNegBit];
         if (aff_is_inf(p)) continue;
         if (v & kNegBit) fe_neg(p.y, p.y);
-        xyzz_add_affine(acc, p.x, p.y);
+        xyzz_add_affine<F, std::conditional_t<sizeof(F) == sizeof(fp_t), g1_acc_ops, fe_reduced>>(acc, p.x, p.y);
+    }
+    if constexpr (kLazyG1 && sizeof(F) == sizeof(fp_t)) {
+        lz_norm(acc.x);
+        lz_norm(acc.y);
+        lz_norm(acc.zz);
+        lz_norm(acc.zzz);
     }
     partials[u] = acc;
 }

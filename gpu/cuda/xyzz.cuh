@@ -47,9 +47,7 @@ __device__ CUZK_POINT_FN void xyzz_dbl(xyzz_t<F>& r, const xyzz_t<F>& p) {
     fe_sub(t, t, s);
     fe_sub(r.x, t, s);
     fe_sub(s, s, r.x);
-    fe_mul(s, m, s);
-    fe_mul(t, w, p.y);
-    fe_sub(r.y, s, t);
+    fe_mul_sub(r.y, m, s, w, p.y);
     fe_mul(r.zz, v, p.zz);
     fe_mul(r.zzz, w, p.zzz);
 }
@@ -69,45 +67,78 @@ __device__ CUZK_POINT_FN void xyzz_dbl_affine(xyzz_t<F>& r, const F& x, const F&
     fe_sub(t, t, s);
     fe_sub(r.x, t, s);
     fe_sub(s, s, r.x);
-    fe_mul(s, m, s);
-    fe_mul(t, w, y);
-    fe_sub(r.y, s, t);
+    fe_mul_sub(r.y, m, s, w, y);
     r.zz = v;
     r.zzz = w;
 }
 
-// r += (x, y) affine (not infinity).
-template <class F>
+// The field operations of the mixed addition: reduced (every value below p), or lazily
+// reduced (fe_lazy: the sum's coordinates below 2p, see lz_mul in field.cuh; Fp only).
+struct fe_reduced {
+    template <class F>
+    static __device__ __forceinline__ void mul(F& r, const F& a, const F& b) { fe_mul(r, a, b); }
+    template <class F>
+    static __device__ __forceinline__ void sqr(F& r, const F& a) { fe_sqr(r, a); }
+    template <class F>
+    static __device__ __forceinline__ void sub(F& r, const F& a, const F& b) { fe_sub(r, a, b); }
+    template <class F>
+    static __device__ __forceinline__ void mul_sub(F& r, const F& a, const F& b, const F& c, const F& d) {
+        fe_mul_sub(r, a, b, c, d);
+    }
+    template <class F>
+    static __device__ __forceinline__ bool is_zero(const F& a) { return fe_is_zero(a); }
+};
+
+#if defined(CUZK_FE_WIDE)
+struct fe_lazy {
+    template <class F>
+    static __device__ __forceinline__ void mul(F& r, const F& a, const F& b) { lz_mul(r, a, b); }
+    template <class F>
+    static __device__ __forceinline__ void sqr(F& r, const F& a) { lz_mul(r, a, a); }
+    template <class F>
+    static __device__ __forceinline__ void sub(F& r, const F& a, const F& b) { lz_sub(r, a, b); }
+    template <class F>
+    static __device__ __forceinline__ void mul_sub(F& r, const F& a, const F& b, const F& c, const F& d) {
+        lz_mul_sub(r, a, b, c, d);
+    }
+    template <class F>
+    static __device__ __forceinline__ bool is_zero(const F& a) { return lz_is_zero(a); }
+};
+#endif
+
+// r += (x, y) affine (not infinity; x, y below p). With fe_lazy, r's coordinates are
+// below 2p before and after; the rare doubling takes the reduced path (its output is
+// below p), and ZZ is exactly 0 only when set so (a product of two values nonzero mod p
+// is neither 0 nor p), so the infinity test stays exact.
+template <class F, class O = fe_reduced>
 __device__ CUZK_POINT_FN void xyzz_add_affine(xyzz_t<F>& r, const F& x, const F& y) {
     if (xyzz_is_inf(r)) {
         r.x = x; r.y = y; fe_one(r.zz); fe_one(r.zzz);
         return;
     }
     F u2, s2, p, q, pp, ppp;
-    fe_mul(u2, x, r.zz);
-    fe_mul(s2, y, r.zzz);
-    fe_sub(p, u2, r.x);
-    fe_sub(q, s2, r.y);  // R
-    if (fe_is_zero(p)) {
-        if (fe_is_zero(q)) xyzz_dbl_affine(r, x, y);
+    O::mul(u2, x, r.zz);
+    O::mul(s2, y, r.zzz);
+    O::sub(p, u2, r.x);
+    O::sub(q, s2, r.y);  // R
+    if (O::is_zero(p)) {
+        if (O::is_zero(q)) xyzz_dbl_affine(r, x, y);
         else xyzz_set_inf(r);
         return;
     }
-    fe_sqr(pp, p);
-    fe_mul(ppp, p, pp);
+    O::sqr(pp, p);
+    O::mul(ppp, p, pp);
     F qq, t;
-    fe_mul(qq, r.x, pp);  // Q
-    fe_sqr(t, q);
-    fe_sub(t, t, ppp);
-    fe_sub(t, t, qq);
-    fe_sub(t, t, qq);  // X3
-    fe_sub(u2, qq, t);
-    fe_mul(u2, q, u2);
-    fe_mul(s2, r.y, ppp);
-    fe_sub(r.y, u2, s2);
+    O::mul(qq, r.x, pp);  // Q
+    O::sqr(t, q);
+    O::sub(t, t, ppp);
+    O::sub(t, t, qq);
+    O::sub(t, t, qq);  // X3
+    O::sub(u2, qq, t);
+    O::mul_sub(r.y, q, u2, r.y, ppp);
     r.x = t;
-    fe_mul(r.zz, r.zz, pp);
-    fe_mul(r.zzz, r.zzz, ppp);
+    O::mul(r.zz, r.zz, pp);
+    O::mul(r.zzz, r.zzz, ppp);
 }
 
 // r += p (general XYZZ).
@@ -136,9 +167,7 @@ __device__ CUZK_POINT_FN void xyzz_add(xyzz_t<F>& r, const xyzz_t<F>& p) {
     fe_sub(t, t, q);
     fe_sub(t, t, q);  // X3
     fe_sub(u2, q, t);
-    fe_mul(u2, R, u2);
-    fe_mul(s1, s1, ppp);
-    fe_sub(r.y, u2, s1);
+    fe_mul_sub(r.y, R, u2, s1, ppp);
     r.x = t;
     fe_mul(r.zz, r.zz, p.zz);
     fe_mul(r.zz, r.zz, pp);

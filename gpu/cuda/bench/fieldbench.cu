@@ -52,7 +52,9 @@ __global__ void k_mul(F* out, const F* in, int iters) {
 // MSM's access pattern when idx is random) or read from a small shared table.
 // MINB > 0: __launch_bounds__(128, MINB) caps the registers so MINB blocks of 128 fit
 // on one SM (occupancy against spills).
-template <class F, bool SHARED, int MINB = 0>
+// LAZY: the accumulation's lazily reduced addition (fe_lazy), reduced at
+// the end, so its checksum must equal the reduced addition's.
+template <class F, bool SHARED, int MINB = 0, bool LAZY = false>
 __global__ void __launch_bounds__(128, MINB) k_madd(xyzz_t<F>* out, const affine_t<F>* __restrict__ pts,
                                                      const uint32_t* __restrict__ idx, int per_thread) {
     __shared__ affine_t<F> tab[SHARED ? 64 : 1];
@@ -66,7 +68,17 @@ __global__ void __launch_bounds__(128, MINB) k_madd(xyzz_t<F>* out, const affine
     const uint32_t* ix = idx + t * per_thread;
     for (int j = 0; j < per_thread; j++) {
         affine_t<F> p = SHARED ? tab[(threadIdx.x + j) & 63] : pts[ix[j]];
-        xyzz_add_affine(acc, p.x, p.y);
+        if constexpr (LAZY) {
+            xyzz_add_affine<F, fe_lazy>(acc, p.x, p.y);
+        } else {
+            xyzz_add_affine(acc, p.x, p.y);
+        }
+    }
+    if constexpr (LAZY) {
+        lz_norm(acc.x);
+        lz_norm(acc.y);
+        lz_norm(acc.zz);
+        lz_norm(acc.zzz);
     }
     out[t] = acc;
 }
@@ -164,7 +176,7 @@ void bench_mul(const char* name, int sms, int iters) {
     cudaFree(dout);
 }
 
-template <class F, bool SHARED, int MINB = 0>
+template <class F, bool SHARED, int MINB = 0, bool LAZY = false>
 void bench_madd(const char* name, int sms, size_t npts, int per_thread) {
     const int tpb = 128;
     size_t threads = (size_t)sms * 1536;
@@ -185,13 +197,13 @@ void bench_madd(const char* name, int sms, size_t npts, int per_thread) {
     CHECK(cudaMalloc(&dout, threads * sizeof(xyzz_t<F>)));
     CHECK(cudaMemcpy(dp, pts.data(), npts * sizeof(affine_t<F>), cudaMemcpyHostToDevice));
     CHECK(cudaMemcpy(di, idx.data(), idx.size() * 4, cudaMemcpyHostToDevice));
-    k_madd<F, SHARED, MINB><<<threads / tpb, tpb>>>(dout, dp, di, 4);
+    k_madd<F, SHARED, MINB, LAZY><<<threads / tpb, tpb>>>(dout, dp, di, 4);
     CHECK(cudaDeviceSynchronize());
     timer tm;
     float best = 1e30f;
     for (int r = 0; r < 3; r++) {
         tm.start();
-        k_madd<F, SHARED, MINB><<<threads / tpb, tpb>>>(dout, dp, di, per_thread);
+        k_madd<F, SHARED, MINB, LAZY><<<threads / tpb, tpb>>>(dout, dp, di, per_thread);
         float ms = tm.stop();
         best = ms < best ? ms : best;
     }
@@ -199,7 +211,7 @@ void bench_madd(const char* name, int sms, size_t npts, int per_thread) {
     std::vector<xyzz_t<F>> out(threads);
     CHECK(cudaMemcpy(out.data(), dout, out.size() * sizeof(xyzz_t<F>), cudaMemcpyDeviceToHost));
     double adds = (double)threads * per_thread;
-    report_attrs(name, k_madd<F, SHARED, MINB>, tpb);
+    report_attrs(name, k_madd<F, SHARED, MINB, LAZY>, tpb);
     printf("FIELDBENCH %s madds=%.3g ms=%.3f Mmadd/s=%.1f checksum=%016llx\n", name, adds, best, adds / best / 1e3,
            (unsigned long long)checksum(out));
     cudaFree(dp);
@@ -223,6 +235,11 @@ int main() {
     bench_madd<fp_t, false>("g1_madd_gather_2^22", sms, 1 << 22, 256);
     bench_madd<fp_t, false, 4>("g1_madd_gather_lb4", sms, 1 << 22, 256);
     bench_madd<fp_t, false, 5>("g1_madd_gather_lb5", sms, 1 << 22, 256);
+#if defined(CUZK_FE_WIDE)
+    bench_madd<fp_t, true, 0, true>("g1_madd_shared_lazy", sms, 64, 256);
+    bench_madd<fp_t, false, 0, true>("g1_madd_gather_lazy", sms, 1 << 22, 256);
+    bench_madd<fp_t, false, 3, true>("g1_madd_gather_lazy_lb3", sms, 1 << 22, 256);
+#endif
     bench_mul<fp2_t, 1>("fp2_mul", sms, 512);
     bench_madd<fp2_t, true>("g2_madd_shared", sms, 64, 64);
     bench_madd<fp2_t, false>("g2_madd_gather_2^22", sms, 1 << 22, 64);

@@ -22,8 +22,9 @@ def run(fn, N, mod, a, b, t=0, out='r', words=None, arrays=None, env_out=None):
     env_out, the arrays named there as integers."""
     body = src[src.index('void %s(' % fn):]
     body = body[:body.index('\n}\n')]
-    inv = (-pow(mod, -1, 1 << 32)) % (1 << 32)
+    inv = (-pow(mod, -1, 1 << 32)) % (1 << 32) if mod % 2 else 0  # 2p: add/sub only
     env = {'a': limbs(a, N), 'b': limbs(b, N), 't': limbs(t, 64), 'X': [0] * 64, 'Y': [0] * 64, 'E': [0] * 64, 'O': [0] * 64, 'r': [0] * 64, 'm': 0, 'c': 0, 'c0': 0, 'bw': 0, 'pm': [0] * 64, 'd': [0] * 64, 'u': [0] * 64, 's': [0] * 64, 'hi': 0}
+    env = _Env(env)
     for k, v in (arrays or {}).items():
         env[k] = limbs(v, 64) if k != 'hi' else v
     def ev(e):
@@ -64,6 +65,12 @@ def run(fn, N, mod, a, b, t=0, out='r', words=None, arrays=None, env_out=None):
                     p = g(args[1]) * g(args[2])
                     vals[d] = (p >> 32) & M32 if '.hi' in op else p & M32
                     continue
+                if base == 'xor':
+                    vals[d] = g(args[1]) ^ g(args[2])
+                    continue
+                if base == 'mov':
+                    vals[d] = g(args[1])
+                    continue
                 if base in ('mad', 'madc'):
                     p = g(args[1]) * g(args[2])
                     part = (p >> 32) & M32 if '.hi' in op else p & M32
@@ -99,6 +106,9 @@ def run(fn, N, mod, a, b, t=0, out='r', words=None, arrays=None, env_out=None):
         if mm:
             neg = env['bw'] >= 1 << 31
             for k in range(int(mm.group(1))): env['r'][k] = (env['t'] if neg else env['s'])[k]
+        mm = re.match(r'(\w+) = (\w+) \^ (\w+);', l)
+        if mm:
+            env[mm.group(1)] = env[mm.group(2)] ^ env[mm.group(3)]
         mm = re.match(r'(\w)\[(\d+)\] = 0;', l)
         if mm: env[mm.group(1)][int(mm.group(2))] = 0
         i += 1
@@ -106,6 +116,13 @@ def run(fn, N, mod, a, b, t=0, out='r', words=None, arrays=None, env_out=None):
     if env_out:
         return [whole(arr, n) for arr, n in env_out]
     return whole(out, words or N + 1)
+class _Env(dict):
+    """The interpreter's variables: arrays not named up front start as zero words."""
+    def __missing__(self, k):
+        self[k] = [0] * 64
+        return self[k]
+
+
 random.seed(1)
 failed = 0
 for fn, N, mod in (('mont_mul_chain_12', 12, P), ('mont_mul_chain_8', 8, R)):
@@ -137,6 +154,62 @@ for t in tcases:
     if got % mod != t * pow(Rm, -1, mod) % mod or got >= 2 * mod:
         bad += 1
 print('mont_redc_chain_12 cases', len(tcases), 'bad', bad)
+failed += bad
+
+# Karatsuba's wide products: exact for any operands below 2^(32N), including the
+# halves' extremes (each difference of halves negative, zero or positive).
+for N2 in (12, 8):
+    H2, top = N2 // 2, 1 << (32 * N2)
+    half = (1 << (32 * H2)) - 1
+    edge = [0, 1, top - 1, half, half << (32 * H2), (1 << (32 * H2)) | 1, P if N2 == 12 else R, 2 * (P if N2 == 12 else R) - 1]
+    cases = [(x, y) for x in edge for y in edge] + [(random.randrange(top), random.randrange(top)) for _ in range(300)]
+    cases += [(random.randrange(P if N2 == 12 else R), random.randrange(P if N2 == 12 else R)) for _ in range(300)]
+    bad = sum(run('mont_kara_wide_chain_%d' % N2, N2, P if N2 == 12 else R, a, b, out='t', words=2 * N2) != a * b
+              for a, b in cases)
+    print('mont_kara_wide_chain_%d cases' % N2, len(cases), 'bad', bad)
+    failed += bad
+
+# a*b - c*d with one reduction: the wide difference (p at word N on a borrow) stays
+# below p*2^(32N) and reduces to (a*b - c*d)*R^-1 mod p below 2p.
+for N2, md in ((12, P), (8, R)):
+    Rm2 = 1 << (32 * N2)
+    cases = [(0, 0, 0, 0), (md - 1, md - 1, 0, 0), (0, 0, md - 1, md - 1), (md - 1, md - 1, md - 1, md - 1), (1, 1, md - 1, md - 1)]
+    cases += [tuple(random.randrange(md) for _ in range(4)) for _ in range(300)]
+    bad = 0
+    for a, b, c, d in cases:
+        x = run('mont_wide_chain_%d' % N2, N2, md, a, b, out='t', words=2 * N2)
+        y = run('mont_kara_wide_chain_%d' % N2, N2, md, c, d, out='t', words=2 * N2)
+        dd = run('sub_wide_mod_chain_%d' % N2, N2, md, 0, 0, arrays={'x': x, 'y': y}, out='d', words=2 * N2)
+        got = run('mont_redc_chain_%d' % N2, N2, md, 0, 0, t=dd)
+        if not 0 <= dd < md * Rm2 or got % md != (a * b - c * d) * pow(Rm2, -1, md) % md or got >= 2 * md:
+            bad += 1
+    print('a*b - c*d, %d limbs, cases' % N2, len(cases), 'bad', bad)
+    failed += bad
+
+# Lazily reduced Fp (field.cuh's lz_*): operands below 2p. The product is below 2p
+# with a zero top word; a*b - c*d reduces from below p*2^384 to below 2p; add and
+# subtract modulo 2p (the chains with 2p as the modulus) stay below 2p.
+P2, Rm = 2 * P, 1 << 384
+edge = [0, 1, P - 1, P, P + 1, P2 - 1]
+cases = [(a, b) for a in edge for b in edge] + [(random.randrange(P2), random.randrange(P2)) for _ in range(300)]
+bad = 0
+for a, b in cases:
+    got = run('mont_mul_chain_12', 12, P, a, b)
+    if got >= P2 or got % P != a * b * pow(Rm, -1, P) % P:
+        bad += 1
+    if run('add_mod_chain_12', 12, P2, a, b, words=12) != (a + b) % P2:
+        bad += 1
+    if run('sub_mod_chain_12', 12, P2, a, b, words=12) != (a - b) % P2:
+        bad += 1
+for _ in range(300):
+    a, b, c, d = (random.choice([random.randrange(P2), P2 - 1, P, 0]) for _ in range(4))
+    x = run('mont_wide_chain_12', 12, P, a, b, out='t', words=24)
+    y = run('mont_wide_chain_12', 12, P, c, d, out='t', words=24)
+    dd = run('sub_wide_mod_chain_12', 12, P, 0, 0, arrays={'x': x, 'y': y}, out='d', words=24)
+    got = run('mont_redc_chain_12', 12, P, 0, 0, t=dd)
+    if not 0 <= dd < P * Rm or got >= P2 or got % P != (a * b - c * d) * pow(Rm, -1, P) % P:
+        bad += 1
+print('lazily reduced Fp (below 2p), cases', 3 * len(cases) + 300, 'bad', bad)
 failed += bad
 
 # The squares: the interpreter stops at the call into the reduction, so the 2N-word

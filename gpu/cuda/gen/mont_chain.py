@@ -38,11 +38,12 @@ def rows(w, N):
     """Returns row(i, mult, src, imm): one chain per accumulator adding mult * src[j]
     (or mult * P::mod(j) when imm) at word positions q = i + j."""
 
-    def row(i, mult, src, imm, jlo=0):
+    def row(i, mult, src, imm, jlo=0, accs=("X", "Y"), src_off=0):
         # one chain per accumulator: pairs (q, q+1) for q = i+j of its parity, then the
         # carry into the next pair of the same accumulator. Squaring's rows start at
-        # jlo = i+1 (the products a_i*a_j above the diagonal).
-        for acc, par in (("X", 0), ("Y", 1)):
+        # jlo = i+1 (the products a_i*a_j above the diagonal). Karatsuba's rows take
+        # their own accumulators and src from word src_off.
+        for acc, par in ((accs[0], 0), (accs[1], 1)):
             ins, qs = [], []
             for j in range(jlo, N):
                 q = i + j
@@ -61,7 +62,7 @@ def rows(w, N):
             ins.append("addc.u32 {o:%s%d}, {o:%s%d}, 0" % (acc, q + 1, acc, q + 1))
             used.update((q, q + 1))
             outs = [("%s%d" % (acc, k), ("+r", "%s[%d]" % (acc, k))) for k in sorted(used)]
-            srcs = [("s%d" % j, ("n", "P::mod(%d)" % j) if imm else ("r", "%s[%d]" % (src, j))) for (_, j) in qs]
+            srcs = [("s%d" % j, ("n", "P::mod(%d)" % j) if imm else ("r", "%s[%d]" % (src, src_off + j))) for (_, j) in qs]
             w(asm_block(ins, outs, [("m", ("r", mult))] + srcs))
 
     return row
@@ -198,6 +199,133 @@ def gen_sqr(N):
     return "".join(o)
 
 
+def gen_kara(N):
+    """The 2N-word product a*b by one level of Karatsuba over halves of H = N/2 words:
+    z0 = a_lo*b_lo, z2 = a_hi*b_hi and |a_lo - a_hi| * |b_hi - b_lo| (3 H^2 limb
+    products instead of N^2), each in its own pair of even/odd accumulators, as in
+    gen(); then mid = z0 + z2 +- that product (the sign from the two borrows; mid =
+    a_lo*b_hi + a_hi*b_lo, 2H+1 words) and t = z0 + mid*2^(32H) + z2*2^(64H). Exact for
+    any operands below 2^(32N)."""
+    H = N // 2
+    W = 2 * H + 4
+    o = []
+    w = o.append
+    w("template <class P>\n")
+    w("__device__ __forceinline__ void mont_kara_wide_chain_%d(uint32_t* t, const uint32_t* a, const uint32_t* b) {\n" % N)
+    w("    static_assert(P::N == %d, \"limb count\");\n" % N)
+    w("    uint32_t da[%d], db[%d], sa, sb, s;\n" % (H, H))
+    w("    uint32_t X0[%d], Y0[%d], X2[%d], Y2[%d], XD[%d], YD[%d];\n" % ((W,) * 6))
+    w("#pragma unroll\n    for (int k = 0; k < %d; k++) X0[k] = Y0[k] = X2[k] = Y2[k] = XD[k] = YD[k] = 0;\n" % W)
+
+    # |x - y| over H words (x at xo, y at yo of arrays xn, yn) and the borrow mask.
+    def absdiff(dst, xn, xo, yn, yo, mask):
+        mi = []
+        for k in range(H):
+            op = "sub.cc.u32" if k == 0 else "subc.cc.u32"
+            mi.append("%s {o:d%d}, {i:x%d}, {i:y%d}" % (op, k, k, k))
+        mi.append("subc.u32 {o:m}, 0, 0")
+        for k in range(H):
+            mi.append("xor.b32 {o:d%d}, {o:d%d}, {o:m}" % (k, k))
+        for k in range(H):
+            op = "sub.cc.u32" if k == 0 else ("subc.u32" if k == H - 1 else "subc.cc.u32")
+            mi.append("%s {o:d%d}, {o:d%d}, {o:m}" % (op, k, k))
+        outs = [("d%d" % k, ("=r", "%s[%d]" % (dst, k))) for k in range(H)] + [("m", ("=r", mask))]
+        ins = [("x%d" % k, ("r", "%s[%d]" % (xn, xo + k))) for k in range(H)]
+        ins += [("y%d" % k, ("r", "%s[%d]" % (yn, yo + k))) for k in range(H)]
+        w(asm_block(mi, outs, ins))
+
+    absdiff("da", "a", 0, "a", H, "sa")
+    absdiff("db", "b", H, "b", 0, "sb")
+    w("    s = sa ^ sb;  // all ones: (a_lo - a_hi)(b_hi - b_lo) < 0\n")
+
+    row = rows(w, H)
+
+    def prod(accx, accy, xs, xo, ys, yo):
+        for i in range(H):
+            row(i, "%s[%d]" % (ys, yo + i), xs, False, accs=(accx, accy), src_off=xo)
+
+    prod("XD", "YD", "da", 0, "db", 0)
+    prod("X0", "Y0", "a", 0, "b", 0)
+    prod("X2", "Y2", "a", H, "b", H)
+    # z0 = X0 + Y0, z2 = X2 + Y2, d = XD + YD (2H words each: the products are below
+    # 2^(64H)); u = z0 + z2 (2H words and a carry word); mid = u + (d ^ s) + (s & 1)
+    # with the sign word s on top; then t. One asm block: the words stay registers.
+    mi = []
+
+    def chain(dst, x, y, n, carry_out=None, carry_in=False):
+        for k in range(n):
+            if k == 0 and not carry_in:
+                op = "add.cc.u32"
+            else:
+                op = "addc.cc.u32"
+            mi.append("%s %s, %s, %s" % (op, dst(k), x(k), y(k)))
+        if carry_out:
+            mi.append("addc.u32 %s, 0, 0" % carry_out)
+        else:
+            mi[-1] = mi[-1].replace("addc.cc.u32", "addc.u32") if carry_in or n > 1 else mi[-1]
+
+    chain(lambda k: "{o:z%d}" % k, lambda k: "{i:X0_%d}" % k, lambda k: "{i:Y0_%d}" % k, 2 * H, carry_out=None)
+    chain(lambda k: "{o:w%d}" % k, lambda k: "{i:X2_%d}" % k, lambda k: "{i:Y2_%d}" % k, 2 * H)
+    chain(lambda k: "{o:d%d}" % k, lambda k: "{i:XD_%d}" % k, lambda k: "{i:YD_%d}" % k, 2 * H)
+    chain(lambda k: "{o:u%d}" % k, lambda k: "{o:z%d}" % k, lambda k: "{o:w%d}" % k, 2 * H, carry_out="{o:ut}")
+    for k in range(2 * H):
+        mi.append("xor.b32 {o:d%d}, {o:d%d}, {i:s}" % (k, k))
+    mi.append("add.cc.u32 {o:e}, {i:s}, 1")  # carry = (s != 0): + 1 completes -d
+    for k in range(2 * H):
+        mi.append("addc.cc.u32 {o:u%d}, {o:u%d}, {o:d%d}" % (k, k, k))
+    mi.append("addc.u32 {o:ut}, {o:ut}, {i:s}")
+    # t: words [0, H) from z0; [H, 2H) z0 + mid; [2H, 4H) z2 + mid's upper words.
+    for k in range(H):
+        mi.append("mov.b32 {o:t%d}, {o:z%d}" % (k, k))
+    for k in range(H, 4 * H):
+        x = "{o:z%d}" % k if k < 2 * H else "{o:w%d}" % (k - 2 * H)
+        mk = k - H
+        y = "{o:u%d}" % mk if mk < 2 * H else ("{o:ut}" if mk == 2 * H else "0")
+        op = "add.cc.u32" if k == H else ("addc.u32" if k == 4 * H - 1 else "addc.cc.u32")
+        mi.append("%s {o:t%d}, %s, %s" % (op, k, x, y))
+    outs = [("t%d" % k, ("=r", "t[%d]" % k)) for k in range(4 * H)]
+    for nm in ("z", "w", "d", "u"):
+        outs += [("%s%d" % (nm, k), ("=r", "%s_[%d]" % (nm, k))) for k in range(2 * H)]
+    outs += [("ut", ("=r", "ut")), ("e", ("=r", "e"))]
+    ins = []
+    for nm in ("X0", "Y0", "X2", "Y2", "XD", "YD"):
+        ins += [("%s_%d" % (nm, k), ("r", "%s[%d]" % (nm, k))) for k in range(2 * H)]
+    ins.append(("s", ("r", "s")))
+    w("    uint32_t z_[%d], w_[%d], d_[%d], u_[%d], ut, e;\n" % ((2 * H,) * 4))
+    w(asm_block(mi, outs, ins))
+    w("}\n\n")
+    return "".join(o)
+
+
+def gen_sub_wide_mod(N):
+    """d = x - y over 2N words, plus p at word N when that borrows: for x, y < p^2
+    (two products of reduced operands) d stays below p*2^(32N), as the reduction
+    needs, and d = x - y mod p*2^(32N). Lets a*b - c*d take one reduction."""
+    o = []
+    w = o.append
+    W = 2 * N
+    w("template <class P>\n")
+    w("__device__ __forceinline__ void sub_wide_mod_chain_%d(uint32_t* d, const uint32_t* x, const uint32_t* y) {\n" % N)
+    w("    static_assert(P::N == %d, \"limb count\");\n" % N)
+    w("    uint32_t bw, pm[%d];\n" % N)
+    mi = []
+    for k in range(W):
+        op = "sub.cc.u32" if k == 0 else "subc.cc.u32"
+        mi.append("%s {o:d%d}, {i:x%d}, {i:y%d}" % (op, k, k, k))
+    mi.append("subc.u32 {o:bw}, 0, 0")
+    w(asm_block(mi, [("d%d" % k, ("=r", "d[%d]" % k)) for k in range(W)] + [("bw", ("=r", "bw"))],
+                [("x%d" % k, ("r", "x[%d]" % k)) for k in range(W)] + [("y%d" % k, ("r", "y[%d]" % k)) for k in range(W)]))
+    w("#pragma unroll\n    for (int k = 0; k < %d; k++) pm[k] = P::mod(k) & bw;\n" % N)
+    mi = []
+    for k in range(N):
+        op = "add.cc.u32" if k == 0 else ("addc.u32" if k == N - 1 else "addc.cc.u32")
+        mi.append("%s {o:d%d}, {o:d%d}, {i:p%d}" % (op, k, k, k))
+    w(asm_block(mi, [("d%d" % k, ("+r", "d[%d]" % (N + k))) for k in range(N)],
+                [("p%d" % k, ("r", "pm[%d]" % k)) for k in range(N)]))
+    w("}\n\n")
+    return "".join(o)
+
+
 def gen_fp2_helpers(N):
     """The word-level steps of Fp2's lazily reduced product, each one carry chain:
     an unreduced sum (operands < p leave a + b < 2p, no overflow); from the 2N-word
@@ -324,12 +452,15 @@ def main():
     out.write("// separate carry additions; no word ever moves, so the pairs stay register pairs.\n")
     out.write("// After row i, word i of X + Y (+ the carry c from word i-1) is zero mod 2^32.\n")
     out.write("// r receives words N..2N of T = X + Y + c (< 2p); the caller subtracts p once.\n")
-    out.write("// mont_wide_chain_12 and mont_redc_chain_12 are the two halves apart: the rows\n")
+    out.write("// mont_wide_chain_N and mont_redc_chain_N are the two halves apart: the rows\n")
     out.write("// a*b_i alone (2N-word product), and the rows m_i*p alone over a 2N-word input.\n")
     out.write("// mont_sqr_chain_N: the square with the products a_i*a_j, j > i, summed once and\n")
     out.write("// doubled (N(N-1)/2 + N products for the square instead of N^2).\n")
     out.write("// add_mod_chain_N, sub_mod_chain_N, reduce_once_chain_N: a + b, a - b mod p and the\n")
     out.write("// product's final conditional subtraction, each a carry chain and a select.\n")
+    out.write("// sub_wide_mod_chain_N: the difference of two 2N-word products, kept below p*2^(32N)\n")
+    out.write("// so a*b - c*d takes one reduction. mont_kara_wide_chain_N: the 2N-word product by\n")
+    out.write("// one level of Karatsuba (opt-in, slower on the H200: field.cuh).\n")
     out.write("#pragma once\n#include <stdint.h>\n\n")
     out.write("// -p^-1 mod 2^32 for the rows' m. Fr's is 2^32 - 1 (r = 1 mod 2^32): given that\n")
     out.write("// constant, ptxas rewrites m = -t and splits every m*p pair of the reduction into\n")
@@ -344,11 +475,15 @@ def main():
     for N in (12, 8):
         out.write(gen(N))
     # Fp2's lazily reduced product (bls12_381.cuh) takes the product and the reduction apart.
-    out.write(gen_wide(12))
+    for N in (12, 8):
+        out.write(gen_wide(N))
     for N in (12, 8):
         out.write(gen_redc(N))
         out.write(gen_sqr(N))
     out.write(gen_fp2_helpers(12))
+    for N in (12, 8):
+        out.write(gen_kara(N))
+        out.write(gen_sub_wide_mod(N))
     for N in (12, 8):
         out.write(gen_addsub(N))
 
