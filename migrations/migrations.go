@@ -67,6 +67,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) (Result, error) {
 		if err != nil {
 			return res, fmt.Errorf("migrate: begin: %w", err)
 		}
+		//lint:ignore SA1019 MigrateTx is deprecated for batching versions in one transaction; MaxSteps: 1 runs one per transaction, and Migrate would take a second pool connection
 		rr, err := rm.MigrateTx(ctx, tx, rivermigrate.DirectionUp, &rivermigrate.MigrateOpts{MaxSteps: 1})
 		if err != nil {
 			_ = tx.Rollback(ctx)
