@@ -342,13 +342,13 @@ __device__ __forceinline__ void fe_mul_sub(fe<P>& r, const fe<P>& a, const fe<P>
 
 // Lazily reduced values in [0, 2p), for a hot loop's intermediate values (G1's
 // accumulation; msm.cuh). BLS12-381's p < 2^381 leaves the room: a Montgomery product
-// of operands below 2p is below 2p without its final subtraction (4p < 2^384), a sum
-// of two stays below 2^384 before its conditional subtraction of 2p, and a*b - c*d
-// stays below p*2^384 before its reduction (4p^2 < p*2^384). Each product saves the
+// of operands below 2p is below 2p without its final subtraction (4p < 2^384), a
+// difference is taken modulo 2p, and a*b - c*d stays below p*2^384 before its
+// reduction (4p^2 < p*2^384). Each product saves the
 // final subtraction (about 25 instructions); zero becomes 0 or p. Carry chains only.
 // gen/check_mont_chain.py checks these bounds on integers.
 template <class P>
-struct twice_p {  // 2p as a modulus for the chains' add and subtract
+struct twice_p {  // 2p as a modulus for the chains' subtraction
     static constexpr int N = P::N;
     __host__ __device__ static constexpr uint32_t mod(int i) {
         return (P::mod(i) << 1) | (i ? P::mod(i - 1) >> 31 : 0u);
@@ -369,17 +369,12 @@ template <class P>
 __device__ __forceinline__ void lz_mul_sub(fe<P>& r, const fe<P>& a, const fe<P>& b, const fe<P>& c, const fe<P>& d) {
     static_assert(P::N == 12, "lazy reduction needs Fp's spare bits");
     uint32_t x[2 * P::N], y[2 * P::N], t[P::N + 1];
-    mont_wide_chain_12<P>(x, a.v, b.v);
-    mont_wide_chain_12<P>(y, c.v, d.v);
+    fe_wide(x, a, b);
+    fe_wide(y, c, d);
     sub_wide_mod_chain_12<P>(x, x, y);
     mont_redc_chain_12<P>(t, x);
 #pragma unroll
     for (int i = 0; i < P::N; i++) r.v[i] = t[i];
-}
-
-template <class P>
-__device__ __forceinline__ void lz_add(fe<P>& r, const fe<P>& a, const fe<P>& b) {
-    add_mod_chain_12<twice_p<P>>(r.v, a.v, b.v);
 }
 
 template <class P>
