@@ -307,32 +307,74 @@ func benchNTT(t *testing.T, s *cudaStream, wb *devBuf, sc []fr.Element, logN int
 	}
 }
 
-// nttTwiddleAB times the forward NTT with each twiddle source of the library
-// (CUZK_NTT_SHTW=0: global loads per butterfly, 1: staged in shared memory) when
-// CUZK_GPU_BENCH_NTT_AB=1, and checks that both give the same output.
+// nttTwiddleAB times the forward NTT with other settings of the library's NTT switches
+// (read at every call) and checks that each gives the default's output.
+// CUZK_GPU_BENCH_NTT_AB=1 compares the two twiddle sources (CUZK_NTT_SHTW=0: global
+// loads per butterfly, 1: staged in shared memory); any other value is a list of
+// settings, ";" between settings and " " between the variables of one, e.g.
+// "CUZK_NTT_MINB=5;CUZK_NTT_LAZY=1 CUZK_NTT_MINB=5". The default and the settings are
+// timed in turn, twice, so drift shows.
 func nttTwiddleAB(t *testing.T, s *cudaStream, d *nttDomain, wb *devBuf, in []fr.Element, logN int, report reporter) {
-	if os.Getenv("CUZK_GPU_BENCH_NTT_AB") != "1" {
+	spec := os.Getenv("CUZK_GPU_BENCH_NTT_AB")
+	if spec == "" {
 		return
 	}
-	defer os.Unsetenv("CUZK_NTT_SHTW")
-	var outs [2][]fr.Element
-	for v := range 2 {
-		os.Setenv("CUZK_NTT_SHTW", fmt.Sprint(v))
-		gpu := timeRuns(t, 5, func() error { return s.ntt(d, wb, 0, 0) })
-		report(fmt.Sprintf("ntt shtw=%d", v), logN, gpu, 0)
-		if err := s.uploadFr(wb, 0, in); err != nil {
-			t.Fatal(err)
+	if spec == "1" {
+		spec = "CUZK_NTT_SHTW=0;CUZK_NTT_SHTW=1"
+	}
+	settings := append([]string{""}, strings.Split(spec, ";")...)
+	apply := func(setting string) func() {
+		var undo []func()
+		for _, kv := range strings.Fields(setting) {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				t.Fatalf("CUZK_GPU_BENCH_NTT_AB: %q is not NAME=VALUE", kv)
+			}
+			old, had := os.LookupEnv(k)
+			os.Setenv(k, v)
+			undo = append(undo, func() {
+				if had {
+					os.Setenv(k, old)
+				} else {
+					os.Unsetenv(k)
+				}
+			})
 		}
-		if err := s.ntt(d, wb, 0, 0); err != nil {
-			t.Fatal(err)
-		}
-		outs[v] = make([]fr.Element, len(in))
-		if err := s.downloadFr(wb, 0, outs[v]); err != nil {
-			t.Fatal(err)
+		return func() {
+			for _, u := range undo {
+				u()
+			}
 		}
 	}
-	if !slices.Equal(outs[0], outs[1]) {
-		t.Errorf("ntt 2^%d: the two twiddle sources give different outputs", logN)
+	outs := make([][]fr.Element, len(settings))
+	for round := range 2 {
+		for i, setting := range settings {
+			restore := apply(setting)
+			gpu := timeRuns(t, 5, func() error { return s.ntt(d, wb, 0, 0) })
+			name := setting
+			if name == "" {
+				name = "default"
+			}
+			report(fmt.Sprintf("ntt [%s] round %d", name, round+1), logN, gpu, 0)
+			if round == 0 {
+				if err := s.uploadFr(wb, 0, in); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.ntt(d, wb, 0, 0); err != nil {
+					t.Fatal(err)
+				}
+				outs[i] = make([]fr.Element, len(in))
+				if err := s.downloadFr(wb, 0, outs[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			restore()
+		}
+	}
+	for i := 1; i < len(settings); i++ {
+		if !slices.Equal(outs[0], outs[i]) {
+			t.Errorf("ntt 2^%d: [%s] gives a different output than the default", logN, settings[i])
+		}
 	}
 }
 

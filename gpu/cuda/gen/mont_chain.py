@@ -5,6 +5,9 @@ Run from this folder: python3 mont_chain.py > ../mont_chain.cuh
 """
 import sys
 
+# BLS12-381's scalar field modulus r (Fr), for the folded product's constant.
+FR = 0x73eda753299d7d483339d80809a1d80553bda402fffe5bfeffffffff00000001
+
 
 def asm_block(instrs, outs, ins):
     """One asm statement: instrs use {o:name} / {i:name} placeholders."""
@@ -75,6 +78,30 @@ def prologue(w, N, scalars=", m, c = 0"):
     w("#pragma unroll\n    for (int k = 0; k < %d; k++) X[k] = Y[k] = 0;\n" % W)
 
 
+def xy_top_sum(N):
+    """The chain r[0..N] = words N..2N of X + Y (the top carry is known to be zero)."""
+    mi = ["add.cc.u32 {o:r0}, {i:X%d}, {i:Y%d}" % (N, N)]
+    for k in range(1, N + 1):
+        mi.append("addc.cc.u32 {o:r%d}, {i:X%d}, {i:Y%d}" % (k, N + k, N + k))
+    mi[-1] = mi[-1].replace("addc.cc", "addc")
+    return mi
+
+
+def final_sum(N, k_hi=None):
+    """T = words N..2N+1 of X + Y, plus c at word N, into r[0..N]. k_hi: constant words
+    added at words N+1..2N (immediates of the carry additions)."""
+    k_hi = k_hi or [0] * N
+    assert len(k_hi) == N
+    mi = xy_top_sum(N)
+    mi.append("add.cc.u32 {o:r0}, {o:r0}, {i:c}")
+    for k in range(1, N):
+        mi.append("addc.cc.u32 {o:r%d}, {o:r%d}, %d" % (k, k, k_hi[k - 1]))
+    mi.append("addc.u32 {o:r%d}, {o:r%d}, %d" % (N, N, k_hi[N - 1]))
+    return asm_block(mi, [("r%d" % k, ("=r", "r[%d]" % k)) for k in range(N + 1)],
+                     [("X%d" % k, ("r", "X[%d]" % k)) for k in range(N, 2 * N + 1)]
+                     + [("Y%d" % k, ("r", "Y[%d]" % k)) for k in range(N, 2 * N + 1)] + [("c", ("r", "c"))])
+
+
 def gen(N):
     """Accumulators at absolute word positions: X holds 64-bit pairs starting at even
     positions, Y pairs starting at odd ones, so a product landing at position q (low
@@ -91,18 +118,72 @@ def gen(N):
         w("    m = (X[%d] + Y[%d] + c) * mont_inv<P>();\n" % (i, i))
         row(i, "m", None, True)
         w("    c = (uint32_t)(((uint64_t)X[%d] + Y[%d] + c) >> 32);\n" % (i, i))
-    # T = words N..2N+1 of X + Y, plus c at word N.
-    mi = ["add.cc.u32 {o:r0}, {i:X%d}, {i:Y%d}" % (N, N)]
-    for k in range(1, N + 1):
-        mi.append("addc.cc.u32 {o:r%d}, {i:X%d}, {i:Y%d}" % (k, N + k, N + k))
-    mi[-1] = mi[-1].replace("addc.cc", "addc")
-    mi.append("add.cc.u32 {o:r0}, {o:r0}, {i:c}")
+    w(final_sum(N))
+    w("}\n\n")
+    return "".join(o)
+
+
+def gen_fold(N, mod):
+    """The product for a modulus with p = 2^64 - 2^32 + 1 mod 2^64 (Fr): each row's m is
+    2^32 - t_i (t_i word i of the running sum), always a valid Montgomery multiple, and
+    m*(p_0 + p_1 2^32) added to word i leaves word i zero with a carry of exactly
+    H + 1 (H the sum's carry out), t_i at word i+1 and mu = ~t_i at word i+2: two
+    additions instead of two wide multiply-adds, and no multiply for m. The other
+    pairs take mu = m - 1 and the leftover m*p_j - mu*p_j = p_j, like the +1 of every
+    carry, is the same for every operand, so it is summed once (F below) into the
+    accumulators' starting words. m <= 2^32 keeps T/2^(32N) < a*b/2^(32N) + p(1 + 2^-31),
+    below 2p for a, b < p (and a < 2p, b < p)."""
+    assert mod & ((1 << 64) - 1) == (1 << 64) - (1 << 32) + 1
+    P_hi = mod >> 64
+    F = sum((1 << (32 * (i + 1))) + (P_hi << (32 * (i + 2))) for i in range(N))
+    o = []
+    w = o.append
+    w("template <class P>\n")
+    w("__device__ __forceinline__ void mont_mul_fold_chain_%d(uint32_t* r, const uint32_t* a, const uint32_t* b) {\n" % N)
+    w("    static_assert(P::mod(0) == 1u && P::mod(1) == 0xffffffffu, \"modulus without the folded low words\");\n")
+    prologue(w, N, ", t, mu, c = 0")
+    # F's words below N start X (each row's m needs its word whole); the words from N
+    # up join the final sum as immediates, so no chain ever carries into a word that
+    # is not zero above it (the invariant of rows()).
+    Fw = [(F >> (32 * k)) & 0xffffffff for k in range(2 * N + 1)]
+    assert F >> (32 * (2 * N + 1)) == 0 and Fw[0] == 0
     for k in range(1, N):
-        mi.append("addc.cc.u32 {o:r%d}, {o:r%d}, 0" % (k, k))
-    mi.append("addc.u32 {o:r%d}, {o:r%d}, 0" % (N, N))
-    w(asm_block(mi, [("r%d" % k, ("=r", "r[%d]" % k)) for k in range(N + 1)],
-                [("X%d" % k, ("r", "X[%d]" % k)) for k in range(N, 2 * N + 1)]
-                + [("Y%d" % k, ("r", "Y[%d]" % k)) for k in range(N, 2 * N + 1)] + [("c", ("r", "c"))]))
+        if Fw[k]:
+            w("    X[%d] = 0x%08xu;\n" % (k, Fw[k]))
+    row = rows(w, N)
+    for i in range(N):
+        row(i, "b[%d]" % i, "a", False)
+        w("    t = X[%d] + Y[%d] + c;\n" % (i, i))
+        w("    c = (uint32_t)(((uint64_t)X[%d] + Y[%d] + c) >> 32);\n" % (i, i))
+        w("    mu = ~t;\n")
+        # chain of parity i+1: t at word i+1, mu at i+2, then mu*p_j for odd j >= 3
+        # (pairs at i+j, i+j+1); chain of parity i: mu*p_j for even j >= 2.
+        for acc, par in (("X", 0), ("Y", 1)):
+            js = [j for j in range(2, N) if (i + j) % 2 == par]
+            ins, used = [], set()
+            lead = (i + 1) % 2 == par
+            if lead:
+                ins.append("add.cc.u32 {o:%s%d}, {o:%s%d}, {i:t}" % (acc, i + 1, acc, i + 1))
+                ins.append("addc.cc.u32 {o:%s%d}, {o:%s%d}, {i:mu}" % (acc, i + 2, acc, i + 2))
+                used.update((i + 1, i + 2))
+            for k, j in enumerate(js):
+                q = i + j
+                op = "mad" if k == 0 and not lead else "madc"
+                ins.append("%s.lo.cc.u32 {o:%s%d}, {i:mu}, {i:s%d}, {o:%s%d}" % (op, acc, q, j, acc, q))
+                ins.append("madc.hi.cc.u32 {o:%s%d}, {i:mu}, {i:s%d}, {o:%s%d}" % (acc, q + 1, j, acc, q + 1))
+                used.update((q, q + 1))
+            q = max(used) + 1
+            ins.append("addc.cc.u32 {o:%s%d}, {o:%s%d}, 0" % (acc, q, acc, q))
+            ins.append("addc.u32 {o:%s%d}, {o:%s%d}, 0" % (acc, q + 1, acc, q + 1))
+            used.update((q, q + 1))
+            outs = [("%s%d" % (acc, k), ("+r", "%s[%d]" % (acc, k))) for k in sorted(used)]
+            ins_ops = [("mu", ("r", "mu"))] + ([("t", ("r", "t"))] if lead else [])
+            ins_ops += [("s%d" % j, ("n", "P::mod(%d)" % j)) for j in js]
+            w(asm_block(ins, outs, ins_ops))
+    # c <= 2 (the carry out of a sum of three words), so c + F's word N cannot wrap.
+    assert Fw[N] < (1 << 32) - 2
+    w("    c += 0x%08xu;\n" % Fw[N])
+    w(final_sum(N, Fw[N + 1:]))
     w("}\n\n")
     return "".join(o)
 
@@ -144,10 +225,7 @@ def gen_redc(N):
         w("    m = (X[%d] + Y[%d] + t[%d] + c) * mont_inv<P>();\n" % (i, i, i))
         row(i, "m", None, True)
         w("    c = (uint32_t)(((uint64_t)X[%d] + Y[%d] + t[%d] + c) >> 32);\n" % (i, i, i))
-    mi = ["add.cc.u32 {o:r0}, {i:X%d}, {i:Y%d}" % (N, N)]
-    for k in range(1, N + 1):
-        mi.append("addc.cc.u32 {o:r%d}, {i:X%d}, {i:Y%d}" % (k, N + k, N + k))
-    mi[-1] = mi[-1].replace("addc.cc", "addc")
+    mi = xy_top_sum(N)
     mi.append("add.cc.u32 {o:r0}, {o:r0}, {i:T0}")
     for k in range(1, N):
         mi.append("addc.cc.u32 {o:r%d}, {o:r%d}, {i:T%d}" % (k, k, k))
@@ -461,6 +539,8 @@ def main():
     out.write("// sub_wide_mod_chain_N: the difference of two 2N-word products, kept below p*2^(32N)\n")
     out.write("// so a*b - c*d takes one reduction. mont_kara_wide_chain_N: the 2N-word product by\n")
     out.write("// one level of Karatsuba (opt-in, slower on the H200: field.cuh).\n")
+    out.write("// mont_mul_fold_chain_8: Fr's product with the reduction rows' two lowest pairs\n")
+    out.write("// folded into additions (r = 2^64 - 2^32 + 1 mod 2^64; see gen_fold).\n")
     out.write("#pragma once\n#include <stdint.h>\n\n")
     out.write("// -p^-1 mod 2^32 for the rows' m. Fr's is 2^32 - 1 (r = 1 mod 2^32): given that\n")
     out.write("// constant, ptxas rewrites m = -t and splits every m*p pair of the reduction into\n")
@@ -474,6 +554,7 @@ def main():
     out.write("    if constexpr (P::inv == 0xffffffffu) {\n        return kMontInvAllOnes;\n    } else {\n        return P::inv;\n    }\n#endif\n}\n\n")
     for N in (12, 8):
         out.write(gen(N))
+    out.write(gen_fold(8, FR))
     # Fp2's lazily reduced product (bls12_381.cuh) takes the product and the reduction apart.
     for N in (12, 8):
         out.write(gen_wide(N))
