@@ -292,7 +292,7 @@ func benchNTT(t *testing.T, s *cudaStream, wb *devBuf, sc []fr.Element, logN int
 		t.Fatal(err)
 	}
 	gpu := timeRuns(t, 5, func() error { return s.ntt(d, wb, 0, 0) })
-	nttTwiddleAB(t, s, d, wb, sc[:n], logN, report)
+	nttSwitchAB(t, s, d, wb, sc[:n], logN, report)
 	d.close()
 	var cpu time.Duration
 	if cpuRef {
@@ -307,14 +307,14 @@ func benchNTT(t *testing.T, s *cudaStream, wb *devBuf, sc []fr.Element, logN int
 	}
 }
 
-// nttTwiddleAB times the forward NTT with other settings of the library's NTT switches
+// nttSwitchAB times the forward NTT with other settings of the library's NTT switches
 // (read at every call) and checks that each gives the default's output.
 // CUZK_GPU_BENCH_NTT_AB=1 compares the two twiddle sources (CUZK_NTT_SHTW=0: global
 // loads per butterfly, 1: staged in shared memory); any other value is a list of
 // settings, ";" between settings and " " between the variables of one, e.g.
-// "CUZK_NTT_MINB=5;CUZK_NTT_LAZY=1 CUZK_NTT_MINB=5". The default and the settings are
-// timed in turn, twice, so drift shows.
-func nttTwiddleAB(t *testing.T, s *cudaStream, d *nttDomain, wb *devBuf, in []fr.Element, logN int, report reporter) {
+// "CUZK_NTT_SHTW=0;CUZK_NTT_SHTW=0 CUZK_X=1" for a switch X a variant library reads.
+// The default and the settings are timed in turn, twice, so drift shows.
+func nttSwitchAB(t *testing.T, s *cudaStream, d *nttDomain, wb *devBuf, in []fr.Element, logN int, report reporter) {
 	spec := os.Getenv("CUZK_GPU_BENCH_NTT_AB")
 	if spec == "" {
 		return
