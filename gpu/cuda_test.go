@@ -651,12 +651,14 @@ func nttLogs(t *testing.T) []int {
 	return out
 }
 
-// TestNTT checks the library's NTTs against gnark-crypto's FFT, with each of the
-// library's twiddle sources (CUZK_NTT_SHTW, read at every call).
+// TestNTT checks the library's NTTs against gnark-crypto's FFT with each of its twiddle
+// sources (CUZK_NTT_SHTW) and with every pass's loads through registers or by cp.async
+// (CUZK_NTT_ASYNC; by default only some passes copy asynchronously). The library reads
+// both at every call.
 func TestNTT(t *testing.T) {
-	for _, v := range []string{"0", "1"} {
-		t.Run("shtw="+v, func(t *testing.T) {
-			t.Setenv("CUZK_NTT_SHTW", v)
+	for _, sw := range [][2]string{{"CUZK_NTT_SHTW", "0"}, {"CUZK_NTT_SHTW", "1"}, {"CUZK_NTT_ASYNC", "0"}, {"CUZK_NTT_ASYNC", "1"}} {
+		t.Run(sw[0]+"="+sw[1], func(t *testing.T) {
+			t.Setenv(sw[0], sw[1])
 			testNTT(t)
 		})
 	}

@@ -27,6 +27,19 @@ inline uint32_t blocks(size_t n, uint32_t tpb) { return (uint32_t)((n + tpb - 1)
 
 __device__ __forceinline__ uint32_t bitrev(uint32_t i, int log_n) { return log_n ? __brev(i) >> (32 - log_n) : 0; }
 
+// One element global -> shared without registers (two 16-byte cp.async, L1 bypassed:
+// each element is read once a pass). Elements are 16-byte aligned (field.cuh).
+__device__ __forceinline__ void copy_async(fr_t* dst, const fr_t* src) {
+    const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
+    asm volatile(
+        "cp.async.cg.shared.global [%0], [%1], 16;\n\t"
+        "cp.async.cg.shared.global [%2], [%3], 16;\n" ::"r"(d),
+        "l"(src), "r"(d + 16), "l"(reinterpret_cast<const char*>(src) + 16)
+        : "memory");
+}
+
+__device__ __forceinline__ void copy_async_wait() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
 // One pass of K stages on groups of 2^K elements spaced hs = 2^hs_log apart. DIF runs the
 // group's stages from the largest half-size down, DIT from the smallest up.
 // blockIdx.y selects one of several vectors vstride elements apart (a batch).
@@ -35,7 +48,11 @@ __device__ __forceinline__ uint32_t bitrev(uint32_t i, int log_n) { return log_n
 // stage waits on a global load after a barrier.
 // DIT and DIF are separate kernels: one path's registers each (56 instead of 60 for
 // both: 9 blocks an SM instead of 8).
-template <bool SHTW, bool DIT>
+// ASYNC: the block's elements and twiddles arrive by cp.async, all issued before one
+// wait, instead of a load and a shared store each: the plain loop waits for each load
+// in turn (2 elements and 2 twiddles a thread), the pass's largest stall (long
+// scoreboard at the stores, 12% of its samples). ntt_core picks it per pass.
+template <bool SHTW, bool DIT, bool ASYNC>
 __global__ void k_ntt_pass(fr_t* __restrict__ a, size_t vstride, int log_n, int hs_log, int K,
                            const fr_t* __restrict__ tw) {
     extern __shared__ fr_t sh[];
@@ -46,14 +63,24 @@ __global__ void k_ntt_pass(fr_t* __restrict__ a, size_t vstride, int log_n, int 
     const size_t base = ((size_t)blk << (hs_log + K)) + r;
     const uint32_t half = 1u << (K - 1);
     fr_t* tws = sh + (1u << K);
-    for (uint32_t j = threadIdx.x; j < (1u << K); j += blockDim.x) sh[j] = a[base + ((size_t)j << hs_log)];
+    for (uint32_t j = threadIdx.x; j < (1u << K); j += blockDim.x) {
+        if (ASYNC)
+            copy_async(&sh[j], &a[base + ((size_t)j << hs_log)]);
+        else
+            sh[j] = a[base + ((size_t)j << hs_log)];
+    }
     if (SHTW) {
         for (uint32_t x = threadIdx.x; x < (1u << K) - 1; x += blockDim.x) {
             const int hl_log = 31 - __clz(x + 1);
             const uint32_t jo = x + 1 - (1u << hl_log);
-            tws[x] = tw[(r + (jo << hs_log)) << (log_n - 1 - hl_log - hs_log)];
+            const fr_t* src = &tw[(r + (jo << hs_log)) << (log_n - 1 - hl_log - hs_log)];
+            if (ASYNC)
+                copy_async(&tws[x], src);
+            else
+                tws[x] = *src;
         }
     }
+    if (ASYNC) copy_async_wait();
     __syncthreads();
     for (int s = 0; s < K; s++) {
         int hl_log = DIT ? s : K - 1 - s;
@@ -154,21 +181,40 @@ bool ntt_shared_twiddles() {
     return e ? e[0] == '1' : kNttSharedTwiddles;
 }
 
-typedef void (*ntt_pass_fn)(fr_t*, size_t, int, int, int, const fr_t*);
-
-ntt_pass_fn ntt_pass_kernel(bool dit, bool shtw) {
-    if (dit) return shtw ? k_ntt_pass<true, true> : k_ntt_pass<false, true>;
-    return shtw ? k_ntt_pass<true, false> : k_ntt_pass<false, false>;
+// Which passes load by cp.async (k_ntt_pass's ASYNC). Measured per pass at 2^24 (H200,
+// ncu; docs/BENCHMARKS.md): the passes of half-size step 2^8 and 1 take 1.43 -> 1.38
+// and 1.25 -> 1.22 ms with it, the pass of step 2^16 1.46 -> 1.65 ms (its twiddles and
+// elements come from all over device memory, and cp.async's 16-byte requests are 19%
+// more L2 requests than the loads'). So by default only passes of step below 2^12
+// copy asynchronously; CUZK_NTT_ASYNC=0 or 1 makes it none or all (A/B runs, tests).
+bool ntt_async_pass(int hs_log) {
+    const char* e = getenv("CUZK_NTT_ASYNC");
+    if (e && (e[0] == '0' || e[0] == '1')) return e[0] == '1';
+    return hs_log < 12;
 }
 
-// Room for a pass's elements and its twiddles, set once per device for both forms of
+typedef void (*ntt_pass_fn)(fr_t*, size_t, int, int, int, const fr_t*);
+
+template <bool ASYNC>
+ntt_pass_fn ntt_pass_kernel_of(bool dit, bool shtw) {
+    if (dit) return shtw ? k_ntt_pass<true, true, ASYNC> : k_ntt_pass<false, true, ASYNC>;
+    return shtw ? k_ntt_pass<true, false, ASYNC> : k_ntt_pass<false, false, ASYNC>;
+}
+
+ntt_pass_fn ntt_pass_kernel(bool dit, bool shtw, bool async) {
+    return async ? ntt_pass_kernel_of<true>(dit, shtw) : ntt_pass_kernel_of<false>(dit, shtw);
+}
+
+// Room for a pass's elements and its twiddles, set once per device for every form of
 // the pass that stage twiddles.
 cudaError_t ntt_set_shared_limits() {
     const int bytes = (int)(sizeof(fr_t) << (kMaxFused + 1));
     for (bool dit : {false, true}) {
-        cudaError_t e =
-            cudaFuncSetAttribute(ntt_pass_kernel(dit, true), cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-        if (e != cudaSuccess) return e;
+        for (bool async : {false, true}) {
+            cudaError_t e = cudaFuncSetAttribute(ntt_pass_kernel(dit, true, async),
+                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+            if (e != cudaSuccess) return e;
+        }
     }
     return cudaSuccess;
 }
@@ -180,13 +226,13 @@ int ntt_core(cudaStream_t st, const cuzk_domain* d, fr_t* a, bool inverse, bool 
     if (log_n == 0) return CUZK_OK;
     const fr_t* tw = (const fr_t*)(inverse ? d->tw_inv : d->tw);
     const bool shtw = ntt_shared_twiddles();
-    const ntt_pass_fn pass = ntt_pass_kernel(dit, shtw);
     int passes = (log_n + kMaxFused - 1) / kMaxFused;
     int done = 0;  // stages done so far
     for (int p = 0; p < passes; p++) {
         int K = (log_n - done) / (passes - p);
         // DIT: smallest half-sizes first (hs = 2^done); DIF: largest first.
         int hs_log = dit ? done : log_n - done - K;
+        const ntt_pass_fn pass = ntt_pass_kernel(dit, shtw, ntt_async_pass(hs_log));
         dim3 groups(1u << (log_n - K), count);
         uint32_t threads = std::min<uint32_t>(1u << (K - 1), 256);
         pass<<<groups, threads, sizeof(fr_t) << (shtw ? K + 1 : K), st>>>(a, vstride, log_n, hs_log, K, tw);
