@@ -652,11 +652,12 @@ func nttLogs(t *testing.T) []int {
 }
 
 // TestNTT checks the library's NTTs against gnark-crypto's FFT with each of its twiddle
-// sources (CUZK_NTT_SHTW) and with every pass's loads through registers or by cp.async
-// (CUZK_NTT_ASYNC; by default only some passes copy asynchronously). The library reads
-// both at every call.
+// sources (CUZK_NTT_SHTW), with every pass's loads through registers or by cp.async
+// (CUZK_NTT_ASYNC; by default only some passes copy asynchronously) and with a block
+// barrier between all stages (CUZK_NTT_WARPSYNC=0). The library reads them at every call.
 func TestNTT(t *testing.T) {
-	for _, sw := range [][2]string{{"CUZK_NTT_SHTW", "0"}, {"CUZK_NTT_SHTW", "1"}, {"CUZK_NTT_ASYNC", "0"}, {"CUZK_NTT_ASYNC", "1"}} {
+	for _, sw := range [][2]string{{"CUZK_NTT_SHTW", "0"}, {"CUZK_NTT_SHTW", "1"}, {"CUZK_NTT_ASYNC", "0"},
+		{"CUZK_NTT_ASYNC", "1"}, {"CUZK_NTT_WARPSYNC", "0"}} {
 		t.Run(sw[0]+"="+sw[1], func(t *testing.T) {
 			t.Setenv(sw[0], sw[1])
 			testNTT(t)

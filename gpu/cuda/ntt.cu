@@ -54,7 +54,7 @@ __device__ __forceinline__ void copy_async_wait() { asm volatile("cp.async.wait_
 // scoreboard at the stores, 12% of its samples). ntt_core picks it per pass.
 template <bool SHTW, bool DIT, bool ASYNC>
 __global__ void k_ntt_pass(fr_t* __restrict__ a, size_t vstride, int log_n, int hs_log, int K,
-                           const fr_t* __restrict__ tw) {
+                           const fr_t* __restrict__ tw, bool wsync) {
     extern __shared__ fr_t sh[];
     a += blockIdx.y * vstride;
     const uint32_t hs = 1u << hs_log;
@@ -112,7 +112,15 @@ __global__ void k_ntt_pass(fr_t* __restrict__ a, size_t vstride, int log_n, int 
                 else fe_mul(sh[j1], d, w);
             }
         }
-        __syncthreads();
+        // In a stage of half-size hl <= 32 the butterflies of warp w (threads t and
+        // t + blockDim.x) read and write elements 64w.. only, so between two such
+        // stages the warp waits for itself alone (wsync): 5 of a pass's 8 block
+        // barriers at K = 8.
+        const int next_log = DIT ? s + 1 : K - 2 - s;
+        if (wsync && s + 1 < K && hl_log <= 5 && next_log <= 5 && blockDim.x >= 32)
+            __syncwarp();
+        else
+            __syncthreads();
     }
     for (uint32_t j = threadIdx.x; j < (1u << K); j += blockDim.x) a[base + ((size_t)j << hs_log)] = sh[j];
 }
@@ -185,15 +193,23 @@ bool ntt_shared_twiddles() {
 // ncu; docs/BENCHMARKS.md): the passes of half-size step 2^8 and 1 take 1.43 -> 1.38
 // and 1.25 -> 1.22 ms with it, the pass of step 2^16 1.46 -> 1.65 ms (its twiddles and
 // elements come from all over device memory, and cp.async's 16-byte requests are 19%
-// more L2 requests than the loads'). So by default only passes of step below 2^12
-// copy asynchronously; CUZK_NTT_ASYNC=0 or 1 makes it none or all (A/B runs, tests).
+// more L2 requests than the loads'); at 2^22, with steps 2^15, 2^8 and 1, all three
+// passes copying asynchronously was fastest (0.97 -> 0.93 ms). So by default passes of
+// step below 2^16 copy asynchronously; CUZK_NTT_ASYNC=0 or 1 makes it none or all
+// (A/B runs, tests).
 bool ntt_async_pass(int hs_log) {
     const char* e = getenv("CUZK_NTT_ASYNC");
     if (e && (e[0] == '0' || e[0] == '1')) return e[0] == '1';
-    return hs_log < 12;
+    return hs_log < 16;
 }
 
-typedef void (*ntt_pass_fn)(fr_t*, size_t, int, int, int, const fr_t*);
+// CUZK_NTT_WARPSYNC=0 keeps a block barrier between every two stages (A/B runs, tests).
+bool ntt_warp_sync() {
+    const char* e = getenv("CUZK_NTT_WARPSYNC");
+    return !(e && e[0] == '0');
+}
+
+typedef void (*ntt_pass_fn)(fr_t*, size_t, int, int, int, const fr_t*, bool);
 
 template <bool ASYNC>
 ntt_pass_fn ntt_pass_kernel_of(bool dit, bool shtw) {
@@ -225,7 +241,7 @@ int ntt_core(cudaStream_t st, const cuzk_domain* d, fr_t* a, bool inverse, bool 
     const int log_n = d->log_n;
     if (log_n == 0) return CUZK_OK;
     const fr_t* tw = (const fr_t*)(inverse ? d->tw_inv : d->tw);
-    const bool shtw = ntt_shared_twiddles();
+    const bool shtw = ntt_shared_twiddles(), wsync = ntt_warp_sync();
     int passes = (log_n + kMaxFused - 1) / kMaxFused;
     int done = 0;  // stages done so far
     for (int p = 0; p < passes; p++) {
@@ -235,7 +251,7 @@ int ntt_core(cudaStream_t st, const cuzk_domain* d, fr_t* a, bool inverse, bool 
         const ntt_pass_fn pass = ntt_pass_kernel(dit, shtw, ntt_async_pass(hs_log));
         dim3 groups(1u << (log_n - K), count);
         uint32_t threads = std::min<uint32_t>(1u << (K - 1), 256);
-        pass<<<groups, threads, sizeof(fr_t) << (shtw ? K + 1 : K), st>>>(a, vstride, log_n, hs_log, K, tw);
+        pass<<<groups, threads, sizeof(fr_t) << (shtw ? K + 1 : K), st>>>(a, vstride, log_n, hs_log, K, tw, wsync);
         CK(cudaGetLastError());
         done += K;
     }
