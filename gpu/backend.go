@@ -499,11 +499,11 @@ const hBatchElems = 1 << 18
 func hBatchCap(n int) int { return min(batchCap(n), max(2, hBatchElems/n)) }
 
 // keyBufferBytes is the device memory of a key's buffers beside its bases (loadKey's
-// allocations: the NTT domain's tables, 3n elements as nttDomain.bytes counts them;
-// keySlotBytes; the wire indexes), for Options.KeyMemoryBytes.
+// allocations: the NTT domain's tables, domainBytes; keySlotBytes; the wire indexes),
+// for Options.KeyMemoryBytes.
 func keyBufferBytes(pk *prover.ProvingKey, lanes int) int64 {
 	n := int64(pk.DomainSize())
-	b := 3*n*fr.Bytes + keySlotBytes(pk.NbWires, int(n), lanes)
+	b := domainBytes(n) + keySlotBytes(pk.NbWires, int(n), lanes)
 	if pk.PK.NbInfinityA > 0 {
 		b += (int64(len(pk.PK.InfinityA)) - int64(pk.PK.NbInfinityA)) * 4
 	}

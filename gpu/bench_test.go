@@ -313,6 +313,8 @@ func benchNTT(t *testing.T, s *cudaStream, wb *devBuf, sc []fr.Element, logN int
 // loads per butterfly, 1: staged in shared memory); any other value is a list of
 // settings, ";" between settings and " " between the variables of one, e.g.
 // "CUZK_NTT_SHTW=0;CUZK_NTT_SHTW=0 CUZK_X=1" for a switch X a variant library reads.
+// CUZK_NTT_SHOUP=1 (Shoup's twiddle products) needs the domain made with
+// CUZK_NTT_SHOUP set: run the benchmark with CUZK_NTT_SHOUP=0 in its environment.
 // The default and the settings are timed in turn, twice, so drift shows.
 func nttSwitchAB(t *testing.T, s *cudaStream, d *nttDomain, wb *devBuf, in []fr.Element, logN int, report reporter) {
 	spec := os.Getenv("CUZK_GPU_BENCH_NTT_AB")

@@ -653,11 +653,16 @@ func nttLogs(t *testing.T) []int {
 
 // TestNTT checks the library's NTTs against gnark-crypto's FFT with each of its twiddle
 // sources (CUZK_NTT_SHTW), with every pass's loads through registers or by cp.async
-// (CUZK_NTT_ASYNC; by default only some passes copy asynchronously) and with a block
-// barrier between all stages (CUZK_NTT_WARPSYNC=0). The library reads them at every call.
+// (CUZK_NTT_ASYNC; by default only some passes copy asynchronously), with a block
+// barrier between all stages (CUZK_NTT_WARPSYNC=0), with Shoup's twiddle products
+// instead of Montgomery's (CUZK_NTT_SHOUP=1, which the domains below are made with),
+// with each shared array entry by entry (CUZK_NTT_SOA=0) and with the stages
+// two at a time in no pass or in every pass of two stages or more (CUZK_NTT_R4=0, 1:
+// odd stage counts, one-thread blocks). The library reads them at every call.
 func TestNTT(t *testing.T) {
 	for _, sw := range [][2]string{{"CUZK_NTT_SHTW", "0"}, {"CUZK_NTT_SHTW", "1"}, {"CUZK_NTT_ASYNC", "0"},
-		{"CUZK_NTT_ASYNC", "1"}, {"CUZK_NTT_WARPSYNC", "0"}} {
+		{"CUZK_NTT_ASYNC", "1"}, {"CUZK_NTT_WARPSYNC", "0"}, {"CUZK_NTT_SHOUP", "1"}, {"CUZK_NTT_SOA", "0"},
+		{"CUZK_NTT_R4", "0"}, {"CUZK_NTT_R4", "1"}} {
 		t.Run(sw[0]+"="+sw[1], func(t *testing.T) {
 			t.Setenv(sw[0], sw[1])
 			testNTT(t)

@@ -652,8 +652,14 @@ func (s *cudaStream) newDomain(d *fft.Domain) (*nttDomain, error) {
 	one.SetOne()
 	den.Exp(d.FrMultiplicativeGen, new(bigInt).SetUint64(n))
 	den.Sub(&den, &one).Inverse(&den)
-	return &nttDomain{lib: s.lib, d: out, logN: logN, den: den, bytes: int64(n) * 3 * fr.Bytes}, nil
+	return &nttDomain{lib: s.lib, d: out, logN: logN, den: den, bytes: domainBytes(int64(n))}, nil
 }
+
+// domainBytes is the device memory of an n-element domain's tables: the twiddles
+// omega^i and omega^-i, i < n/2, and the two coset power tables of n elements. (A
+// domain made with CUZK_NTT_SHOUP set, for A/B runs, also holds the twiddles as
+// Shoup's pairs: 2n elements more.)
+func domainBytes(n int64) int64 { return 3 * n * fr.Bytes }
 
 func (d *nttDomain) close() error {
 	if d == nil || d.d == nil {

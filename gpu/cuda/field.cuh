@@ -327,6 +327,51 @@ __device__ __forceinline__ void fe_mul(fe<P>& r, const fe<P>& a, const fe<P>& b)
 }
 #endif
 
+// A fixed multiplicand for Shoup's product: w < p as a plain integer (not Montgomery
+// form) and ws = floor(w*2^(32N)/p). a*w mod p keeps a's form, so multiplying a
+// Montgomery-form a by w gives the same words as the Montgomery product of a and
+// w*R mod p. About 180 instead of the Montgomery product's 224 multiply-adds for Fr
+// (mont_chain.cuh's shoup chains); ws doubles the multiplicand's storage, so it pays
+// where the multiplicands are a table, like the NTT's twiddles.
+template <class P>
+struct CUZK_FE_ALIGN fe_shoup {
+    fe<P> w, ws;
+};
+
+// a*w mod p, fully reduced, for a < p.
+template <class P>
+__device__ __forceinline__ void fe_mul_shoup(fe<P>& r, const fe<P>& a, const fe_shoup<P>& k) {
+    static_assert(P::N == 8, "Shoup's product is generated for Fr");
+    uint32_t q[P::N], t[P::N];
+    shoup_q_chain_8<P>(q, a.v, k.ws.v);
+    shoup_lo_chain_8<P>(t, a.v, k.w.v, q);
+    fe_reduce_once(r, t, 0);
+}
+
+// k for the multiplicand whose Montgomery form is wm (wm = w*R mod p, R = 2^(32N)):
+// w = wm*R^-1 mod p, and since w*R = ws*p + wm, ws = (w*R - wm)/p exactly, which is
+// -wm*p^-1 mod R (an exact quotient below R is its product by the odd divisor's
+// inverse). Built once per table, so plain loops.
+template <class P>
+__device__ void fe_shoup_from_mont(fe_shoup<P>& k, const fe<P>& wm) {
+    static_assert(P::N == 8, "Shoup's product is generated for Fr");
+    fe<P> one;
+#pragma unroll
+    for (int i = 0; i < P::N; i++) one.v[i] = i == 0;
+    fe_mul(k.w, wm, one);
+    uint32_t t[P::N] = {};
+    for (int i = 0; i < P::N; i++) {
+        uint64_t c = 0;
+        for (int j = 0; i + j < P::N; j++) {
+            c += (uint64_t)wm.v[i] * shoup_npinv_8(j) + t[i + j];
+            t[i + j] = (uint32_t)c;
+            c >>= 32;
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < P::N; i++) k.ws.v[i] = t[i];
+}
+
 // r = a*b - c*d. With the carry chains the two products are subtracted unreduced
 // (p*2^(32N) added on a borrow; sub_wide_mod_chain_N) and reduced once: one reduction,
 // one final subtraction and one modular subtraction fewer than two products and a

@@ -19,6 +19,8 @@
 // one level of Karatsuba (opt-in, slower on the H200: field.cuh).
 // mont_mul_fold_chain_8: Fr's product with the reduction rows' two lowest pairs
 // folded into additions (r = 2^64 - 2^32 + 1 mod 2^64; see gen_fold).
+// shoup_q_chain_8, shoup_lo_chain_8: Fr's product by a fixed w with a precomputed
+// ws = floor(w*2^256/r) (Shoup's; see gen_shoup), a*w - q*r below 2r.
 #pragma once
 #include <stdint.h>
 
@@ -1729,6 +1731,396 @@ __device__ __forceinline__ void mont_mul_fold_chain_8(uint32_t* r, const uint32_
         "addc.u32 %8, %8, 0;\n\t"
         : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7]), "=r"(r[8])
         : "r"(X[8]), "r"(X[9]), "r"(X[10]), "r"(X[11]), "r"(X[12]), "r"(X[13]), "r"(X[14]), "r"(X[15]), "r"(X[16]), "r"(Y[8]), "r"(Y[9]), "r"(Y[10]), "r"(Y[11]), "r"(Y[12]), "r"(Y[13]), "r"(Y[14]), "r"(Y[15]), "r"(Y[16]), "r"(c));
+}
+
+// -r^-1 mod 2^256, word i: a twiddle's ws from its Montgomery form (field.cuh).
+__host__ __device__ constexpr uint32_t shoup_npinv_8(int i) {
+    switch (i) {
+    case 0: return 0xffffffffu;
+    case 1: return 0xfffffffeu;
+    case 2: return 0xfffe5bfdu;
+    case 3: return 0x53ba5bffu;
+    case 4: return 0x0004ec06u;
+    case 5: return 0x181b2c17u;
+    case 6: return 0xd7bf2839u;
+    case 7: return 0x3d443ab0u;
+    default: return 0;
+    }
+}
+
+template <class P>
+__device__ __forceinline__ void shoup_q_chain_8(uint32_t* q, const uint32_t* a, const uint32_t* ws) {
+    static_assert(P::N == 8 && P::mod(0) == 0x00000001u && P::mod(1) == 0xffffffffu && P::mod(2) == 0xfffe5bfeu && P::mod(3) == 0x53bda402u && P::mod(4) == 0x09a1d805u && P::mod(5) == 0x3339d808u && P::mod(6) == 0x299d7d48u && P::mod(7) == 0x73eda753u, "Shoup's product is generated for Fr");
+    uint32_t X[18], Y[18];
+#pragma unroll
+    for (int k = 0; k < 18; k++) X[k] = Y[k] = 0;
+    asm(
+        "mad.hi.cc.u32 %0, %2, %3, %0;\n\t"
+        "addc.u32 %1, %1, 0;\n\t"
+        : "+r"(X[7]), "+r"(X[8])
+        : "r"(a[0]), "r"(ws[6]));
+    asm(
+        "mad.lo.cc.u32 %0, %3, %4, %0;\n\t"
+        "madc.hi.cc.u32 %1, %3, %4, %1;\n\t"
+        "addc.u32 %2, %2, 0;\n\t"
+        : "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9])
+        : "r"(a[0]), "r"(ws[7]));
+    asm(
+        "mad.hi.cc.u32 %0, %4, %5, %0;\n\t"
+        "madc.lo.cc.u32 %1, %4, %6, %1;\n\t"
+        "madc.hi.cc.u32 %2, %4, %6, %2;\n\t"
+        "addc.u32 %3, %3, 0;\n\t"
+        : "+r"(X[7]), "+r"(X[8]), "+r"(X[9]), "+r"(X[10])
+        : "r"(a[1]), "r"(ws[5]), "r"(ws[7]));
+    asm(
+        "mad.lo.cc.u32 %0, %3, %4, %0;\n\t"
+        "madc.hi.cc.u32 %1, %3, %4, %1;\n\t"
+        "addc.u32 %2, %2, 0;\n\t"
+        : "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9])
+        : "r"(a[1]), "r"(ws[6]));
+    asm(
+        "mad.hi.cc.u32 %0, %4, %5, %0;\n\t"
+        "madc.lo.cc.u32 %1, %4, %6, %1;\n\t"
+        "madc.hi.cc.u32 %2, %4, %6, %2;\n\t"
+        "addc.u32 %3, %3, 0;\n\t"
+        : "+r"(X[7]), "+r"(X[8]), "+r"(X[9]), "+r"(X[10])
+        : "r"(a[2]), "r"(ws[4]), "r"(ws[6]));
+    asm(
+        "mad.lo.cc.u32 %0, %5, %6, %0;\n\t"
+        "madc.hi.cc.u32 %1, %5, %6, %1;\n\t"
+        "madc.lo.cc.u32 %2, %5, %7, %2;\n\t"
+        "madc.hi.cc.u32 %3, %5, %7, %3;\n\t"
+        "addc.u32 %4, %4, 0;\n\t"
+        : "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11])
+        : "r"(a[2]), "r"(ws[5]), "r"(ws[7]));
+    asm(
+        "mad.hi.cc.u32 %0, %6, %7, %0;\n\t"
+        "madc.lo.cc.u32 %1, %6, %8, %1;\n\t"
+        "madc.hi.cc.u32 %2, %6, %8, %2;\n\t"
+        "madc.lo.cc.u32 %3, %6, %9, %3;\n\t"
+        "madc.hi.cc.u32 %4, %6, %9, %4;\n\t"
+        "addc.u32 %5, %5, 0;\n\t"
+        : "+r"(X[7]), "+r"(X[8]), "+r"(X[9]), "+r"(X[10]), "+r"(X[11]), "+r"(X[12])
+        : "r"(a[3]), "r"(ws[3]), "r"(ws[5]), "r"(ws[7]));
+    asm(
+        "mad.lo.cc.u32 %0, %5, %6, %0;\n\t"
+        "madc.hi.cc.u32 %1, %5, %6, %1;\n\t"
+        "madc.lo.cc.u32 %2, %5, %7, %2;\n\t"
+        "madc.hi.cc.u32 %3, %5, %7, %3;\n\t"
+        "addc.u32 %4, %4, 0;\n\t"
+        : "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11])
+        : "r"(a[3]), "r"(ws[4]), "r"(ws[6]));
+    asm(
+        "mad.hi.cc.u32 %0, %6, %7, %0;\n\t"
+        "madc.lo.cc.u32 %1, %6, %8, %1;\n\t"
+        "madc.hi.cc.u32 %2, %6, %8, %2;\n\t"
+        "madc.lo.cc.u32 %3, %6, %9, %3;\n\t"
+        "madc.hi.cc.u32 %4, %6, %9, %4;\n\t"
+        "addc.u32 %5, %5, 0;\n\t"
+        : "+r"(X[7]), "+r"(X[8]), "+r"(X[9]), "+r"(X[10]), "+r"(X[11]), "+r"(X[12])
+        : "r"(a[4]), "r"(ws[2]), "r"(ws[4]), "r"(ws[6]));
+    asm(
+        "mad.lo.cc.u32 %0, %7, %8, %0;\n\t"
+        "madc.hi.cc.u32 %1, %7, %8, %1;\n\t"
+        "madc.lo.cc.u32 %2, %7, %9, %2;\n\t"
+        "madc.hi.cc.u32 %3, %7, %9, %3;\n\t"
+        "madc.lo.cc.u32 %4, %7, %10, %4;\n\t"
+        "madc.hi.cc.u32 %5, %7, %10, %5;\n\t"
+        "addc.u32 %6, %6, 0;\n\t"
+        : "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13])
+        : "r"(a[4]), "r"(ws[3]), "r"(ws[5]), "r"(ws[7]));
+    asm(
+        "mad.hi.cc.u32 %0, %8, %9, %0;\n\t"
+        "madc.lo.cc.u32 %1, %8, %10, %1;\n\t"
+        "madc.hi.cc.u32 %2, %8, %10, %2;\n\t"
+        "madc.lo.cc.u32 %3, %8, %11, %3;\n\t"
+        "madc.hi.cc.u32 %4, %8, %11, %4;\n\t"
+        "madc.lo.cc.u32 %5, %8, %12, %5;\n\t"
+        "madc.hi.cc.u32 %6, %8, %12, %6;\n\t"
+        "addc.u32 %7, %7, 0;\n\t"
+        : "+r"(X[7]), "+r"(X[8]), "+r"(X[9]), "+r"(X[10]), "+r"(X[11]), "+r"(X[12]), "+r"(X[13]), "+r"(X[14])
+        : "r"(a[5]), "r"(ws[1]), "r"(ws[3]), "r"(ws[5]), "r"(ws[7]));
+    asm(
+        "mad.lo.cc.u32 %0, %7, %8, %0;\n\t"
+        "madc.hi.cc.u32 %1, %7, %8, %1;\n\t"
+        "madc.lo.cc.u32 %2, %7, %9, %2;\n\t"
+        "madc.hi.cc.u32 %3, %7, %9, %3;\n\t"
+        "madc.lo.cc.u32 %4, %7, %10, %4;\n\t"
+        "madc.hi.cc.u32 %5, %7, %10, %5;\n\t"
+        "addc.u32 %6, %6, 0;\n\t"
+        : "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13])
+        : "r"(a[5]), "r"(ws[2]), "r"(ws[4]), "r"(ws[6]));
+    asm(
+        "mad.hi.cc.u32 %0, %8, %9, %0;\n\t"
+        "madc.lo.cc.u32 %1, %8, %10, %1;\n\t"
+        "madc.hi.cc.u32 %2, %8, %10, %2;\n\t"
+        "madc.lo.cc.u32 %3, %8, %11, %3;\n\t"
+        "madc.hi.cc.u32 %4, %8, %11, %4;\n\t"
+        "madc.lo.cc.u32 %5, %8, %12, %5;\n\t"
+        "madc.hi.cc.u32 %6, %8, %12, %6;\n\t"
+        "addc.u32 %7, %7, 0;\n\t"
+        : "+r"(X[7]), "+r"(X[8]), "+r"(X[9]), "+r"(X[10]), "+r"(X[11]), "+r"(X[12]), "+r"(X[13]), "+r"(X[14])
+        : "r"(a[6]), "r"(ws[0]), "r"(ws[2]), "r"(ws[4]), "r"(ws[6]));
+    asm(
+        "mad.lo.cc.u32 %0, %9, %10, %0;\n\t"
+        "madc.hi.cc.u32 %1, %9, %10, %1;\n\t"
+        "madc.lo.cc.u32 %2, %9, %11, %2;\n\t"
+        "madc.hi.cc.u32 %3, %9, %11, %3;\n\t"
+        "madc.lo.cc.u32 %4, %9, %12, %4;\n\t"
+        "madc.hi.cc.u32 %5, %9, %12, %5;\n\t"
+        "madc.lo.cc.u32 %6, %9, %13, %6;\n\t"
+        "madc.hi.cc.u32 %7, %9, %13, %7;\n\t"
+        "addc.u32 %8, %8, 0;\n\t"
+        : "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14]), "+r"(Y[15])
+        : "r"(a[6]), "r"(ws[1]), "r"(ws[3]), "r"(ws[5]), "r"(ws[7]));
+    asm(
+        "mad.lo.cc.u32 %0, %9, %10, %0;\n\t"
+        "madc.hi.cc.u32 %1, %9, %10, %1;\n\t"
+        "madc.lo.cc.u32 %2, %9, %11, %2;\n\t"
+        "madc.hi.cc.u32 %3, %9, %11, %3;\n\t"
+        "madc.lo.cc.u32 %4, %9, %12, %4;\n\t"
+        "madc.hi.cc.u32 %5, %9, %12, %5;\n\t"
+        "madc.lo.cc.u32 %6, %9, %13, %6;\n\t"
+        "madc.hi.cc.u32 %7, %9, %13, %7;\n\t"
+        "addc.u32 %8, %8, 0;\n\t"
+        : "+r"(X[8]), "+r"(X[9]), "+r"(X[10]), "+r"(X[11]), "+r"(X[12]), "+r"(X[13]), "+r"(X[14]), "+r"(X[15]), "+r"(X[16])
+        : "r"(a[7]), "r"(ws[1]), "r"(ws[3]), "r"(ws[5]), "r"(ws[7]));
+    asm(
+        "mad.lo.cc.u32 %0, %9, %10, %0;\n\t"
+        "madc.hi.cc.u32 %1, %9, %10, %1;\n\t"
+        "madc.lo.cc.u32 %2, %9, %11, %2;\n\t"
+        "madc.hi.cc.u32 %3, %9, %11, %3;\n\t"
+        "madc.lo.cc.u32 %4, %9, %12, %4;\n\t"
+        "madc.hi.cc.u32 %5, %9, %12, %5;\n\t"
+        "madc.lo.cc.u32 %6, %9, %13, %6;\n\t"
+        "madc.hi.cc.u32 %7, %9, %13, %7;\n\t"
+        "addc.u32 %8, %8, 0;\n\t"
+        : "+r"(Y[7]), "+r"(Y[8]), "+r"(Y[9]), "+r"(Y[10]), "+r"(Y[11]), "+r"(Y[12]), "+r"(Y[13]), "+r"(Y[14]), "+r"(Y[15])
+        : "r"(a[7]), "r"(ws[0]), "r"(ws[2]), "r"(ws[4]), "r"(ws[6]));
+    asm(
+        "add.cc.u32 %0, %8, %17;\n\t"
+        "addc.cc.u32 %0, %9, %18;\n\t"
+        "addc.cc.u32 %1, %10, %19;\n\t"
+        "addc.cc.u32 %2, %11, %20;\n\t"
+        "addc.cc.u32 %3, %12, %21;\n\t"
+        "addc.cc.u32 %4, %13, %22;\n\t"
+        "addc.cc.u32 %5, %14, %23;\n\t"
+        "addc.cc.u32 %6, %15, %24;\n\t"
+        "addc.u32 %7, %16, %25;\n\t"
+        : "=r"(q[0]), "=r"(q[1]), "=r"(q[2]), "=r"(q[3]), "=r"(q[4]), "=r"(q[5]), "=r"(q[6]), "=r"(q[7])
+        : "r"(X[7]), "r"(X[8]), "r"(X[9]), "r"(X[10]), "r"(X[11]), "r"(X[12]), "r"(X[13]), "r"(X[14]), "r"(X[15]), "r"(Y[7]), "r"(Y[8]), "r"(Y[9]), "r"(Y[10]), "r"(Y[11]), "r"(Y[12]), "r"(Y[13]), "r"(Y[14]), "r"(Y[15]));
+}
+
+template <class P>
+__device__ __forceinline__ void shoup_lo_chain_8(uint32_t* r, const uint32_t* a, const uint32_t* w, const uint32_t* q) {
+    static_assert(P::N == 8 && P::mod(0) == 0x00000001u && P::mod(1) == 0xffffffffu && P::mod(2) == 0xfffe5bfeu && P::mod(3) == 0x53bda402u && P::mod(4) == 0x09a1d805u && P::mod(5) == 0x3339d808u && P::mod(6) == 0x299d7d48u && P::mod(7) == 0x73eda753u, "Shoup's product is generated for Fr");
+    uint32_t U[8], V[8];
+#pragma unroll
+    for (int k = 0; k < 8; k++) U[k] = V[k] = 0;
+    asm(
+        "mad.lo.cc.u32 %0, %8, %9, %0;\n\t"
+        "madc.hi.cc.u32 %1, %8, %9, %1;\n\t"
+        "madc.lo.cc.u32 %2, %8, %10, %2;\n\t"
+        "madc.hi.cc.u32 %3, %8, %10, %3;\n\t"
+        "madc.lo.cc.u32 %4, %8, %11, %4;\n\t"
+        "madc.hi.cc.u32 %5, %8, %11, %5;\n\t"
+        "madc.lo.cc.u32 %6, %8, %12, %6;\n\t"
+        "madc.hi.u32 %7, %8, %12, %7;\n\t"
+        : "+r"(U[0]), "+r"(U[1]), "+r"(U[2]), "+r"(U[3]), "+r"(U[4]), "+r"(U[5]), "+r"(U[6]), "+r"(U[7])
+        : "r"(a[0]), "r"(w[0]), "r"(w[2]), "r"(w[4]), "r"(w[6]));
+    asm(
+        "mad.lo.cc.u32 %0, %7, %8, %0;\n\t"
+        "madc.hi.cc.u32 %1, %7, %8, %1;\n\t"
+        "madc.lo.cc.u32 %2, %7, %9, %2;\n\t"
+        "madc.hi.cc.u32 %3, %7, %9, %3;\n\t"
+        "madc.lo.cc.u32 %4, %7, %10, %4;\n\t"
+        "madc.hi.cc.u32 %5, %7, %10, %5;\n\t"
+        "madc.lo.u32 %6, %7, %11, %6;\n\t"
+        : "+r"(V[1]), "+r"(V[2]), "+r"(V[3]), "+r"(V[4]), "+r"(V[5]), "+r"(V[6]), "+r"(V[7])
+        : "r"(a[0]), "r"(w[1]), "r"(w[3]), "r"(w[5]), "r"(w[7]));
+    asm(
+        "mad.lo.cc.u32 %0, %6, %7, %0;\n\t"
+        "madc.hi.cc.u32 %1, %6, %7, %1;\n\t"
+        "madc.lo.cc.u32 %2, %6, %8, %2;\n\t"
+        "madc.hi.cc.u32 %3, %6, %8, %3;\n\t"
+        "madc.lo.cc.u32 %4, %6, %9, %4;\n\t"
+        "madc.hi.u32 %5, %6, %9, %5;\n\t"
+        : "+r"(U[2]), "+r"(U[3]), "+r"(U[4]), "+r"(U[5]), "+r"(U[6]), "+r"(U[7])
+        : "r"(a[1]), "r"(w[1]), "r"(w[3]), "r"(w[5]));
+    asm(
+        "mad.lo.cc.u32 %0, %7, %8, %0;\n\t"
+        "madc.hi.cc.u32 %1, %7, %8, %1;\n\t"
+        "madc.lo.cc.u32 %2, %7, %9, %2;\n\t"
+        "madc.hi.cc.u32 %3, %7, %9, %3;\n\t"
+        "madc.lo.cc.u32 %4, %7, %10, %4;\n\t"
+        "madc.hi.cc.u32 %5, %7, %10, %5;\n\t"
+        "madc.lo.u32 %6, %7, %11, %6;\n\t"
+        : "+r"(V[1]), "+r"(V[2]), "+r"(V[3]), "+r"(V[4]), "+r"(V[5]), "+r"(V[6]), "+r"(V[7])
+        : "r"(a[1]), "r"(w[0]), "r"(w[2]), "r"(w[4]), "r"(w[6]));
+    asm(
+        "mad.lo.cc.u32 %0, %6, %7, %0;\n\t"
+        "madc.hi.cc.u32 %1, %6, %7, %1;\n\t"
+        "madc.lo.cc.u32 %2, %6, %8, %2;\n\t"
+        "madc.hi.cc.u32 %3, %6, %8, %3;\n\t"
+        "madc.lo.cc.u32 %4, %6, %9, %4;\n\t"
+        "madc.hi.u32 %5, %6, %9, %5;\n\t"
+        : "+r"(U[2]), "+r"(U[3]), "+r"(U[4]), "+r"(U[5]), "+r"(U[6]), "+r"(U[7])
+        : "r"(a[2]), "r"(w[0]), "r"(w[2]), "r"(w[4]));
+    asm(
+        "mad.lo.cc.u32 %0, %5, %6, %0;\n\t"
+        "madc.hi.cc.u32 %1, %5, %6, %1;\n\t"
+        "madc.lo.cc.u32 %2, %5, %7, %2;\n\t"
+        "madc.hi.cc.u32 %3, %5, %7, %3;\n\t"
+        "madc.lo.u32 %4, %5, %8, %4;\n\t"
+        : "+r"(V[3]), "+r"(V[4]), "+r"(V[5]), "+r"(V[6]), "+r"(V[7])
+        : "r"(a[2]), "r"(w[1]), "r"(w[3]), "r"(w[5]));
+    asm(
+        "mad.lo.cc.u32 %0, %4, %5, %0;\n\t"
+        "madc.hi.cc.u32 %1, %4, %5, %1;\n\t"
+        "madc.lo.cc.u32 %2, %4, %6, %2;\n\t"
+        "madc.hi.u32 %3, %4, %6, %3;\n\t"
+        : "+r"(U[4]), "+r"(U[5]), "+r"(U[6]), "+r"(U[7])
+        : "r"(a[3]), "r"(w[1]), "r"(w[3]));
+    asm(
+        "mad.lo.cc.u32 %0, %5, %6, %0;\n\t"
+        "madc.hi.cc.u32 %1, %5, %6, %1;\n\t"
+        "madc.lo.cc.u32 %2, %5, %7, %2;\n\t"
+        "madc.hi.cc.u32 %3, %5, %7, %3;\n\t"
+        "madc.lo.u32 %4, %5, %8, %4;\n\t"
+        : "+r"(V[3]), "+r"(V[4]), "+r"(V[5]), "+r"(V[6]), "+r"(V[7])
+        : "r"(a[3]), "r"(w[0]), "r"(w[2]), "r"(w[4]));
+    asm(
+        "mad.lo.cc.u32 %0, %4, %5, %0;\n\t"
+        "madc.hi.cc.u32 %1, %4, %5, %1;\n\t"
+        "madc.lo.cc.u32 %2, %4, %6, %2;\n\t"
+        "madc.hi.u32 %3, %4, %6, %3;\n\t"
+        : "+r"(U[4]), "+r"(U[5]), "+r"(U[6]), "+r"(U[7])
+        : "r"(a[4]), "r"(w[0]), "r"(w[2]));
+    asm(
+        "mad.lo.cc.u32 %0, %3, %4, %0;\n\t"
+        "madc.hi.cc.u32 %1, %3, %4, %1;\n\t"
+        "madc.lo.u32 %2, %3, %5, %2;\n\t"
+        : "+r"(V[5]), "+r"(V[6]), "+r"(V[7])
+        : "r"(a[4]), "r"(w[1]), "r"(w[3]));
+    asm(
+        "mad.lo.cc.u32 %0, %2, %3, %0;\n\t"
+        "madc.hi.u32 %1, %2, %3, %1;\n\t"
+        : "+r"(U[6]), "+r"(U[7])
+        : "r"(a[5]), "r"(w[1]));
+    asm(
+        "mad.lo.cc.u32 %0, %3, %4, %0;\n\t"
+        "madc.hi.cc.u32 %1, %3, %4, %1;\n\t"
+        "madc.lo.u32 %2, %3, %5, %2;\n\t"
+        : "+r"(V[5]), "+r"(V[6]), "+r"(V[7])
+        : "r"(a[5]), "r"(w[0]), "r"(w[2]));
+    asm(
+        "mad.lo.cc.u32 %0, %2, %3, %0;\n\t"
+        "madc.hi.u32 %1, %2, %3, %1;\n\t"
+        : "+r"(U[6]), "+r"(U[7])
+        : "r"(a[6]), "r"(w[0]));
+    asm(
+        "mad.lo.u32 %0, %1, %2, %0;\n\t"
+        : "+r"(V[7])
+        : "r"(a[6]), "r"(w[1]));
+    asm(
+        "mad.lo.u32 %0, %1, %2, %0;\n\t"
+        : "+r"(V[7])
+        : "r"(a[7]), "r"(w[0]));
+    asm(
+        "mad.lo.cc.u32 %0, %6, %7, %0;\n\t"
+        "madc.hi.cc.u32 %1, %6, %7, %1;\n\t"
+        "madc.lo.cc.u32 %2, %6, %8, %2;\n\t"
+        "madc.hi.cc.u32 %3, %6, %8, %3;\n\t"
+        "madc.lo.cc.u32 %4, %6, %9, %4;\n\t"
+        "madc.hi.u32 %5, %6, %9, %5;\n\t"
+        : "+r"(U[2]), "+r"(U[3]), "+r"(U[4]), "+r"(U[5]), "+r"(U[6]), "+r"(U[7])
+        : "r"(q[0]), "n"(0x0001a401u), "n"(0xf65e27fau), "n"(0xd66282b7u));
+    asm(
+        "mad.lo.cc.u32 %0, %5, %6, %0;\n\t"
+        "madc.hi.cc.u32 %1, %5, %6, %1;\n\t"
+        "madc.lo.cc.u32 %2, %5, %7, %2;\n\t"
+        "madc.hi.cc.u32 %3, %5, %7, %3;\n\t"
+        "madc.lo.u32 %4, %5, %8, %4;\n\t"
+        : "+r"(V[3]), "+r"(V[4]), "+r"(V[5]), "+r"(V[6]), "+r"(V[7])
+        : "r"(q[0]), "n"(0xac425bfdu), "n"(0xccc627f7u), "n"(0x8c1258acu));
+    asm(
+        "mad.lo.cc.u32 %0, %4, %5, %0;\n\t"
+        "madc.hi.cc.u32 %1, %4, %5, %1;\n\t"
+        "madc.lo.cc.u32 %2, %4, %6, %2;\n\t"
+        "madc.hi.u32 %3, %4, %6, %3;\n\t"
+        : "+r"(U[4]), "+r"(U[5]), "+r"(U[6]), "+r"(U[7])
+        : "r"(q[1]), "n"(0xac425bfdu), "n"(0xccc627f7u));
+    asm(
+        "mad.lo.cc.u32 %0, %5, %6, %0;\n\t"
+        "madc.hi.cc.u32 %1, %5, %6, %1;\n\t"
+        "madc.lo.cc.u32 %2, %5, %7, %2;\n\t"
+        "madc.hi.cc.u32 %3, %5, %7, %3;\n\t"
+        "madc.lo.u32 %4, %5, %8, %4;\n\t"
+        : "+r"(V[3]), "+r"(V[4]), "+r"(V[5]), "+r"(V[6]), "+r"(V[7])
+        : "r"(q[1]), "n"(0x0001a401u), "n"(0xf65e27fau), "n"(0xd66282b7u));
+    asm(
+        "mad.lo.cc.u32 %0, %4, %5, %0;\n\t"
+        "madc.hi.cc.u32 %1, %4, %5, %1;\n\t"
+        "madc.lo.cc.u32 %2, %4, %6, %2;\n\t"
+        "madc.hi.u32 %3, %4, %6, %3;\n\t"
+        : "+r"(U[4]), "+r"(U[5]), "+r"(U[6]), "+r"(U[7])
+        : "r"(q[2]), "n"(0x0001a401u), "n"(0xf65e27fau));
+    asm(
+        "mad.lo.cc.u32 %0, %3, %4, %0;\n\t"
+        "madc.hi.cc.u32 %1, %3, %4, %1;\n\t"
+        "madc.lo.u32 %2, %3, %5, %2;\n\t"
+        : "+r"(V[5]), "+r"(V[6]), "+r"(V[7])
+        : "r"(q[2]), "n"(0xac425bfdu), "n"(0xccc627f7u));
+    asm(
+        "mad.lo.cc.u32 %0, %2, %3, %0;\n\t"
+        "madc.hi.u32 %1, %2, %3, %1;\n\t"
+        : "+r"(U[6]), "+r"(U[7])
+        : "r"(q[3]), "n"(0xac425bfdu));
+    asm(
+        "mad.lo.cc.u32 %0, %3, %4, %0;\n\t"
+        "madc.hi.cc.u32 %1, %3, %4, %1;\n\t"
+        "madc.lo.u32 %2, %3, %5, %2;\n\t"
+        : "+r"(V[5]), "+r"(V[6]), "+r"(V[7])
+        : "r"(q[3]), "n"(0x0001a401u), "n"(0xf65e27fau));
+    asm(
+        "mad.lo.cc.u32 %0, %2, %3, %0;\n\t"
+        "madc.hi.u32 %1, %2, %3, %1;\n\t"
+        : "+r"(U[6]), "+r"(U[7])
+        : "r"(q[4]), "n"(0x0001a401u));
+    asm(
+        "mad.lo.u32 %0, %1, %2, %0;\n\t"
+        : "+r"(V[7])
+        : "r"(q[4]), "n"(0xac425bfdu));
+    asm(
+        "mad.lo.u32 %0, %1, %2, %0;\n\t"
+        : "+r"(V[7])
+        : "r"(q[5]), "n"(0x0001a401u));
+    asm(
+        "add.cc.u32 %0, %8, %16;\n\t"
+        "addc.cc.u32 %1, %9, %17;\n\t"
+        "addc.cc.u32 %2, %10, %18;\n\t"
+        "addc.cc.u32 %3, %11, %19;\n\t"
+        "addc.cc.u32 %4, %12, %20;\n\t"
+        "addc.cc.u32 %5, %13, %21;\n\t"
+        "addc.cc.u32 %6, %14, %22;\n\t"
+        "addc.u32 %7, %15, %23;\n\t"
+        "add.cc.u32 %1, %1, %24;\n\t"
+        "addc.cc.u32 %2, %2, %25;\n\t"
+        "addc.cc.u32 %3, %3, %26;\n\t"
+        "addc.cc.u32 %4, %4, %27;\n\t"
+        "addc.cc.u32 %5, %5, %28;\n\t"
+        "addc.cc.u32 %6, %6, %29;\n\t"
+        "addc.u32 %7, %7, %30;\n\t"
+        "sub.cc.u32 %0, %0, %24;\n\t"
+        "subc.cc.u32 %1, %1, %25;\n\t"
+        "subc.cc.u32 %2, %2, %26;\n\t"
+        "subc.cc.u32 %3, %3, %27;\n\t"
+        "subc.cc.u32 %4, %4, %28;\n\t"
+        "subc.cc.u32 %5, %5, %29;\n\t"
+        "subc.cc.u32 %6, %6, %30;\n\t"
+        "subc.u32 %7, %7, %31;\n\t"
+        : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7])
+        : "r"(U[0]), "r"(U[1]), "r"(U[2]), "r"(U[3]), "r"(U[4]), "r"(U[5]), "r"(U[6]), "r"(U[7]), "r"(V[0]), "r"(V[1]), "r"(V[2]), "r"(V[3]), "r"(V[4]), "r"(V[5]), "r"(V[6]), "r"(V[7]), "r"(q[0]), "r"(q[1]), "r"(q[2]), "r"(q[3]), "r"(q[4]), "r"(q[5]), "r"(q[6]), "r"(q[7]));
 }
 
 template <class P>

@@ -5,6 +5,7 @@
 //   a = (a*b - c)*den; inverse DIF; scale by coset^-rev(i)/n. h is left bit-reversed.
 #include <algorithm>
 #include <cstdlib>
+#include <type_traits>
 #include "bls12_381.cuh"
 #include "runtime.cuh"
 
@@ -27,18 +28,63 @@ inline uint32_t blocks(size_t n, uint32_t tpb) { return (uint32_t)((n + tpb - 1)
 
 __device__ __forceinline__ uint32_t bitrev(uint32_t i, int log_n) { return log_n ? __brev(i) >> (32 - log_n) : 0; }
 
-// One element global -> shared without registers (two 16-byte cp.async, L1 bypassed:
-// each element is read once a pass). Elements are 16-byte aligned (field.cuh).
-__device__ __forceinline__ void copy_async(fr_t* dst, const fr_t* src) {
-    const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
-    asm volatile(
-        "cp.async.cg.shared.global [%0], [%1], 16;\n\t"
-        "cp.async.cg.shared.global [%2], [%3], 16;\n" ::"r"(d),
-        "l"(src), "r"(d + 16), "l"(reinterpret_cast<const char*>(src) + 16)
-        : "memory");
-}
+// A twiddle for Shoup's product: omega^i as a plain integer and its quotient
+// (field.cuh's fe_shoup). Only with CUZK_NTT_SHOUP=1 (ntt_shoup): faster alone than
+// Montgomery's product, slower in the NTT (docs/BENCHMARKS.md).
+typedef fe_shoup<fr_params> fr_tw;
 
+// The twiddle product of a pass: Montgomery's with a Montgomery-form twiddle, Shoup's
+// with a pair.
+__device__ __forceinline__ void tw_mul(fr_t& r, const fr_t& a, const fr_t& w) { fe_mul(r, a, w); }
+__device__ __forceinline__ void tw_mul(fr_t& r, const fr_t& a, const fr_tw& w) { fe_mul_shoup(r, a, w); }
+
+// Global -> shared copies without registers use 16-byte cp.async.cg (L1 bypassed:
+// each element is read once a pass). Elements are 16-byte aligned (field.cuh).
 __device__ __forceinline__ void copy_async_wait() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
+// A pass's array of T (elements or twiddles) in shared memory, M entries, as 16-byte
+// pieces. SOA keeps piece k of entry j at k*M + j: a warp reading one piece of 32
+// consecutive entries reads 512 contiguous bytes, free of bank conflicts, where entries
+// side by side put the pieces of consecutive entries sizeof(T) apart (2-way conflicts
+// for an element, 4-way for a Shoup twiddle, whose loads then saturated the pass's
+// shared memory pipe: L1 87% busy with the multiply pipe at 60%; H200, ncu).
+// SWZ (with SOA) swizzles the entries within each group of 8: entry j at
+// j ^ ((j >> 3) & 3) ^ ((j >> 2) & 4), so that the radix-4 steps' strided entries
+// (4 apart at the quarter-size 1, pairs 16 apart at 4) fall in 8 different bank groups
+// for each 8 threads of a 128-bit access, as consecutive entries do.
+template <class T, bool SOA, bool SWZ = false>
+struct sh_array {
+    static constexpr int P = sizeof(T) / 16;
+    uint4* p;
+    uint32_t M;
+    __device__ __forceinline__ static uint32_t swz(uint32_t j) {
+        return SWZ ? j ^ ((j >> 3) & 3) ^ ((j >> 2) & 4) : j;
+    }
+    __device__ __forceinline__ uint4* piece(uint32_t j, int k) const {
+        return SOA ? p + k * M + swz(j) : p + j * P + k;
+    }
+    __device__ __forceinline__ T load(uint32_t j) const {
+        T v;
+        uint4* d = reinterpret_cast<uint4*>(&v);
+#pragma unroll
+        for (int k = 0; k < P; k++) d[k] = *piece(j, k);
+        return v;
+    }
+    __device__ __forceinline__ void store(uint32_t j, const T& v) const {
+        const uint4* s = reinterpret_cast<const uint4*>(&v);
+#pragma unroll
+        for (int k = 0; k < P; k++) *piece(j, k) = s[k];
+    }
+    // Entry j from global memory by cp.async (copy_async_wait, then a barrier).
+    __device__ __forceinline__ void copy_async(uint32_t j, const T* src) const {
+        const char* s = reinterpret_cast<const char*>(src);
+#pragma unroll
+        for (int k = 0; k < P; k++) {
+            const uint32_t d = (uint32_t)__cvta_generic_to_shared(piece(j, k));
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(s + 16 * k) : "memory");
+        }
+    }
+};
 
 // One pass of K stages on groups of 2^K elements spaced hs = 2^hs_log apart. DIF runs the
 // group's stages from the largest half-size down, DIT from the smallest up.
@@ -52,36 +98,127 @@ __device__ __forceinline__ void copy_async_wait() { asm volatile("cp.async.wait_
 // wait, instead of a load and a shared store each: the plain loop waits for each load
 // in turn (2 elements and 2 twiddles a thread), the pass's largest stall (long
 // scoreboard at the stores, 12% of its samples). ntt_core picks it per pass.
-template <bool SHTW, bool DIT, bool ASYNC>
-__global__ void k_ntt_pass(fr_t* __restrict__ a, size_t vstride, int log_n, int hs_log, int K,
-                           const fr_t* __restrict__ tw, bool wsync) {
-    extern __shared__ fr_t sh[];
+// TW: fr_t for Montgomery-form twiddles, fr_tw for Shoup's pairs. SOA: the shared
+// arrays' layout (sh_array).
+// One butterfly: DIT (x, y) -> (x + y*w, x - y*w), DIF (x, y) -> (x + y, (x - y)*w);
+// unit: w = 1, no product.
+template <bool DIT, class TW>
+__device__ __forceinline__ void ntt_bfly(fr_t& x, fr_t& y, const TW& w, bool unit) {
+    fr_t d;
+    if (DIT) {
+        if (!unit) tw_mul(y, y, w);
+        fe_sub(d, x, y);
+        fe_add(x, x, y);
+        y = d;
+    } else {
+        fe_sub(d, x, y);
+        fe_add(x, x, y);
+        if (unit) y = d;
+        else tw_mul(y, d, w);
+    }
+}
+
+// R4: stages two at a time, each thread taking the 4 elements b + {0, h, 2h, 3h} of
+// one radix-4 unit through the stages of half-size 2h and h (b = unit's group start
+// + offset jo < h) between one shared load and one store of each: half the shared
+// element traffic and half the barriers of one stage at a time, and 3 twiddles for
+// its 4 products (both of the half-size-h stage's are twiddle jo). With K odd the
+// half-size-1 stage goes alone (DIF last, DIT first). Elements swizzled (sh_array).
+template <bool SHTW, bool DIT, bool ASYNC, class TW, bool SOA, bool R4>
+__device__ __forceinline__ void ntt_pass(fr_t* __restrict__ a, size_t vstride, int log_n, int hs_log, int K,
+                                         const TW* __restrict__ tw, bool wsync) {
+    extern __shared__ uint4 sh16[];
     a += blockIdx.y * vstride;
     const uint32_t hs = 1u << hs_log;
     const uint32_t g = blockIdx.x;
     const uint32_t blk = g >> hs_log, r = g & (hs - 1);
     const size_t base = ((size_t)blk << (hs_log + K)) + r;
     const uint32_t half = 1u << (K - 1);
-    fr_t* tws = sh + (1u << K);
+    const sh_array<fr_t, SOA, SOA && R4> sh{sh16, 1u << K};
+    const sh_array<TW, SOA> tws{sh16 + (sizeof(fr_t) / 16 << K), 1u << K};
     for (uint32_t j = threadIdx.x; j < (1u << K); j += blockDim.x) {
         if (ASYNC)
-            copy_async(&sh[j], &a[base + ((size_t)j << hs_log)]);
+            sh.copy_async(j, &a[base + ((size_t)j << hs_log)]);
         else
-            sh[j] = a[base + ((size_t)j << hs_log)];
+            sh.store(j, a[base + ((size_t)j << hs_log)]);
     }
     if (SHTW) {
         for (uint32_t x = threadIdx.x; x < (1u << K) - 1; x += blockDim.x) {
             const int hl_log = 31 - __clz(x + 1);
             const uint32_t jo = x + 1 - (1u << hl_log);
-            const fr_t* src = &tw[(r + (jo << hs_log)) << (log_n - 1 - hl_log - hs_log)];
+            const TW* src = &tw[(r + (jo << hs_log)) << (log_n - 1 - hl_log - hs_log)];
             if (ASYNC)
-                copy_async(&tws[x], src);
+                tws.copy_async(x, src);
             else
-                tws[x] = *src;
+                tws.store(x, *src);
         }
     }
     if (ASYNC) copy_async_wait();
     __syncthreads();
+    if constexpr (R4) {
+        const uint32_t quarter = 1u << (K - 2);
+        // steps as (log2 h, radix-4?): the lone stage of half-size 1 when K is odd
+        const bool lone = K & 1;
+        const int steps = K / 2 + lone;
+        for (int st = 0; st < steps; st++) {
+            const bool single = lone && (DIT ? st == 0 : st == steps - 1);
+            // DIF: h from 2^(K-2) down (the pair of half-sizes 2h, h); DIT: up
+            const int h_log = single ? 0 : DIT ? 2 * st - (lone ? 1 : 0) : K - 2 - 2 * st;
+            const uint32_t h = 1u << h_log;
+            const bool unit = kNttSkipUnit && hs_log == 0 && h_log == 0;
+            if (single) {
+                for (uint32_t t = threadIdx.x; t < 2 * quarter; t += blockDim.x) {
+                    const uint32_t j0 = 2 * t;
+                    fr_t x = sh.load(j0), y = sh.load(j0 + 1);
+                    TW w;
+                    if (!unit) w = tws.load(0);
+                    ntt_bfly<DIT>(x, y, w, unit);
+                    sh.store(j0, x);
+                    sh.store(j0 + 1, y);
+                }
+            } else {
+                for (uint32_t u = threadIdx.x; u < quarter; u += blockDim.x) {
+                    const uint32_t jo = u & (h - 1);
+                    const uint32_t b = ((u >> h_log) << (h_log + 2)) + jo;
+                    fr_t x0 = sh.load(b), x1 = sh.load(b + h), x2 = sh.load(b + 2 * h), x3 = sh.load(b + 3 * h);
+                    if (DIT) {
+                        TW w;
+                        if (!unit) w = tws.load(h - 1 + jo);
+                        ntt_bfly<DIT>(x0, x1, w, unit);
+                        ntt_bfly<DIT>(x2, x3, w, unit);
+                        w = tws.load(2 * h - 1 + jo);
+                        ntt_bfly<DIT>(x0, x2, w, false);
+                        w = tws.load(3 * h - 1 + jo);
+                        ntt_bfly<DIT>(x1, x3, w, false);
+                    } else {
+                        TW w = tws.load(2 * h - 1 + jo);
+                        ntt_bfly<DIT>(x0, x2, w, false);
+                        w = tws.load(3 * h - 1 + jo);
+                        ntt_bfly<DIT>(x1, x3, w, false);
+                        if (!unit) w = tws.load(h - 1 + jo);
+                        ntt_bfly<DIT>(x0, x1, w, unit);
+                        ntt_bfly<DIT>(x2, x3, w, unit);
+                    }
+                    sh.store(b, x0);
+                    sh.store(b + h, x1);
+                    sh.store(b + 2 * h, x2);
+                    sh.store(b + 3 * h, x3);
+                }
+            }
+            // Warp w's units of a step with h <= 32 touch elements 128w.. only; the lone
+            // stage maps threads to elements otherwise.
+            const bool next_single = lone && !DIT && st + 1 == steps - 1;
+            const int next_log = DIT ? 2 * (st + 1) - (lone ? 1 : 0) : K - 2 - 2 * (st + 1);
+            if (wsync && st + 1 < steps && !single && !next_single && h_log <= 5 && next_log <= 5 &&
+                blockDim.x >= 32)
+                __syncwarp();
+            else
+                __syncthreads();
+        }
+        for (uint32_t j = threadIdx.x; j < (1u << K); j += blockDim.x)
+            a[base + ((size_t)j << hs_log)] = sh.load(j);
+        return;
+    }
     for (int s = 0; s < K; s++) {
         int hl_log = DIT ? s : K - 1 - s;
         uint32_t hl = 1u << hl_log;
@@ -92,25 +229,28 @@ __global__ void k_ntt_pass(fr_t* __restrict__ a, size_t vstride, int log_n, int 
             uint32_t jo = t & (hl - 1);
             uint32_t j0 = ((t >> hl_log) << (hl_log + 1)) + jo, j1 = j0 + hl;
             // twiddle exponent: (offset in the global 2h block) * n / (2h), h = hl*hs
-            fr_t w;
+            TW w;
             if (SHTW) {
-                w = tws[hl - 1 + jo];
+                w = tws.load(hl - 1 + jo);
             } else {
                 uint32_t e = (r + (jo << hs_log)) << (log_n - 1 - hl_log - hs_log);
                 w = tw[e];
             }
-            fr_t x = sh[j0], y = sh[j1];
+            // Each result is stored as soon as it is made: the sum of DIF is not held
+            // across the product (8 registers).
+            fr_t x = sh.load(j0), y = sh.load(j1), u, v;
             if (DIT) {
-                if (!unit) fe_mul(y, y, w);
-                fe_add(sh[j0], x, y);
-                fe_sub(sh[j1], x, y);
+                if (!unit) tw_mul(y, y, w);
+                fe_add(u, x, y);
+                sh.store(j0, u);
+                fe_sub(v, x, y);
             } else {
-                fr_t d;
-                fe_sub(d, x, y);
-                fe_add(sh[j0], x, y);
-                if (unit) sh[j1] = d;
-                else fe_mul(sh[j1], d, w);
+                fe_sub(v, x, y);
+                fe_add(u, x, y);
+                sh.store(j0, u);
+                if (!unit) tw_mul(v, v, w);
             }
+            sh.store(j1, v);
         }
         // In a stage of half-size hl <= 32 the butterflies of warp w (threads t and
         // t + blockDim.x) read and write elements 64w.. only, so between two such
@@ -122,7 +262,41 @@ __global__ void k_ntt_pass(fr_t* __restrict__ a, size_t vstride, int log_n, int 
         else
             __syncthreads();
     }
-    for (uint32_t j = threadIdx.x; j < (1u << K); j += blockDim.x) a[base + ((size_t)j << hs_log)] = sh[j];
+    for (uint32_t j = threadIdx.x; j < (1u << K); j += blockDim.x) a[base + ((size_t)j << hs_log)] = sh.load(j);
+}
+
+// The pass as a kernel. Shoup's DIT form holds x, y and both twiddle words across the
+// product: 66-68 registers (7 blocks of 128 threads an SM), so it is held to 64 (8
+// blocks); the bound on every form made ptxas spend up to 64 on all of them (DIF 50 ->
+// 64 registers, 9 -> 8 blocks).
+template <bool SHTW, bool DIT, bool ASYNC, class TW, bool SOA, bool R4>
+__global__ void k_ntt_pass(fr_t* __restrict__ a, size_t vstride, int log_n, int hs_log, int K,
+                           const TW* __restrict__ tw, bool wsync) {
+    ntt_pass<SHTW, DIT, ASYNC, TW, SOA, R4>(a, vstride, log_n, hs_log, K, tw, wsync);
+}
+
+template <bool SHTW, bool DIT, bool ASYNC, class TW, bool SOA, bool R4>
+__global__ void __launch_bounds__(256, 4) k_ntt_pass_64(fr_t* __restrict__ a, size_t vstride, int log_n, int hs_log,
+                                                        int K, const TW* __restrict__ tw, bool wsync) {
+    ntt_pass<SHTW, DIT, ASYNC, TW, SOA, R4>(a, vstride, log_n, hs_log, K, tw, wsync);
+}
+
+template <class TW>
+using ntt_pass_fn = void (*)(fr_t*, size_t, int, int, int, const TW*, bool);
+
+// Radix-4 steps need the staged twiddles (SHTW); without them the radix-2 form runs.
+template <class TW, bool SHTW, bool DIT, bool ASYNC, bool SOA, bool R4>
+ntt_pass_fn<TW> ntt_pass_kernel_for() {
+    if constexpr (R4 && !SHTW) return ntt_pass_kernel_for<TW, SHTW, DIT, ASYNC, SOA, false>();
+    else if constexpr (DIT && !R4 && std::is_same<TW, fr_tw>::value) return k_ntt_pass_64<SHTW, DIT, ASYNC, TW, SOA, R4>;
+    else return k_ntt_pass<SHTW, DIT, ASYNC, TW, SOA, R4>;
+}
+
+// The kernel for the flags f = {shtw, dit, async, soa, r4}.
+template <class TW, bool... B>
+ntt_pass_fn<TW> ntt_pass_pick(const bool* f) {
+    if constexpr (sizeof...(B) == 5) return ntt_pass_kernel_for<TW, B...>();
+    else return f[sizeof...(B)] ? ntt_pass_pick<TW, B..., true>(f) : ntt_pass_pick<TW, B..., false>(f);
 }
 
 // The element-wise kernels also take blockIdx.y as the vector of a batch.
@@ -167,6 +341,15 @@ __global__ void k_pow_table(fr_t* t, size_t n, fr_t base, int rev_log, fr_t scal
     fe_mul(t[i], x, scale);
 }
 
+// t[i] = Shoup's pair for base^i
+__global__ void k_shoup_table(fr_tw* t, size_t n, fr_t base) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    fr_t x;
+    fe_pow(x, base, (uint32_t)i);
+    fe_shoup_from_mont(t[i], x);
+}
+
 fr_t to_fr(const uint64_t v[4]) {
     fr_t r;
     for (int i = 0; i < 4; i++) {
@@ -209,30 +392,84 @@ bool ntt_warp_sync() {
     return !(e && e[0] == '0');
 }
 
-typedef void (*ntt_pass_fn)(fr_t*, size_t, int, int, int, const fr_t*, bool);
-
-template <bool ASYNC>
-ntt_pass_fn ntt_pass_kernel_of(bool dit, bool shtw) {
-    if (dit) return shtw ? k_ntt_pass<true, true, ASYNC> : k_ntt_pass<false, true, ASYNC>;
-    return shtw ? k_ntt_pass<true, false, ASYNC> : k_ntt_pass<false, false, ASYNC>;
+// The shared arrays piece by piece (sh_array's SOA) unless CUZK_NTT_SOA=0 (A/B runs,
+// tests).
+bool ntt_soa() {
+    const char* e = getenv("CUZK_NTT_SOA");
+    return !(e && e[0] == '0');
 }
 
-ntt_pass_fn ntt_pass_kernel(bool dit, bool shtw, bool async) {
-    return async ? ntt_pass_kernel_of<true>(dit, shtw) : ntt_pass_kernel_of<false>(dit, shtw);
+// Which passes take their stages two at a time (ntt_pass's R4): passes of K >= 8
+// stages (64 threads a block or more); CUZK_NTT_R4=0 or 1 makes it none or all (A/B
+// runs, tests).
+bool ntt_radix4(int K) {
+    const char* e = getenv("CUZK_NTT_R4");
+    if (e && (e[0] == '0' || e[0] == '1')) return e[0] == '1';
+    return K >= 8;
+}
+
+// Montgomery's twiddle products with Montgomery-form twiddles unless CUZK_NTT_SHOUP=1:
+// Shoup's with fr_tw pairs, whose tables a domain holds only when CUZK_NTT_SHOUP was
+// set (to anything) at its creation (A/B runs, tests). Shoup's product is 26% faster
+// in fieldbench but its NTT 15% slower (its twiddles' shared-memory traffic).
+bool ntt_shoup() {
+    const char* e = getenv("CUZK_NTT_SHOUP");
+    return e && e[0] == '1';
+}
+
+template <class TW>
+ntt_pass_fn<TW> ntt_pass_kernel(bool dit, bool shtw, bool async, bool soa, bool r4) {
+    const bool f[5] = {shtw, dit, async, soa, r4 && shtw};
+    return ntt_pass_pick<TW>(f);
+}
+
+// Shared memory of a pass of 2^K elements: the elements, and the 2^K - 1 twiddles of
+// its stages when it stages them.
+template <class TW>
+size_t ntt_pass_shared(int K, bool shtw) {
+    return (sizeof(fr_t) << K) + (shtw ? sizeof(TW) << K : 0);
 }
 
 // Room for a pass's elements and its twiddles, set once per device for every form of
-// the pass that stage twiddles.
-cudaError_t ntt_set_shared_limits() {
-    const int bytes = (int)(sizeof(fr_t) << (kMaxFused + 1));
+// the pass that stages twiddles.
+template <class TW>
+cudaError_t ntt_set_shared_limits_of() {
+    const int bytes = (int)ntt_pass_shared<TW>(kMaxFused, true);
     for (bool dit : {false, true}) {
         for (bool async : {false, true}) {
-            cudaError_t e = cudaFuncSetAttribute(ntt_pass_kernel(dit, true, async),
-                                                 cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-            if (e != cudaSuccess) return e;
+            for (bool soa : {false, true}) {
+                for (bool r4 : {false, true}) {
+                    cudaError_t e = cudaFuncSetAttribute(ntt_pass_kernel<TW>(dit, true, async, soa, r4),
+                                                         cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+                    if (e != cudaSuccess) return e;
+                }
+            }
         }
     }
     return cudaSuccess;
+}
+
+cudaError_t ntt_set_shared_limits() {
+    cudaError_t e = ntt_set_shared_limits_of<fr_t>();
+    return e == cudaSuccess ? ntt_set_shared_limits_of<fr_tw>() : e;
+}
+
+template <class TW>
+void ntt_passes(cudaStream_t st, int log_n, fr_t* a, const TW* tw, bool dit, int count, size_t vstride) {
+    const bool shtw = ntt_shared_twiddles(), wsync = ntt_warp_sync(), soa = ntt_soa();
+    int passes = (log_n + kMaxFused - 1) / kMaxFused;
+    int done = 0;  // stages done so far
+    for (int p = 0; p < passes; p++) {
+        int K = (log_n - done) / (passes - p);
+        // DIT: smallest half-sizes first (hs = 2^done); DIF: largest first.
+        int hs_log = dit ? done : log_n - done - K;
+        const bool r4 = shtw && K >= 2 && ntt_radix4(K);
+        const ntt_pass_fn<TW> pass = ntt_pass_kernel<TW>(dit, shtw, ntt_async_pass(hs_log), soa, r4);
+        dim3 groups(1u << (log_n - K), count);
+        uint32_t threads = std::min<uint32_t>(1u << (K - (r4 ? 2 : 1)), 256);
+        pass<<<groups, threads, ntt_pass_shared<TW>(K, shtw), st>>>(a, vstride, log_n, hs_log, K, tw, wsync);
+        done += K;
+    }
 }
 
 // NTT of count vectors, vector j at a + j*vstride, each pass launched once for all.
@@ -240,21 +477,13 @@ int ntt_core(cudaStream_t st, const cuzk_domain* d, fr_t* a, bool inverse, bool 
              size_t vstride = 0) {
     const int log_n = d->log_n;
     if (log_n == 0) return CUZK_OK;
-    const fr_t* tw = (const fr_t*)(inverse ? d->tw_inv : d->tw);
-    const bool shtw = ntt_shared_twiddles(), wsync = ntt_warp_sync();
-    int passes = (log_n + kMaxFused - 1) / kMaxFused;
-    int done = 0;  // stages done so far
-    for (int p = 0; p < passes; p++) {
-        int K = (log_n - done) / (passes - p);
-        // DIT: smallest half-sizes first (hs = 2^done); DIF: largest first.
-        int hs_log = dit ? done : log_n - done - K;
-        const ntt_pass_fn pass = ntt_pass_kernel(dit, shtw, ntt_async_pass(hs_log));
-        dim3 groups(1u << (log_n - K), count);
-        uint32_t threads = std::min<uint32_t>(1u << (K - 1), 256);
-        pass<<<groups, threads, sizeof(fr_t) << (shtw ? K + 1 : K), st>>>(a, vstride, log_n, hs_log, K, tw, wsync);
-        CK(cudaGetLastError());
-        done += K;
+    if (ntt_shoup()) {
+        if (!d->tws) return fail(CUZK_ERR_ARG, "CUZK_NTT_SHOUP=1 needs a domain created with CUZK_NTT_SHOUP set");
+        ntt_passes(st, log_n, a, (const fr_tw*)(inverse ? d->tws_inv : d->tws), dit, count, vstride);
+    } else {
+        ntt_passes(st, log_n, a, (const fr_t*)(inverse ? d->tw_inv : d->tw), dit, count, vstride);
     }
+    CK(cudaGetLastError());
     return CUZK_OK;
 }
 
@@ -278,8 +507,12 @@ extern "C" int cuzk_domain_create(cuzk_stream* s, int log_n, const cuzk_domain_c
         delete d;
         return fail(CUZK_ERR_CUDA, std::string("NTT shared memory: ") + cudaGetErrorString(ae));
     }
+    // Shoup's pairs only for CUZK_NTT_SHOUP=1 (ntt_shoup).
+    const bool shoup_tw = getenv("CUZK_NTT_SHOUP") != nullptr;
     cudaError_t e = cudaMalloc(&d->tw, nh * sizeof(fr_t));
     if (e == cudaSuccess) e = cudaMalloc(&d->tw_inv, nh * sizeof(fr_t));
+    if (e == cudaSuccess && shoup_tw) e = cudaMalloc(&d->tws, nh * sizeof(fr_tw));
+    if (e == cudaSuccess && shoup_tw) e = cudaMalloc(&d->tws_inv, nh * sizeof(fr_tw));
     if (e == cudaSuccess) e = cudaMalloc(&d->coset_br, n * sizeof(fr_t));
     if (e == cudaSuccess) e = cudaMalloc(&d->coset_inv_br, n * sizeof(fr_t));
     if (e != cudaSuccess) {
@@ -288,6 +521,10 @@ extern "C" int cuzk_domain_create(cuzk_stream* s, int log_n, const cuzk_domain_c
     }
     k_pow_table<<<blocks(nh, 256), 256, 0, st>>>((fr_t*)d->tw, nh, to_fr(k->omega), 0, one);
     k_pow_table<<<blocks(nh, 256), 256, 0, st>>>((fr_t*)d->tw_inv, nh, to_fr(k->omega_inv), 0, one);
+    if (shoup_tw) {
+        k_shoup_table<<<blocks(nh, 256), 256, 0, st>>>((fr_tw*)d->tws, nh, to_fr(k->omega));
+        k_shoup_table<<<blocks(nh, 256), 256, 0, st>>>((fr_tw*)d->tws_inv, nh, to_fr(k->omega_inv));
+    }
     k_pow_table<<<blocks(n, 256), 256, 0, st>>>((fr_t*)d->coset_br, n, to_fr(k->coset), log_n, ninv);
     k_pow_table<<<blocks(n, 256), 256, 0, st>>>((fr_t*)d->coset_inv_br, n, to_fr(k->coset_inv), log_n, ninv);
     e = cudaGetLastError();
@@ -307,6 +544,8 @@ extern "C" int cuzk_domain_destroy(cuzk_domain* d) {
         return CUZK_OK;
     }
     cudaSetDevice(d->ctx->dev);
+    cudaFree(d->tws);
+    cudaFree(d->tws_inv);
     cudaFree(d->tw);
     cudaFree(d->tw_inv);
     cudaFree(d->coset_br);

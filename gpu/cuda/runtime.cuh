@@ -87,6 +87,8 @@ struct cuzk_domain {
     cuzk_domain_consts_t k;
     void* tw = nullptr;        // omega^i, i < n/2
     void* tw_inv = nullptr;    // omega^-i
+    void* tws = nullptr;       // omega^i as Shoup's pairs (ntt.cu's fr_tw): only for CUZK_NTT_SHOUP=1
+    void* tws_inv = nullptr;   // omega^-i, the same
     void* coset_br = nullptr;  // coset^rev(i) / n
     void* coset_inv_br = nullptr;  // coset^-rev(i) / n
 };

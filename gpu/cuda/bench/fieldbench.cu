@@ -48,6 +48,25 @@ __global__ void k_mul(F* out, const F* in, int iters) {
     for (int k = 0; k < ILP; k++) out[t * ILP + k] = x[k];
 }
 
+// x_k <- x_k * y by Shoup's product (field.cuh's fe_mul_shoup) with the multiplicand
+// y*R^-1 (made from y here), so every product equals the Montgomery product x_k * y
+// and the checksum must equal fr_mul's.
+template <int ILP>
+__global__ void k_mul_shoup(fr_t* out, const fr_t* in, int iters) {
+    size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    fr_t x[ILP];
+#pragma unroll
+    for (int k = 0; k < ILP; k++) x[k] = in[(t * ILP + k) % 4096];
+    fe_shoup<fr_params> y;
+    fe_shoup_from_mont(y, in[(t + 17) % 4096]);  // w = y*R^-1, whose Montgomery form is y
+    for (int i = 0; i < iters; i++) {
+#pragma unroll
+        for (int k = 0; k < ILP; k++) fe_mul_shoup(x[k], x[k], y);
+    }
+#pragma unroll
+    for (int k = 0; k < ILP; k++) out[t * ILP + k] = x[k];
+}
+
 // The accumulation's inner loop: acc += P_j with P_j gathered from pts by idx (the
 // MSM's access pattern when idx is random) or read from a small shared table.
 // MINB > 0: __launch_bounds__(128, MINB) caps the registers so MINB blocks of 128 fit
@@ -143,8 +162,13 @@ std::vector<F> random_fe(size_t n, uint64_t seed) {
     return v;
 }
 
-template <class F, int ILP, bool SQR = false>
+// SHOUP: k_mul_shoup (F = fr_t) instead of k_mul.
+template <class F, int ILP, bool SQR = false, bool SHOUP = false>
 void bench_mul(const char* name, int sms, int iters) {
+    auto kernel = [] {
+        if constexpr (SHOUP) return k_mul_shoup<ILP>;
+        else return k_mul<F, ILP, SQR>;
+    }();
     const int tpb = 256;
     // A fixed grid (not sized by occupancy), so every product computes the same outputs.
     size_t threads = (size_t)sms * 2048;
@@ -153,13 +177,13 @@ void bench_mul(const char* name, int sms, int iters) {
     CHECK(cudaMalloc(&din, 4096 * sizeof(F)));
     CHECK(cudaMalloc(&dout, threads * ILP * sizeof(F)));
     CHECK(cudaMemcpy(din, in.data(), 4096 * sizeof(F), cudaMemcpyHostToDevice));
-    k_mul<F, ILP, SQR><<<threads / tpb, tpb>>>(dout, din, 16);  // warm-up
+    kernel<<<threads / tpb, tpb>>>(dout, din, 16);  // warm-up
     CHECK(cudaDeviceSynchronize());
     timer tm;
     float best = 1e30f;
     for (int r = 0; r < 3; r++) {
         tm.start();
-        k_mul<F, ILP, SQR><<<threads / tpb, tpb>>>(dout, din, iters);
+        kernel<<<threads / tpb, tpb>>>(dout, din, iters);
         float ms = tm.stop();
         best = ms < best ? ms : best;
     }
@@ -169,7 +193,7 @@ void bench_mul(const char* name, int sms, int iters) {
     double muls = (double)threads * ILP * iters;
     char label[64];
     snprintf(label, sizeof label, "%s ilp=%d", name, ILP);
-    report_attrs(label, k_mul<F, ILP, SQR>, tpb);
+    report_attrs(label, kernel, tpb);
     printf("FIELDBENCH %s ilp=%d muls=%.3g ms=%.3f Gmul/s=%.2f checksum=%016llx\n", name, ILP, muls, best,
            muls / best / 1e6, (unsigned long long)checksum(out));
     cudaFree(din);
@@ -229,6 +253,8 @@ int main() {
     bench_mul<fp_t, 4>("fp_mul", sms, 512);
     bench_mul<fr_t, 1>("fr_mul", sms, 2048);
     bench_mul<fr_t, 2>("fr_mul", sms, 1024);
+    bench_mul<fr_t, 1, false, true>("fr_mul_shoup", sms, 2048);
+    bench_mul<fr_t, 2, false, true>("fr_mul_shoup", sms, 1024);
     bench_mul<fp_t, 4, true>("fp_sqr", sms, 512);
     bench_mul<fr_t, 2, true>("fr_sqr", sms, 1024);
     bench_madd<fp_t, true>("g1_madd_shared", sms, 64, 256);

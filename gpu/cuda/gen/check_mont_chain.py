@@ -32,6 +32,8 @@ def run(fn, N, mod, a, b, t=0, out='r', words=None, arrays=None, env_out=None):
         env[k] = limbs(v, 64) if k != 'hi' else v
     def ev(e):
         e = e.strip()
+        mm = re.fullmatch(r'0x([0-9a-f]+)u', e)
+        if mm: return int(mm.group(1), 16)
         mm = re.match(r'P::mod\((\d+)\)', e)
         if mm: return limbs(mod, N)[int(mm.group(1))]
         mm = re.match(r'(\w+)\[(\d+)\]', e)
@@ -294,4 +296,28 @@ for N, md in ((12, P), (8, R)):
             bad += 1
     print('add/sub/reduce_once chains, %d limbs, cases' % N, 2 * len(cases) + len(tcases), 'bad', bad)
     failed += bad
+# Shoup's product by a fixed w < r with ws = floor(w*2^256/r): q falls short of
+# floor(a*w/r) by at most 1 with no carry lost, and a*w - q*r (computed modulo 2^256)
+# is exact and below 2r, for a < r.
+ones = (1 << 256) - 1
+edge = [0, 1, 2, R - 1, R - 2, R // 2, R // 2 + 1, 1 << 224, (1 << 224) - 1, ones % R, ones // 3 % R]
+cases = [(x, y) for x in edge for y in edge] + [(random.randrange(R), random.randrange(R)) for _ in range(600)]
+bad = 0
+lost[0] = 0
+short = [0, 0]
+for a, w in cases:
+    ws = (w << 256) // R
+    q = run('shoup_q_chain_8', 8, R, a, 0, arrays={'ws': ws}, out='q', words=8)
+    exact = a * w // R
+    if q not in (exact, exact - 1):
+        bad += 1
+        continue
+    short[exact - q] += 1
+    lost_q = lost[0]
+    got = run('shoup_lo_chain_8', 8, R, a, 0, arrays={'w': w, 'q': q}, out='r', words=8)
+    lost[0] = lost_q  # the low words' chains drop their carries out of word 7 on purpose
+    if got != a * w - q * R or got >= 2 * R:
+        bad += 1
+print('shoup chains (Fr) cases', len(cases), 'bad', bad, 'lost carries', lost[0], 'q exact/one short', short)
+failed += bad + lost[0]
 sys.exit(1 if failed else 0)

@@ -190,6 +190,120 @@ def gen_fold(N, mod):
     return "".join(o)
 
 
+def gen_shoup(N, mod):
+    """The product a*w mod p by a fixed w < p with ws = floor(w*2^(32N)/p) given beside
+    it (Shoup's product; the NTT's twiddles): q = floor(a*ws/2^(32N)) is at most
+    floor(a*w/p) and at least one less (a*w/p - a*ws/2^(32N) = a*f/2^(32N) < p/2^(32N)
+    for the fraction f < 1 left out of ws, below 0.46 for Fr), so a*w - q*p is in
+    [0, 2p): below 2^(32N), computed modulo 2^(32N). Neither half needs the other's
+    words: shoup_q_chain_N takes the product's columns from N-1 up (the high words of
+    the pairs at N-2 and every pair above; the columns below add less than 2^(32N-26),
+    so q can fall short by a further 1 only if the dropped part carries: the bound
+    above keeps the total shortfall below one), shoup_lo_chain_N the columns below N
+    of a*w + q*(2^(32N) - p). Fr's -p mod 2^64 = 2^32 - 1: its word 0 times q is
+    (q << 32) - q, two additions of q in place of eight wide multiply-adds. About 80
+    + 64 + 36 of the Montgomery product's 224 multiply-adds for Fr."""
+    assert mod & ((1 << 64) - 1) == (1 << 64) - (1 << 32) + 1
+    negp = (1 << (32 * N)) - mod
+    nw = [(negp >> (32 * k)) & 0xffffffff for k in range(N)]
+    assert nw[0] == 0xffffffff and nw[1] == 0
+    o = []
+    w = o.append
+    npinv = (-pow(mod, -1, 1 << (32 * N))) % (1 << (32 * N))
+    w("// -r^-1 mod 2^%d, word i: a twiddle's ws from its Montgomery form (field.cuh).\n" % (32 * N))
+    w("__host__ __device__ constexpr uint32_t shoup_npinv_%d(int i) {\n    switch (i) {\n" % N)
+    for k in range(N):
+        w("    case %d: return 0x%08xu;\n" % (k, (npinv >> (32 * k)) & 0xffffffff))
+    w("    default: return 0;\n    }\n}\n\n")
+    chk = " && ".join("P::mod(%d) == 0x%08xu" % (k, (mod >> (32 * k)) & 0xffffffff) for k in range(N))
+    # q: rows a_i * ws_j over columns q = i + j >= N - 2 (the pair at N - 2 only its high
+    # word), as rows() but starting at column N - 1; then words N..2N-1 of X + Y.
+    w("template <class P>\n")
+    w("__device__ __forceinline__ void shoup_q_chain_%d(uint32_t* q, const uint32_t* a, const uint32_t* ws) {\n" % N)
+    w("    static_assert(P::N == %d && %s, \"Shoup's product is generated for Fr\");\n" % (N, chk))
+    W = 2 * N + 2
+    w("    uint32_t X[%d], Y[%d];\n" % (W, W))
+    w("#pragma unroll\n    for (int k = 0; k < %d; k++) X[k] = Y[k] = 0;\n" % W)
+    for i in range(N):
+        for acc, par in (("X", 0), ("Y", 1)):
+            qs = [(i + j, j) for j in range(N) if i + j >= N - 2 and (i + j) % 2 == par]
+            if not qs:
+                continue
+            ins, used = [], set()
+            for k, (qq, j) in enumerate(qs):
+                c = "c" if k else ""
+                if qq == N - 2:
+                    ins.append("mad%s.hi.cc.u32 {o:%s%d}, {i:m}, {i:s%d}, {o:%s%d}" % (c, acc, qq + 1, j, acc, qq + 1))
+                    used.add(qq + 1)
+                    continue
+                ins.append("mad%s.lo.cc.u32 {o:%s%d}, {i:m}, {i:s%d}, {o:%s%d}" % (c, acc, qq, j, acc, qq))
+                ins.append("madc.hi.cc.u32 {o:%s%d}, {i:m}, {i:s%d}, {o:%s%d}" % (acc, qq + 1, j, acc, qq + 1))
+                used.update((qq, qq + 1))
+            top = qs[-1][0] + 2
+            ins.append("addc.u32 {o:%s%d}, {o:%s%d}, 0" % (acc, top, acc, top))
+            used.add(top)
+            outs = [("%s%d" % (acc, k), ("+r", "%s[%d]" % (acc, k))) for k in sorted(used)]
+            srcs = [("s%d" % j, ("r", "ws[%d]" % j)) for (_, j) in qs]
+            w(asm_block(ins, outs, [("m", ("r", "a[%d]" % i))] + srcs))
+    # the words from 2N up sum to zero (a*ws < 2^(64N)); word N-1 gives its carry only
+    mi = ["add.cc.u32 {o:q0}, {i:X%d}, {i:Y%d}" % (N - 1, N - 1)]  # only its carry
+    for k in range(N):
+        mi.append("addc%s.u32 {o:q%d}, {i:X%d}, {i:Y%d}" % (".cc" if k < N - 1 else "", k, N + k, N + k))
+    w(asm_block(mi, [("q%d" % k, ("=r", "q[%d]" % k)) for k in range(N)],
+                [("X%d" % k, ("r", "X[%d]" % k)) for k in range(N - 1, 2 * N)]
+                + [("Y%d" % k, ("r", "Y[%d]" % k)) for k in range(N - 1, 2 * N)]))
+    w("}\n\n")
+
+    # r = a*w + q*(-p) mod 2^(32N): rows truncated at column N-1 (its pairs' low words
+    # only; no chain carries out of word N-1).
+    w("template <class P>\n")
+    w("__device__ __forceinline__ void shoup_lo_chain_%d(uint32_t* r, const uint32_t* a, const uint32_t* w, const uint32_t* q) {\n" % N)
+    w("    static_assert(P::N == %d && %s, \"Shoup's product is generated for Fr\");\n" % (N, chk))
+    w("    uint32_t U[%d], V[%d];\n" % (N, N))
+    w("#pragma unroll\n    for (int k = 0; k < %d; k++) U[k] = V[k] = 0;\n" % N)
+
+    def low_row(i, mult, src, jlo):
+        for acc, par in (("U", 0), ("V", 1)):
+            qs = [(i + j, j) for j in range(jlo, N) if i + j <= N - 1 and (i + j) % 2 == par]
+            if not qs:
+                continue
+            ins, used = [], set()
+            for k, (qq, j) in enumerate(qs):
+                c = "c" if k else ""
+                ins.append("mad%s.lo.cc.u32 {o:%s%d}, {i:m}, {i:s%d}, {o:%s%d}" % (c, acc, qq, j, acc, qq))
+                used.add(qq)
+                if qq + 1 <= N - 1:
+                    ins.append("madc.hi.cc.u32 {o:%s%d}, {i:m}, {i:s%d}, {o:%s%d}" % (acc, qq + 1, j, acc, qq + 1))
+                    used.add(qq + 1)
+            ins[-1] = ins[-1].replace(".cc.u32", ".u32")  # the carry out of word N-1 drops
+            outs = [("%s%d" % (acc, k), ("+r", "%s[%d]" % (acc, k))) for k in sorted(used)]
+            if src is None:
+                srcs = [("s%d" % j, ("n", "0x%08xu" % nw[j])) for (_, j) in qs]
+            else:
+                srcs = [("s%d" % j, ("r", "%s[%d]" % (src, j))) for (_, j) in qs]
+            w(asm_block(ins, outs, [("m", ("r", mult))] + srcs))
+
+    for i in range(N):
+        low_row(i, "a[%d]" % i, "w", 0)
+    for i in range(N):
+        low_row(i, "q[%d]" % i, None, 2)
+    mi = ["add.cc.u32 {o:r0}, {i:U0}, {i:V0}"]
+    for k in range(1, N):
+        mi.append("addc%s.u32 {o:r%d}, {i:U%d}, {i:V%d}" % (".cc" if k < N - 1 else "", k, k, k))
+    mi.append("add.cc.u32 {o:r1}, {o:r1}, {i:q0}")
+    for k in range(2, N):
+        mi.append("addc%s.u32 {o:r%d}, {o:r%d}, {i:q%d}" % (".cc" if k < N - 1 else "", k, k, k - 1))
+    mi.append("sub.cc.u32 {o:r0}, {o:r0}, {i:q0}")
+    for k in range(1, N):
+        mi.append("subc%s.u32 {o:r%d}, {o:r%d}, {i:q%d}" % (".cc" if k < N - 1 else "", k, k, k))
+    w(asm_block(mi, [("r%d" % k, ("=r", "r[%d]" % k)) for k in range(N)],
+                [("U%d" % k, ("r", "U[%d]" % k)) for k in range(N)]
+                + [("V%d" % k, ("r", "V[%d]" % k)) for k in range(N)]
+                + [("q%d" % k, ("r", "q[%d]" % k)) for k in range(N)]))
+    w("}\n\n")
+    return "".join(o)
+
+
 def gen_wide(N):
     """The product a*b without reduction: the a*b_i rows of gen() alone, then
     t = X + Y (2N words; the words above 2N sum to zero since a*b < 2^(64N))."""
@@ -543,6 +657,8 @@ def main():
     out.write("// one level of Karatsuba (opt-in, slower on the H200: field.cuh).\n")
     out.write("// mont_mul_fold_chain_8: Fr's product with the reduction rows' two lowest pairs\n")
     out.write("// folded into additions (r = 2^64 - 2^32 + 1 mod 2^64; see gen_fold).\n")
+    out.write("// shoup_q_chain_8, shoup_lo_chain_8: Fr's product by a fixed w with a precomputed\n")
+    out.write("// ws = floor(w*2^256/r) (Shoup's; see gen_shoup), a*w - q*r below 2r.\n")
     out.write("#pragma once\n#include <stdint.h>\n\n")
     out.write("// -p^-1 mod 2^32 for the rows' m. Fr's is 2^32 - 1 (r = 1 mod 2^32): given that\n")
     out.write("// constant, ptxas rewrites m = -t and splits every m*p pair of the reduction into\n")
@@ -557,6 +673,7 @@ def main():
     for N in (12, 8):
         out.write(gen(N))
     out.write(gen_fold(8, FR))
+    out.write(gen_shoup(8, FR))
     # Fp2's lazily reduced product (bls12_381.cuh) takes the product and the reduction apart.
     for N in (12, 8):
         out.write(gen_wide(N))
