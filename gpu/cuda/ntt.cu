@@ -284,6 +284,30 @@ __global__ void __launch_bounds__(256, 4) k_ntt_pass_64(fr_t* __restrict__ a, si
 template <class TW>
 using ntt_pass_fn = void (*)(fr_t*, size_t, int, int, int, const TW*, bool);
 
+// The radix-4 Montgomery pass of 64 threads or fewer held to fewer registers so that
+// more blocks fit an SM. Unbounded it takes 102 registers: 8 blocks, 16 warps an SM
+// (ncu, 2^24). MINB 10 (the default): 96 registers, no spills, 10 blocks; 12: 80
+// registers, 56-64 bytes spilled. 2^24 on the H200 in one run: 4.05 (unbounded), 3.99
+// (10), 4.20 ms (12). CUZK_NTT_R4MINB=0 or 12 picks the others (A/B runs, tests).
+// Shared memory is carved out to its maximum for it: the default share held the pass
+// to 9 blocks.
+template <int MINB, bool DIT, bool ASYNC>
+__global__ void __launch_bounds__(64, MINB) k_ntt_pass_r4b(fr_t* __restrict__ a, size_t vstride, int log_n,
+                                                          int hs_log, int K, const fr_t* __restrict__ tw, bool wsync) {
+    ntt_pass<true, DIT, ASYNC, fr_t, true, true>(a, vstride, log_n, hs_log, K, tw, wsync);
+}
+
+template <int MINB>
+ntt_pass_fn<fr_t> ntt_pass_r4b(bool dit, bool async) {
+    return dit ? (async ? k_ntt_pass_r4b<MINB, true, true> : k_ntt_pass_r4b<MINB, true, false>)
+               : (async ? k_ntt_pass_r4b<MINB, false, true> : k_ntt_pass_r4b<MINB, false, false>);
+}
+
+int ntt_r4_minb() {
+    const char* e = getenv("CUZK_NTT_R4MINB");
+    return e ? atoi(e) : 10;
+}
+
 // Radix-4 steps need the staged twiddles (SHTW); without them the radix-2 form runs.
 template <class TW, bool SHTW, bool DIT, bool ASYNC, bool SOA, bool R4>
 ntt_pass_fn<TW> ntt_pass_kernel_for() {
@@ -451,7 +475,19 @@ cudaError_t ntt_set_shared_limits_of() {
 
 cudaError_t ntt_set_shared_limits() {
     cudaError_t e = ntt_set_shared_limits_of<fr_t>();
-    return e == cudaSuccess ? ntt_set_shared_limits_of<fr_tw>() : e;
+    if (e == cudaSuccess) e = ntt_set_shared_limits_of<fr_tw>();
+    const int bytes = (int)ntt_pass_shared<fr_t>(kMaxFused, true);
+    for (bool dit : {false, true}) {
+        for (bool async : {false, true}) {
+            for (ntt_pass_fn<fr_t> f : {ntt_pass_r4b<10>(dit, async), ntt_pass_r4b<12>(dit, async)}) {
+                if (e == cudaSuccess) e = cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+                if (e == cudaSuccess)
+                    e = cudaFuncSetAttribute(f, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                             cudaSharedmemCarveoutMaxShared);
+            }
+        }
+    }
+    return e;
 }
 
 template <class TW>
@@ -464,9 +500,15 @@ void ntt_passes(cudaStream_t st, int log_n, fr_t* a, const TW* tw, bool dit, int
         // DIT: smallest half-sizes first (hs = 2^done); DIF: largest first.
         int hs_log = dit ? done : log_n - done - K;
         const bool r4 = shtw && K >= 2 && ntt_radix4(K);
-        const ntt_pass_fn<TW> pass = ntt_pass_kernel<TW>(dit, shtw, ntt_async_pass(hs_log), soa, r4);
+        ntt_pass_fn<TW> pass = ntt_pass_kernel<TW>(dit, shtw, ntt_async_pass(hs_log), soa, r4);
         dim3 groups(1u << (log_n - K), count);
         uint32_t threads = std::min<uint32_t>(1u << (K - (r4 ? 2 : 1)), 256);
+        if constexpr (std::is_same<TW, fr_t>::value) {
+            const int minb = ntt_r4_minb();
+            if (r4 && soa && threads <= 64 && (minb == 10 || minb == 12))
+                pass = minb == 10 ? ntt_pass_r4b<10>(dit, ntt_async_pass(hs_log))
+                                  : ntt_pass_r4b<12>(dit, ntt_async_pass(hs_log));
+        }
         pass<<<groups, threads, ntt_pass_shared<TW>(K, shtw), st>>>(a, vstride, log_n, hs_log, K, tw, wsync);
         done += K;
     }
