@@ -659,11 +659,13 @@ func nttLogs(t *testing.T) []int {
 // with each shared array entry by entry (CUZK_NTT_SOA=0) and with the stages
 // two at a time in no pass or in every pass of two stages or more (CUZK_NTT_R4=0, 1:
 // odd stage counts, one-thread blocks) and with the radix-4 pass's other register
-// bounds (CUZK_NTT_R4MINB=0: none, 12). The library reads them at every call.
+// bounds (CUZK_NTT_R4MINB=0: none, 12), and with the product by the half-size-2
+// stage's unit twiddle made (CUZK_NTT_UNIT2=0). The library reads them at every call.
 func TestNTT(t *testing.T) {
 	for _, sw := range [][2]string{{"CUZK_NTT_SHTW", "0"}, {"CUZK_NTT_SHTW", "1"}, {"CUZK_NTT_ASYNC", "0"},
 		{"CUZK_NTT_ASYNC", "1"}, {"CUZK_NTT_WARPSYNC", "0"}, {"CUZK_NTT_SHOUP", "1"}, {"CUZK_NTT_SOA", "0"},
-		{"CUZK_NTT_R4", "0"}, {"CUZK_NTT_R4", "1"}, {"CUZK_NTT_R4MINB", "0"}, {"CUZK_NTT_R4MINB", "12"}} {
+		{"CUZK_NTT_R4", "0"}, {"CUZK_NTT_R4", "1"}, {"CUZK_NTT_R4MINB", "0"}, {"CUZK_NTT_R4MINB", "12"},
+		{"CUZK_NTT_UNIT2", "0"}} {
 		t.Run(sw[0]+"="+sw[1], func(t *testing.T) {
 			t.Setenv(sw[0], sw[1])
 			testNTT(t)

@@ -24,6 +24,10 @@ constexpr bool kNttSkipUnit = false;
 constexpr bool kNttSkipUnit = true;
 #endif
 
+// Options of a pass (ntt_pass's opt): warp barriers between warp-local stages
+// (ntt_warp_sync), and the unit twiddle of the half-size-2 stage skipped (ntt_unit2).
+constexpr uint32_t kNttOptWarpSync = 1, kNttOptUnit2 = 2;
+
 inline uint32_t blocks(size_t n, uint32_t tpb) { return (uint32_t)((n + tpb - 1) / tpb); }
 
 __device__ __forceinline__ uint32_t bitrev(uint32_t i, int log_n) { return log_n ? __brev(i) >> (32 - log_n) : 0; }
@@ -118,6 +122,38 @@ __device__ __forceinline__ void ntt_bfly(fr_t& x, fr_t& y, const TW& w, bool uni
     }
 }
 
+// One radix-4 unit of ntt_pass's R4 steps: the elements b + {0, h, 2h, 3h} through the
+// stages of half-size 2h and h. U1: the half-size-h stage's twiddle is 1; U02: so is
+// the half-size-2h stage's for x0 and x2 (both only where h = 1 in the transform's
+// last DIF or first DIT step, jo = 0). Flags fixed at compile time: as runtime flags
+// they cost the general step 6 registers and made the 96-register bound spill.
+template <bool DIT, bool U1, bool U02, class TW, class SH, class TWS>
+__device__ __forceinline__ void ntt_r4_unit(const SH& sh, const TWS& tws, uint32_t b, uint32_t h, uint32_t jo) {
+    fr_t x0 = sh.load(b), x1 = sh.load(b + h), x2 = sh.load(b + 2 * h), x3 = sh.load(b + 3 * h);
+    TW w;
+    if (DIT) {
+        if (!U1) w = tws.load(h - 1 + jo);
+        ntt_bfly<DIT>(x0, x1, w, U1);
+        ntt_bfly<DIT>(x2, x3, w, U1);
+        if (!U02) w = tws.load(2 * h - 1 + jo);
+        ntt_bfly<DIT>(x0, x2, w, U02);
+        w = tws.load(3 * h - 1 + jo);
+        ntt_bfly<DIT>(x1, x3, w, false);
+    } else {
+        if (!U02) w = tws.load(2 * h - 1 + jo);
+        ntt_bfly<DIT>(x0, x2, w, U02);
+        w = tws.load(3 * h - 1 + jo);
+        ntt_bfly<DIT>(x1, x3, w, false);
+        if (!U1) w = tws.load(h - 1 + jo);
+        ntt_bfly<DIT>(x0, x1, w, U1);
+        ntt_bfly<DIT>(x2, x3, w, U1);
+    }
+    sh.store(b, x0);
+    sh.store(b + h, x1);
+    sh.store(b + 2 * h, x2);
+    sh.store(b + 3 * h, x3);
+}
+
 // R4: stages two at a time, each thread taking the 4 elements b + {0, h, 2h, 3h} of
 // one radix-4 unit through the stages of half-size 2h and h (b = unit's group start
 // + offset jo < h) between one shared load and one store of each: half the shared
@@ -126,8 +162,9 @@ __device__ __forceinline__ void ntt_bfly(fr_t& x, fr_t& y, const TW& w, bool uni
 // half-size-1 stage goes alone (DIF last, DIT first). Elements swizzled (sh_array).
 template <bool SHTW, bool DIT, bool ASYNC, class TW, bool SOA, bool R4>
 __device__ __forceinline__ void ntt_pass(fr_t* __restrict__ a, size_t vstride, int log_n, int hs_log, int K,
-                                         const TW* __restrict__ tw, bool wsync) {
+                                         const TW* __restrict__ tw, uint32_t opt) {
     extern __shared__ uint4 sh16[];
+    const bool wsync = opt & kNttOptWarpSync, unit2 = opt & kNttOptUnit2;
     a += blockIdx.y * vstride;
     const uint32_t hs = 1u << hs_log;
     const uint32_t g = blockIdx.x;
@@ -166,6 +203,9 @@ __device__ __forceinline__ void ntt_pass(fr_t* __restrict__ a, size_t vstride, i
             const int h_log = single ? 0 : DIT ? 2 * st - (lone ? 1 : 0) : K - 2 - 2 * st;
             const uint32_t h = 1u << h_log;
             const bool unit = kNttSkipUnit && hs_log == 0 && h_log == 0;
+            // With h = 1 every unit's jo is 0, so the half-size-2 stage's butterfly of
+            // x0 and x2 takes omega^0 too: one product of the step's two skipped.
+            const bool unit02 = unit && unit2;
             if (single) {
                 for (uint32_t t = threadIdx.x; t < 2 * quarter; t += blockDim.x) {
                     const uint32_t j0 = 2 * t;
@@ -180,29 +220,9 @@ __device__ __forceinline__ void ntt_pass(fr_t* __restrict__ a, size_t vstride, i
                 for (uint32_t u = threadIdx.x; u < quarter; u += blockDim.x) {
                     const uint32_t jo = u & (h - 1);
                     const uint32_t b = ((u >> h_log) << (h_log + 2)) + jo;
-                    fr_t x0 = sh.load(b), x1 = sh.load(b + h), x2 = sh.load(b + 2 * h), x3 = sh.load(b + 3 * h);
-                    if (DIT) {
-                        TW w;
-                        if (!unit) w = tws.load(h - 1 + jo);
-                        ntt_bfly<DIT>(x0, x1, w, unit);
-                        ntt_bfly<DIT>(x2, x3, w, unit);
-                        w = tws.load(2 * h - 1 + jo);
-                        ntt_bfly<DIT>(x0, x2, w, false);
-                        w = tws.load(3 * h - 1 + jo);
-                        ntt_bfly<DIT>(x1, x3, w, false);
-                    } else {
-                        TW w = tws.load(2 * h - 1 + jo);
-                        ntt_bfly<DIT>(x0, x2, w, false);
-                        w = tws.load(3 * h - 1 + jo);
-                        ntt_bfly<DIT>(x1, x3, w, false);
-                        if (!unit) w = tws.load(h - 1 + jo);
-                        ntt_bfly<DIT>(x0, x1, w, unit);
-                        ntt_bfly<DIT>(x2, x3, w, unit);
-                    }
-                    sh.store(b, x0);
-                    sh.store(b + h, x1);
-                    sh.store(b + 2 * h, x2);
-                    sh.store(b + 3 * h, x3);
+                    if (unit02) ntt_r4_unit<DIT, true, true, TW>(sh, tws, b, h, jo);
+                    else if (unit) ntt_r4_unit<DIT, true, false, TW>(sh, tws, b, h, jo);
+                    else ntt_r4_unit<DIT, false, false, TW>(sh, tws, b, h, jo);
                 }
             }
             // Warp w's units of a step with h <= 32 touch elements 128w.. only; the lone
@@ -271,18 +291,18 @@ __device__ __forceinline__ void ntt_pass(fr_t* __restrict__ a, size_t vstride, i
 // 64 registers, 9 -> 8 blocks).
 template <bool SHTW, bool DIT, bool ASYNC, class TW, bool SOA, bool R4>
 __global__ void k_ntt_pass(fr_t* __restrict__ a, size_t vstride, int log_n, int hs_log, int K,
-                           const TW* __restrict__ tw, bool wsync) {
-    ntt_pass<SHTW, DIT, ASYNC, TW, SOA, R4>(a, vstride, log_n, hs_log, K, tw, wsync);
+                           const TW* __restrict__ tw, uint32_t opt) {
+    ntt_pass<SHTW, DIT, ASYNC, TW, SOA, R4>(a, vstride, log_n, hs_log, K, tw, opt);
 }
 
 template <bool SHTW, bool DIT, bool ASYNC, class TW, bool SOA, bool R4>
 __global__ void __launch_bounds__(256, 4) k_ntt_pass_64(fr_t* __restrict__ a, size_t vstride, int log_n, int hs_log,
-                                                        int K, const TW* __restrict__ tw, bool wsync) {
-    ntt_pass<SHTW, DIT, ASYNC, TW, SOA, R4>(a, vstride, log_n, hs_log, K, tw, wsync);
+                                                        int K, const TW* __restrict__ tw, uint32_t opt) {
+    ntt_pass<SHTW, DIT, ASYNC, TW, SOA, R4>(a, vstride, log_n, hs_log, K, tw, opt);
 }
 
 template <class TW>
-using ntt_pass_fn = void (*)(fr_t*, size_t, int, int, int, const TW*, bool);
+using ntt_pass_fn = void (*)(fr_t*, size_t, int, int, int, const TW*, uint32_t);
 
 // The radix-4 Montgomery pass of 64 threads or fewer held to fewer registers so that
 // more blocks fit an SM. Unbounded it takes 102 registers: 8 blocks, 16 warps an SM
@@ -293,8 +313,8 @@ using ntt_pass_fn = void (*)(fr_t*, size_t, int, int, int, const TW*, bool);
 // to 9 blocks.
 template <int MINB, bool DIT, bool ASYNC>
 __global__ void __launch_bounds__(64, MINB) k_ntt_pass_r4b(fr_t* __restrict__ a, size_t vstride, int log_n,
-                                                          int hs_log, int K, const fr_t* __restrict__ tw, bool wsync) {
-    ntt_pass<true, DIT, ASYNC, fr_t, true, true>(a, vstride, log_n, hs_log, K, tw, wsync);
+                                                          int hs_log, int K, const fr_t* __restrict__ tw, uint32_t opt) {
+    ntt_pass<true, DIT, ASYNC, fr_t, true, true>(a, vstride, log_n, hs_log, K, tw, opt);
 }
 
 template <int MINB>
@@ -416,6 +436,13 @@ bool ntt_warp_sync() {
     return !(e && e[0] == '0');
 }
 
+// In the radix-4 step of h = 1 the half-size-2 stage's first butterfly takes twiddle 1
+// too, so its product is skipped unless CUZK_NTT_UNIT2=0 (A/B runs, tests).
+bool ntt_unit2() {
+    const char* e = getenv("CUZK_NTT_UNIT2");
+    return !(e && e[0] == '0');
+}
+
 // The shared arrays piece by piece (sh_array's SOA) unless CUZK_NTT_SOA=0 (A/B runs,
 // tests).
 bool ntt_soa() {
@@ -492,7 +519,8 @@ cudaError_t ntt_set_shared_limits() {
 
 template <class TW>
 void ntt_passes(cudaStream_t st, int log_n, fr_t* a, const TW* tw, bool dit, int count, size_t vstride) {
-    const bool shtw = ntt_shared_twiddles(), wsync = ntt_warp_sync(), soa = ntt_soa();
+    const bool shtw = ntt_shared_twiddles(), soa = ntt_soa();
+    const uint32_t opt = (ntt_warp_sync() ? kNttOptWarpSync : 0) | (ntt_unit2() ? kNttOptUnit2 : 0);
     int passes = (log_n + kMaxFused - 1) / kMaxFused;
     int done = 0;  // stages done so far
     for (int p = 0; p < passes; p++) {
@@ -509,7 +537,7 @@ void ntt_passes(cudaStream_t st, int log_n, fr_t* a, const TW* tw, bool dit, int
                 pass = minb == 10 ? ntt_pass_r4b<10>(dit, ntt_async_pass(hs_log))
                                   : ntt_pass_r4b<12>(dit, ntt_async_pass(hs_log));
         }
-        pass<<<groups, threads, ntt_pass_shared<TW>(K, shtw), st>>>(a, vstride, log_n, hs_log, K, tw, wsync);
+        pass<<<groups, threads, ntt_pass_shared<TW>(K, shtw), st>>>(a, vstride, log_n, hs_log, K, tw, opt);
         done += K;
     }
 }
