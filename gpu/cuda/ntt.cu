@@ -308,7 +308,9 @@ using ntt_pass_fn = void (*)(fr_t*, size_t, int, int, int, const TW*, uint32_t);
 // more blocks fit an SM. Unbounded it takes 102 registers: 8 blocks, 16 warps an SM
 // (ncu, 2^24). MINB 10 (the default): 96 registers, no spills, 10 blocks; 12: 80
 // registers, 56-64 bytes spilled. 2^24 on the H200 in one run: 4.05 (unbounded), 3.99
-// (10), 4.20 ms (12). CUZK_NTT_R4MINB=0 or 12 picks the others (A/B runs, tests).
+// (10), 4.20 ms (12). Since the unit flags of ntt_r4_unit (100 registers unbounded, 12
+// and 20 bytes spilled at 10 and 12) all three are within 0.5%: 4.01, 4.01, 3.99 ms.
+// CUZK_NTT_R4MINB=0 or 12 picks the others (A/B runs, tests).
 // Shared memory is carved out to its maximum for it: the default share held the pass
 // to 9 blocks.
 template <int MINB, bool DIT, bool ASYNC>
