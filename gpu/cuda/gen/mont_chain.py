@@ -41,7 +41,7 @@ def rows(w, N):
     """Returns row(i, mult, src, imm): one chain per accumulator adding mult * src[j]
     (or mult * P::mod(j) when imm) at word positions q = i + j."""
 
-    def row(i, mult, src, imm, jlo=0, accs=("X", "Y"), src_off=0):
+    def row(i, mult, src, imm, jlo=0, accs=("X", "Y"), src_off=0, qlo=0):
         # one chain per accumulator: pairs (q, q+1) for q = i+j of its parity, then the
         # carry into word q+2. The chains' top pairs never move down, so word q+2 holds
         # nothing but a few earlier chains' carries when this one adds its own: it
@@ -50,17 +50,23 @@ def rows(w, N):
         # of 493 SASS instructions and G1 2^24 6 ms (119.8 against 113.9 ms).
         # Squaring's rows start at jlo = i+1 (the products a_i*a_j above the diagonal).
         # Karatsuba's rows take their own accumulators and src from word src_off.
+        # Shoup's quotient rows take only columns q >= qlo > 0, the pair at qlo its
+        # high word alone.
         for acc, par in ((accs[0], 0), (accs[1], 1)):
             ins, qs = [], []
             for j in range(jlo, N):
                 q = i + j
-                if q % 2 == par:
+                if q % 2 == par and q >= qlo:
                     qs.append((q, j))
             if not qs:
                 continue
             used = set()
             for k, (q, j) in enumerate(qs):
                 op = "mad" if k == 0 else "madc"
+                if qlo and q == qlo:
+                    ins.append("%s.hi.cc.u32 {o:%s%d}, {i:m}, {i:s%d}, {o:%s%d}" % (op, acc, q + 1, j, acc, q + 1))
+                    used.add(q + 1)
+                    continue
                 ins.append("%s.lo.cc.u32 {o:%s%d}, {i:m}, {i:s%d}, {o:%s%d}" % (op, acc, q, j, acc, q))
                 ins.append("madc.hi.cc.u32 {o:%s%d}, {i:m}, {i:s%d}, {o:%s%d}" % (acc, q + 1, j, acc, q + 1))
                 used.update((q, q + 1))
@@ -217,34 +223,16 @@ def gen_shoup(N, mod):
     w("    default: return 0;\n    }\n}\n\n")
     chk = " && ".join("P::mod(%d) == 0x%08xu" % (k, (mod >> (32 * k)) & 0xffffffff) for k in range(N))
     # q: rows a_i * ws_j over columns q = i + j >= N - 2 (the pair at N - 2 only its high
-    # word), as rows() but starting at column N - 1; then words N..2N-1 of X + Y.
+    # word: rows()'s qlo); then words N..2N-1 of X + Y.
     w("template <class P>\n")
     w("__device__ __forceinline__ void shoup_q_chain_%d(uint32_t* q, const uint32_t* a, const uint32_t* ws) {\n" % N)
     w("    static_assert(P::N == %d && %s, \"Shoup's product is generated for Fr\");\n" % (N, chk))
     W = 2 * N + 2
     w("    uint32_t X[%d], Y[%d];\n" % (W, W))
     w("#pragma unroll\n    for (int k = 0; k < %d; k++) X[k] = Y[k] = 0;\n" % W)
+    row = rows(w, N)
     for i in range(N):
-        for acc, par in (("X", 0), ("Y", 1)):
-            qs = [(i + j, j) for j in range(N) if i + j >= N - 2 and (i + j) % 2 == par]
-            if not qs:
-                continue
-            ins, used = [], set()
-            for k, (qq, j) in enumerate(qs):
-                c = "c" if k else ""
-                if qq == N - 2:
-                    ins.append("mad%s.hi.cc.u32 {o:%s%d}, {i:m}, {i:s%d}, {o:%s%d}" % (c, acc, qq + 1, j, acc, qq + 1))
-                    used.add(qq + 1)
-                    continue
-                ins.append("mad%s.lo.cc.u32 {o:%s%d}, {i:m}, {i:s%d}, {o:%s%d}" % (c, acc, qq, j, acc, qq))
-                ins.append("madc.hi.cc.u32 {o:%s%d}, {i:m}, {i:s%d}, {o:%s%d}" % (acc, qq + 1, j, acc, qq + 1))
-                used.update((qq, qq + 1))
-            top = qs[-1][0] + 2
-            ins.append("addc.u32 {o:%s%d}, {o:%s%d}, 0" % (acc, top, acc, top))
-            used.add(top)
-            outs = [("%s%d" % (acc, k), ("+r", "%s[%d]" % (acc, k))) for k in sorted(used)]
-            srcs = [("s%d" % j, ("r", "ws[%d]" % j)) for (_, j) in qs]
-            w(asm_block(ins, outs, [("m", ("r", "a[%d]" % i))] + srcs))
+        row(i, "a[%d]" % i, "ws", False, qlo=N - 2)
     # the words from 2N up sum to zero (a*ws < 2^(64N)); word N-1 gives its carry only
     mi = ["add.cc.u32 {o:q0}, {i:X%d}, {i:Y%d}" % (N - 1, N - 1)]  # only its carry
     for k in range(N):
