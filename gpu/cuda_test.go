@@ -639,6 +639,26 @@ func TestMSMBatch(t *testing.T) {
 	}
 }
 
+// nttEdgeInput: n elements drawn from 0, 1, r-1 and r-2, in runs, so that whole
+// butterflies see the largest sums and differences.
+func nttEdgeInput(rng *rand.Rand, n int) []fr.Element {
+	var one, m1, m2 fr.Element
+	one.SetOne()
+	m1.SetOne()
+	m1.Neg(&m1)
+	m2.Sub(&m1, &one)
+	vals := []fr.Element{{}, one, m1, m2}
+	v := make([]fr.Element, n)
+	for i := 0; i < n; {
+		e := vals[rng.IntN(len(vals))]
+		for run := 1 + rng.IntN(8); run > 0 && i < n; run-- {
+			v[i] = e
+			i++
+		}
+	}
+	return v
+}
+
 func nttLogs(t *testing.T) []int {
 	logs := []int{1, 2, 5, 10, 11, 12, 16, 20, 21, 22}
 	maxLog := maxLogFor(t, 22)
@@ -660,12 +680,15 @@ func nttLogs(t *testing.T) []int {
 // two at a time in no pass or in every pass of two stages or more (CUZK_NTT_R4=0, 1:
 // odd stage counts, one-thread blocks) and with the radix-4 pass's other register
 // bounds (CUZK_NTT_R4MINB=0: none, 12), and with the product by the half-size-2
-// stage's unit twiddle made (CUZK_NTT_UNIT2=0). The library reads them at every call.
+// stage's unit twiddle made (CUZK_NTT_UNIT2=0), and with the radix-4 pass's values
+// lazily reduced below 2r (CUZK_NTT_LAZY=1). The library reads them at every call.
+// Up to 2^16 each size also runs on edge values (0, 1, r-1, r-2), whose sums and
+// differences reach the reductions' bounds.
 func TestNTT(t *testing.T) {
 	for _, sw := range [][2]string{{"CUZK_NTT_SHTW", "0"}, {"CUZK_NTT_SHTW", "1"}, {"CUZK_NTT_ASYNC", "0"},
 		{"CUZK_NTT_ASYNC", "1"}, {"CUZK_NTT_WARPSYNC", "0"}, {"CUZK_NTT_SHOUP", "1"}, {"CUZK_NTT_SOA", "0"},
 		{"CUZK_NTT_R4", "0"}, {"CUZK_NTT_R4", "1"}, {"CUZK_NTT_R4MINB", "0"}, {"CUZK_NTT_R4MINB", "12"},
-		{"CUZK_NTT_UNIT2", "0"}} {
+		{"CUZK_NTT_UNIT2", "0"}, {"CUZK_NTT_LAZY", "1"}} {
 		t.Run(sw[0]+"="+sw[1], func(t *testing.T) {
 			t.Setenv(sw[0], sw[1])
 			testNTT(t)
@@ -687,37 +710,43 @@ func testNTT(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		in := make([]fr.Element, n)
-		randFr(rng, in)
-		for _, tc := range []struct {
-			name  string
-			flags int
-			ref   func(a []fr.Element)
-		}{
-			{"fft DIF", 0, func(a []fr.Element) { dom.FFT(a, fft.DIF) }},
-			{"fft DIT", nttDIT, func(a []fr.Element) { dom.FFT(a, fft.DIT) }},
-			{"ifft DIF", nttInverse, func(a []fr.Element) { dom.FFTInverse(a, fft.DIF) }},
-			{"ifft DIT", nttInverse | nttDIT, func(a []fr.Element) { dom.FFTInverse(a, fft.DIT) }},
-		} {
-			want := append([]fr.Element(nil), in...)
-			tc.ref(want)
-			if err := s.uploadFr(buf, 0, in); err != nil {
-				t.Fatal(err)
-			}
-			if err := s.ntt(d, buf, 0, tc.flags); err != nil {
-				t.Fatal(err)
-			}
-			got := make([]fr.Element, n)
-			if err := s.downloadFr(buf, 0, got); err != nil {
-				t.Fatal(err)
-			}
-			for i := range got {
-				if got[i] != want[i] {
-					t.Fatalf("NTT 2^%d %s: element %d differs", logN, tc.name, i)
+		random := make([]fr.Element, n)
+		randFr(rng, random)
+		inputs := [][]fr.Element{random}
+		if logN <= 16 {
+			inputs = append(inputs, nttEdgeInput(rng, n))
+		}
+		for ii, in := range inputs {
+			for _, tc := range []struct {
+				name  string
+				flags int
+				ref   func(a []fr.Element)
+			}{
+				{"fft DIF", 0, func(a []fr.Element) { dom.FFT(a, fft.DIF) }},
+				{"fft DIT", nttDIT, func(a []fr.Element) { dom.FFT(a, fft.DIT) }},
+				{"ifft DIF", nttInverse, func(a []fr.Element) { dom.FFTInverse(a, fft.DIF) }},
+				{"ifft DIT", nttInverse | nttDIT, func(a []fr.Element) { dom.FFTInverse(a, fft.DIT) }},
+			} {
+				want := append([]fr.Element(nil), in...)
+				tc.ref(want)
+				if err := s.uploadFr(buf, 0, in); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.ntt(d, buf, 0, tc.flags); err != nil {
+					t.Fatal(err)
+				}
+				got := make([]fr.Element, n)
+				if err := s.downloadFr(buf, 0, got); err != nil {
+					t.Fatal(err)
+				}
+				for i := range got {
+					if got[i] != want[i] {
+						t.Fatalf("NTT 2^%d %s, input %d: element %d differs", logN, tc.name, ii, i)
+					}
 				}
 			}
 		}
-		t.Logf("NTT 2^%d: fft/ifft DIF/DIT ok", logN)
+		t.Logf("NTT 2^%d: fft/ifft DIF/DIT ok (%d inputs)", logN, len(inputs))
 		d.close()
 		buf.free()
 	}

@@ -410,14 +410,43 @@ struct twice_p {  // 2p as a modulus for the chains' subtraction
     }
 };
 
+// Fr (the NTT's butterflies) has one spare bit only: 2r < 2^256 < 4r. Its folded
+// product maps a < 2r and a twiddle b < r to t < 2r (checked by check_mont_chain.py),
+// so the product drops its final subtraction; a sum of two values below 2r can pass
+// 2^256 and keeps its carry (lz_add), and a difference is taken modulo 2r as for Fp.
 #if defined(CUZK_FE_WIDE)
 template <class P>
 __device__ __forceinline__ void lz_mul(fe<P>& r, const fe<P>& a, const fe<P>& b) {
-    static_assert(P::N == 12, "lazy reduction needs Fp's spare bits");
     uint32_t t[P::N + 1];
-    mont_mul_chain_12<P>(t, a.v, b.v);  // t[12] = 0: the product is below 2p
+    if constexpr (P::N == 12) {
+        mont_mul_chain_12<P>(t, a.v, b.v);  // t[12] = 0: the product is below 2p
+    } else {
+        static_assert(P::N == 8 && kFoldFr && P::mod(0) == 1u && P::mod(1) == 0xffffffffu,
+                      "Fr's lazy product is the folded one (b below r)");
+        mont_mul_fold_chain_8<P>(t, a.v, b.v);  // t[8] = 0: below 2r for a < 2r, b < r
+    }
 #pragma unroll
     for (int i = 0; i < P::N; i++) r.v[i] = t[i];
+}
+
+// a + b modulo 2r for Fr's a, b < 2r: the 257-bit sum, less 2r where it reaches 2r.
+template <class P>
+__device__ __forceinline__ void lz_add(fe<P>& r, const fe<P>& a, const fe<P>& b) {
+    static_assert(P::N == 8, "lz_add is Fr's (Fp's sums of values below 2p need no carry word)");
+    uint32_t t[8], c;
+    asm("add.cc.u32 %0, %9, %17;\n\t"
+        "addc.cc.u32 %1, %10, %18;\n\t"
+        "addc.cc.u32 %2, %11, %19;\n\t"
+        "addc.cc.u32 %3, %12, %20;\n\t"
+        "addc.cc.u32 %4, %13, %21;\n\t"
+        "addc.cc.u32 %5, %14, %22;\n\t"
+        "addc.cc.u32 %6, %15, %23;\n\t"
+        "addc.cc.u32 %7, %16, %24;\n\t"
+        "addc.u32 %8, 0, 0;\n\t"
+        : "=r"(t[0]), "=r"(t[1]), "=r"(t[2]), "=r"(t[3]), "=r"(t[4]), "=r"(t[5]), "=r"(t[6]), "=r"(t[7]), "=r"(c)
+        : "r"(a.v[0]), "r"(a.v[1]), "r"(a.v[2]), "r"(a.v[3]), "r"(a.v[4]), "r"(a.v[5]), "r"(a.v[6]), "r"(a.v[7]),
+          "r"(b.v[0]), "r"(b.v[1]), "r"(b.v[2]), "r"(b.v[3]), "r"(b.v[4]), "r"(b.v[5]), "r"(b.v[6]), "r"(b.v[7]));
+    reduce_once_chain_8<twice_p<P>>(r.v, t, c);
 }
 
 template <class P>
@@ -434,7 +463,8 @@ __device__ __forceinline__ void lz_mul_sub(fe<P>& r, const fe<P>& a, const fe<P>
 
 template <class P>
 __device__ __forceinline__ void lz_sub(fe<P>& r, const fe<P>& a, const fe<P>& b) {
-    sub_mod_chain_12<twice_p<P>>(r.v, a.v, b.v);
+    if constexpr (P::N == 12) sub_mod_chain_12<twice_p<P>>(r.v, a.v, b.v);
+    else sub_mod_chain_8<twice_p<P>>(r.v, a.v, b.v);
 }
 
 // a = 0 mod p for a < 2p.
@@ -452,7 +482,8 @@ __device__ __forceinline__ bool lz_is_zero(const fe<P>& a) {
 // a < 2p to a < p.
 template <class P>
 __device__ __forceinline__ void lz_norm(fe<P>& a) {
-    reduce_once_chain_12<P>(a.v, a.v, 0);
+    if constexpr (P::N == 12) reduce_once_chain_12<P>(a.v, a.v, 0);
+    else reduce_once_chain_8<P>(a.v, a.v, 0);
 }
 #endif
 

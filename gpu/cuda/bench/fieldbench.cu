@@ -67,6 +67,117 @@ __global__ void k_mul_shoup(fr_t* out, const fr_t* in, int iters) {
     for (int k = 0; k < ILP; k++) out[t * ILP + k] = x[k];
 }
 
+// The radix-2 DIF butterfly (x, y) -> (x + y, (x - y) * w) repeated on ILP independent
+// pairs with w in a register: the pass's arithmetic at full occupancy.
+template <int ILP>
+__global__ void k_bfly(fr_t* out, const fr_t* in, int iters) {
+    size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    fr_t x[ILP], y[ILP];
+#pragma unroll
+    for (int k = 0; k < ILP; k++) {
+        x[k] = in[(t * 2 * ILP + 2 * k) % 4096];
+        y[k] = in[(t * 2 * ILP + 2 * k + 1) % 4096];
+    }
+    const fr_t w = in[(t + 1001) % 4096];
+    for (int i = 0; i < iters; i++) {
+#pragma unroll
+        for (int k = 0; k < ILP; k++) {
+            fr_t d;
+            fe_sub(d, x[k], y[k]);
+            fe_add(x[k], x[k], y[k]);
+            fe_mul(y[k], d, w);
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < ILP; k++) {
+        out[t * 2 * ILP + 2 * k] = x[k];
+        out[t * 2 * ILP + 2 * k + 1] = y[k];
+    }
+}
+
+// The NTT's radix-4 DIF unit (ntt.cu's ntt_r4_unit: stages of half-size 2h then h,
+// twiddles w2, w3, then w1 twice) on four elements, repeated, to separate the pass's
+// arithmetic from its memory and barriers. MODE 0: elements and twiddles stay in
+// registers; 1: the elements go through shared memory each round (each thread its own
+// four entries, piece by piece as the pass lays them out); 2: as 1 with the block's
+// barrier each round (64 threads, as the pass); 3: as 2 with the twiddles read from
+// shared memory each round. Every mode computes the same outputs (equal checksums).
+template <int MODE, int MINB>
+__global__ void __launch_bounds__(64, MINB) k_r4(fr_t* out, const fr_t* in, int iters) {
+    __shared__ uint4 sh[(MODE >= 1 ? 256 * 2 : 1) + (MODE >= 3 ? 4 * 64 * 2 : 0)];
+    size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    fr_t x[4], w[3];
+#pragma unroll
+    for (int k = 0; k < 4; k++) x[k] = in[(t * 4 + k) % 4096];
+#pragma unroll
+    for (int k = 0; k < 3; k++) w[k] = in[(t * 3 + k + 1001) % 4096];
+    const uint32_t M = 256, j = threadIdx.x;
+    auto ld = [&](int k) {
+        fr_t v;
+        uint4* d = reinterpret_cast<uint4*>(&v);
+        d[0] = sh[k * 64 + j];
+        d[1] = sh[M + k * 64 + j];
+        return v;
+    };
+    auto st = [&](int k, const fr_t& v) {
+        const uint4* s = reinterpret_cast<const uint4*>(&v);
+        sh[k * 64 + j] = s[0];
+        sh[M + k * 64 + j] = s[1];
+    };
+    uint4* twp = sh + 2 * M;
+    if (MODE >= 3) {
+#pragma unroll
+        for (int k = 0; k < 3; k++) {
+            const uint4* s = reinterpret_cast<const uint4*>(&w[k]);
+            twp[k * 64 + j] = s[0];
+            twp[256 + k * 64 + j] = s[1];
+        }
+    }
+    if (MODE >= 1) {
+#pragma unroll
+        for (int k = 0; k < 4; k++) st(k, x[k]);
+    }
+    for (int i = 0; i < iters; i++) {
+        if (MODE >= 1) {
+#pragma unroll
+            for (int k = 0; k < 4; k++) x[k] = ld(k);
+        }
+        fr_t v, d;
+        auto tw = [&](int k) -> fr_t {
+            if (MODE >= 3) {
+                fr_t r;
+                uint4* q = reinterpret_cast<uint4*>(&r);
+                q[0] = twp[k * 64 + j];
+                q[1] = twp[256 + k * 64 + j];
+                return r;
+            }
+            return w[k];
+        };
+        fe_sub(d, x[0], x[2]);
+        fe_add(x[0], x[0], x[2]);
+        v = tw(1);
+        fe_mul(x[2], d, v);
+        fe_sub(d, x[1], x[3]);
+        fe_add(x[1], x[1], x[3]);
+        v = tw(2);
+        fe_mul(x[3], d, v);
+        v = tw(0);
+        fe_sub(d, x[0], x[1]);
+        fe_add(x[0], x[0], x[1]);
+        fe_mul(x[1], d, v);
+        fe_sub(d, x[2], x[3]);
+        fe_add(x[2], x[2], x[3]);
+        fe_mul(x[3], d, v);
+        if (MODE >= 1) {
+#pragma unroll
+            for (int k = 0; k < 4; k++) st(k, x[k]);
+        }
+        if (MODE >= 2) __syncthreads();
+    }
+#pragma unroll
+    for (int k = 0; k < 4; k++) out[t * 4 + k] = x[k];
+}
+
 // The accumulation's inner loop: acc += P_j with P_j gathered from pts by idx (the
 // MSM's access pattern when idx is random) or read from a small shared table.
 // MINB > 0: __launch_bounds__(128, MINB) caps the registers so MINB blocks of 128 fit
@@ -200,6 +311,38 @@ void bench_mul(const char* name, int sms, int iters) {
     cudaFree(dout);
 }
 
+// A butterfly kernel (k_r4, k_bfly) on a fixed grid; EPT elements a thread, PPR
+// products a thread a round.
+// 420 blocks of 64 threads an SM: whole waves at 7, 10, 12 or 14 blocks an SM.
+template <class K>
+void bench_units(const char* name, K kernel, int tpb, int ept, int ppr, int sms, int iters) {
+    size_t threads = (size_t)sms * 420 * 64;
+    auto in = random_fe<fr_t>(4096, 7);
+    fr_t *din, *dout;
+    CHECK(cudaMalloc(&din, 4096 * sizeof(fr_t)));
+    CHECK(cudaMalloc(&dout, threads * ept * sizeof(fr_t)));
+    CHECK(cudaMemcpy(din, in.data(), 4096 * sizeof(fr_t), cudaMemcpyHostToDevice));
+    kernel<<<threads / tpb, tpb>>>(dout, din, 16);
+    CHECK(cudaDeviceSynchronize());
+    timer tm;
+    float best = 1e30f;
+    for (int r = 0; r < 3; r++) {
+        tm.start();
+        kernel<<<threads / tpb, tpb>>>(dout, din, iters);
+        float ms = tm.stop();
+        best = ms < best ? ms : best;
+    }
+    CHECK(cudaGetLastError());
+    std::vector<fr_t> out(threads * ept);
+    CHECK(cudaMemcpy(out.data(), dout, out.size() * sizeof(fr_t), cudaMemcpyDeviceToHost));
+    double muls = (double)threads * ppr * iters;
+    report_attrs(name, kernel, tpb);
+    printf("FIELDBENCH %s muls=%.3g ms=%.3f Gmul/s=%.2f checksum=%016llx\n", name, muls, best, muls / best / 1e6,
+           (unsigned long long)checksum(out));
+    cudaFree(din);
+    cudaFree(dout);
+}
+
 template <class F, bool SHARED, int MINB = 0, bool LAZY = false>
 void bench_madd(const char* name, int sms, size_t npts, int per_thread) {
     const int tpb = 128;
@@ -255,6 +398,17 @@ int main() {
     bench_mul<fr_t, 2>("fr_mul", sms, 1024);
     bench_mul<fr_t, 1, false, true>("fr_mul_shoup", sms, 2048);
     bench_mul<fr_t, 2, false, true>("fr_mul_shoup", sms, 1024);
+    // the NTT's radix-4 unit: registers, + shared elements, + barrier, + shared twiddles
+    bench_units("bfly ilp=1", k_bfly<1>, 256, 2, 1, sms, 512);
+    bench_units("bfly ilp=2", k_bfly<2>, 256, 4, 2, sms, 256);
+    bench_units("r4_regs minb=1", k_r4<0, 1>, 64, 4, 4, sms, 128);
+    bench_units("r4_regs minb=10", k_r4<0, 10>, 64, 4, 4, sms, 128);
+    bench_units("r4_regs minb=12", k_r4<0, 12>, 64, 4, 4, sms, 128);
+    bench_units("r4_shared minb=10", k_r4<1, 10>, 64, 4, 4, sms, 128);
+    bench_units("r4_shared_bar minb=10", k_r4<2, 10>, 64, 4, 4, sms, 128);
+    bench_units("r4_shared_bar_tw minb=1", k_r4<3, 1>, 64, 4, 4, sms, 128);
+    bench_units("r4_shared_bar_tw minb=10", k_r4<3, 10>, 64, 4, 4, sms, 128);
+    bench_units("r4_shared_bar_tw minb=12", k_r4<3, 12>, 64, 4, 4, sms, 128);
     bench_mul<fp_t, 4, true>("fp_sqr", sms, 512);
     bench_mul<fr_t, 2, true>("fr_sqr", sms, 1024);
     bench_madd<fp_t, true>("g1_madd_shared", sms, 64, 256);
