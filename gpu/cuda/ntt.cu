@@ -106,9 +106,9 @@ struct sh_array {
 // arrays' layout (sh_array).
 // One butterfly: DIT (x, y) -> (x + y*w, x - y*w), DIF (x, y) -> (x + y, (x - y)*w);
 // unit: w = 1, no product.
-// LAZY (the radix-4 Montgomery pass, ntt_lazy): values below 2r inside the pass, so
-// the product skips its final subtraction (field.cuh's lz_*); the pass reduces each
-// element once before it stores it.
+// LAZY (the bounded radix-4 Montgomery pass, ntt_lazy): values below 2r inside the
+// pass, so the product skips its final subtraction (field.cuh's lz_*: 17 instructions
+// of about 300 a butterfly); the pass reduces each element once before it stores it.
 template <bool DIT, class TW, bool LAZY = false>
 __device__ __forceinline__ void ntt_bfly(fr_t& x, fr_t& y, const TW& w, bool unit) {
     fr_t d;
@@ -145,12 +145,9 @@ __device__ __forceinline__ void ntt_bfly(fr_t& x, fr_t& y, const TW& w, bool uni
 // the half-size-2h stage's for x0 and x2 (both only where h = 1 in the transform's
 // last DIF or first DIT step, jo = 0). Flags fixed at compile time: as runtime flags
 // they cost the general step 6 registers and made the 96-register bound spill.
-// IN and OUT: where the unit reads and writes its elements (the pass's shared array, or
-// device memory in the direct pass's first and last steps, gl_elems).
-template <bool DIT, bool U1, bool U02, class TW, bool LAZY, class IN, class OUT, class TWS>
-__device__ __forceinline__ void ntt_r4_unit(const IN& in, const OUT& out, const TWS& tws, uint32_t b, uint32_t h,
-                                            uint32_t jo) {
-    fr_t x0 = in.load(b), x1 = in.load(b + h), x2 = in.load(b + 2 * h), x3 = in.load(b + 3 * h);
+template <bool DIT, bool U1, bool U02, class TW, bool LAZY, class SH, class TWS>
+__device__ __forceinline__ void ntt_r4_unit(const SH& sh, const TWS& tws, uint32_t b, uint32_t h, uint32_t jo) {
+    fr_t x0 = sh.load(b), x1 = sh.load(b + h), x2 = sh.load(b + 2 * h), x3 = sh.load(b + 3 * h);
     TW w;
     if (DIT) {
         if (!U1) w = tws.load(h - 1 + jo);
@@ -169,26 +166,11 @@ __device__ __forceinline__ void ntt_r4_unit(const IN& in, const OUT& out, const 
         ntt_bfly<DIT, TW, LAZY>(x0, x1, w, U1);
         ntt_bfly<DIT, TW, LAZY>(x2, x3, w, U1);
     }
-    out.store(b, x0);
-    out.store(b + h, x1);
-    out.store(b + 2 * h, x2);
-    out.store(b + 3 * h, x3);
+    sh.store(b, x0);
+    sh.store(b + h, x1);
+    sh.store(b + 2 * h, x2);
+    sh.store(b + 3 * h, x3);
 }
-
-// A group's elements in device memory, entry j at a[base + j*2^hs_log]: the direct
-// pass's first step reads them and its last step writes them without the shared
-// array. NORM: stored values reduced below r (lazy passes).
-template <bool NORM>
-struct gl_elems {
-    fr_t* a;
-    size_t base;
-    int hs_log;
-    __device__ __forceinline__ fr_t load(uint32_t j) const { return a[base + ((size_t)j << hs_log)]; }
-    __device__ __forceinline__ void store(uint32_t j, fr_t v) const {
-        if constexpr (NORM) lz_norm(v);
-        a[base + ((size_t)j << hs_log)] = v;
-    }
-};
 
 // R4: stages two at a time, each thread taking the 4 elements b + {0, h, 2h, 3h} of
 // one radix-4 unit through the stages of half-size 2h and h (b = unit's group start
@@ -196,14 +178,12 @@ struct gl_elems {
 // element traffic and half the barriers of one stage at a time, and 3 twiddles for
 // its 4 products (both of the half-size-h stage's are twiddle jo). With K odd the
 // half-size-1 stage goes alone (DIF last, DIT first). Elements swizzled (sh_array).
-// DIRECT (radix-4 passes of an even stage count): the first step reads its elements from
-// device memory and the last one writes them there, so the elements are not staged
-// into shared memory first nor copied out after the last barrier (the twiddles are).
-template <bool SHTW, bool DIT, bool ASYNC, class TW, bool SOA, bool R4, bool LAZY = false, bool DIRECT = false>
+// LAZY: the radix-4 pass with lazily reduced butterflies (ntt_bfly), its elements
+// reduced below r as they are stored.
+template <bool SHTW, bool DIT, bool ASYNC, class TW, bool SOA, bool R4, bool LAZY = false>
 __device__ __forceinline__ void ntt_pass(fr_t* __restrict__ a, size_t vstride, int log_n, int hs_log, int K,
                                          const TW* __restrict__ tw, uint32_t opt) {
     static_assert(!LAZY || R4, "lazy butterflies only in the radix-4 pass");
-    static_assert(!DIRECT || R4, "direct loads only in the radix-4 pass");
     extern __shared__ uint4 sh16[];
     const bool wsync = opt & kNttOptWarpSync, unit2 = opt & kNttOptUnit2;
     a += blockIdx.y * vstride;
@@ -214,8 +194,7 @@ __device__ __forceinline__ void ntt_pass(fr_t* __restrict__ a, size_t vstride, i
     const uint32_t half = 1u << (K - 1);
     const sh_array<fr_t, SOA, SOA && R4> sh{sh16, 1u << K};
     const sh_array<TW, SOA> tws{sh16 + (sizeof(fr_t) / 16 << K), 1u << K};
-    const bool direct = DIRECT && !(K & 1);
-    for (uint32_t j = threadIdx.x; j < (direct ? 0u : 1u << K); j += blockDim.x) {
+    for (uint32_t j = threadIdx.x; j < (1u << K); j += blockDim.x) {
         if (ASYNC)
             sh.copy_async(j, &a[base + ((size_t)j << hs_log)]);
         else
@@ -259,23 +238,12 @@ __device__ __forceinline__ void ntt_pass(fr_t* __restrict__ a, size_t vstride, i
                     sh.store(j0 + 1, y);
                 }
             } else {
-                // in -> out for each unit: the unit flags are compile-time (see ntt_r4_unit)
-                auto units = [&](const auto& in, const auto& out) {
-                    for (uint32_t u = threadIdx.x; u < quarter; u += blockDim.x) {
-                        const uint32_t jo = u & (h - 1);
-                        const uint32_t b = ((u >> h_log) << (h_log + 2)) + jo;
-                        if (unit02) ntt_r4_unit<DIT, true, true, TW, LAZY>(in, out, tws, b, h, jo);
-                        else if (unit) ntt_r4_unit<DIT, true, false, TW, LAZY>(in, out, tws, b, h, jo);
-                        else ntt_r4_unit<DIT, false, false, TW, LAZY>(in, out, tws, b, h, jo);
-                    }
-                };
-                if constexpr (DIRECT) {
-                    const gl_elems<LAZY> gl{a, base, hs_log};
-                    if (direct && st == 0) units(gl, sh);
-                    else if (direct && st == steps - 1) units(sh, gl);
-                    else units(sh, sh);
-                } else {
-                    units(sh, sh);
+                for (uint32_t u = threadIdx.x; u < quarter; u += blockDim.x) {
+                    const uint32_t jo = u & (h - 1);
+                    const uint32_t b = ((u >> h_log) << (h_log + 2)) + jo;
+                    if (unit02) ntt_r4_unit<DIT, true, true, TW, LAZY>(sh, tws, b, h, jo);
+                    else if (unit) ntt_r4_unit<DIT, true, false, TW, LAZY>(sh, tws, b, h, jo);
+                    else ntt_r4_unit<DIT, false, false, TW, LAZY>(sh, tws, b, h, jo);
                 }
             }
             // Warp w's units of a step with h <= 32 touch elements 128w.. only; the lone
@@ -288,7 +256,7 @@ __device__ __forceinline__ void ntt_pass(fr_t* __restrict__ a, size_t vstride, i
             else
                 __syncthreads();
         }
-        for (uint32_t j = threadIdx.x; j < (direct ? 0u : 1u << K); j += blockDim.x) {
+        for (uint32_t j = threadIdx.x; j < (1u << K); j += blockDim.x) {
             fr_t x = sh.load(j);
             if constexpr (LAZY) lz_norm(x);
             a[base + ((size_t)j << hs_log)] = x;
@@ -369,29 +337,26 @@ using ntt_pass_fn = void (*)(fr_t*, size_t, int, int, int, const TW*, uint32_t);
 // CUZK_NTT_R4MINB=0 or 12 picks the others (A/B runs, tests).
 // Shared memory is carved out to its maximum for it: the default share held the pass
 // to 9 blocks.
-template <int MINB, bool DIT, bool ASYNC, bool LAZY, bool DIRECT>
+template <int MINB, bool DIT, bool ASYNC, bool LAZY>
 __global__ void __launch_bounds__(64, MINB) k_ntt_pass_r4b(fr_t* __restrict__ a, size_t vstride, int log_n,
                                                           int hs_log, int K, const fr_t* __restrict__ tw, uint32_t opt) {
-    ntt_pass<true, DIT, ASYNC, fr_t, true, true, LAZY, DIRECT>(a, vstride, log_n, hs_log, K, tw, opt);
+    ntt_pass<true, DIT, ASYNC, fr_t, true, true, LAZY>(a, vstride, log_n, hs_log, K, tw, opt);
 }
 
-template <int MINB, bool LAZY, bool DIRECT>
+template <int MINB, bool LAZY>
 ntt_pass_fn<fr_t> ntt_pass_r4b_of(bool dit, bool async) {
-    return dit ? (async ? k_ntt_pass_r4b<MINB, true, true, LAZY, DIRECT> : k_ntt_pass_r4b<MINB, true, false, LAZY, DIRECT>)
-               : (async ? k_ntt_pass_r4b<MINB, false, true, LAZY, DIRECT>
-                        : k_ntt_pass_r4b<MINB, false, false, LAZY, DIRECT>);
+    return dit ? (async ? k_ntt_pass_r4b<MINB, true, true, LAZY> : k_ntt_pass_r4b<MINB, true, false, LAZY>)
+               : (async ? k_ntt_pass_r4b<MINB, false, true, LAZY> : k_ntt_pass_r4b<MINB, false, false, LAZY>);
 }
 
-// Lazy butterflies (ntt_bfly's LAZY) and direct first and last steps (ntt_pass's
-// DIRECT) in the bounded radix-4 pass at 10 blocks an SM.
+// The bounded radix-4 pass at 10 blocks an SM with lazily reduced butterflies
+// (ntt_bfly's LAZY) or without; the other bounds only without.
 template <int MINB>
-ntt_pass_fn<fr_t> ntt_pass_r4b(bool dit, bool async, bool lazy = false, bool direct = false) {
+ntt_pass_fn<fr_t> ntt_pass_r4b(bool dit, bool async, bool lazy = false) {
     if constexpr (MINB == 10) {
-        if (lazy && direct) return ntt_pass_r4b_of<MINB, true, true>(dit, async);
-        if (lazy) return ntt_pass_r4b_of<MINB, true, false>(dit, async);
-        if (direct) return ntt_pass_r4b_of<MINB, false, true>(dit, async);
+        if (lazy) return ntt_pass_r4b_of<MINB, true>(dit, async);
     }
-    return ntt_pass_r4b_of<MINB, false, false>(dit, async);
+    return ntt_pass_r4b_of<MINB, false>(dit, async);
 }
 
 int ntt_r4_minb() {
@@ -514,18 +479,12 @@ bool ntt_unit2() {
     return !(e && e[0] == '0');
 }
 
-// The bounded radix-4 pass's first and last steps on device memory (ntt_pass's DIRECT)
-// with CUZK_NTT_DIRECT=1 (A/B runs, tests).
-bool ntt_direct() {
-    const char* e = getenv("CUZK_NTT_DIRECT");
-    return e && e[0] == '1';
-}
-
-// Lazily reduced butterflies in the bounded radix-4 pass (ntt_bfly's LAZY) with
-// CUZK_NTT_LAZY=1 (A/B runs, tests).
+// Lazily reduced butterflies in the bounded radix-4 pass (ntt_bfly's LAZY) unless
+// CUZK_NTT_LAZY=0 (A/B runs, tests). H200, one run: 2^24 4.02 -> 3.91 ms, the passes'
+// instructions 4% fewer (docs/BENCHMARKS.md).
 bool ntt_lazy() {
     const char* e = getenv("CUZK_NTT_LAZY");
-    return e && e[0] == '1';
+    return !(e && e[0] == '0');
 }
 
 // The shared arrays piece by piece (sh_array's SOA) unless CUZK_NTT_SOA=0 (A/B runs,
@@ -591,10 +550,8 @@ cudaError_t ntt_set_shared_limits() {
     const int bytes = (int)ntt_pass_shared<fr_t>(kMaxFused, true);
     for (bool dit : {false, true}) {
         for (bool async : {false, true}) {
-            for (ntt_pass_fn<fr_t> f :
-                 {ntt_pass_r4b<10>(dit, async), ntt_pass_r4b<10>(dit, async, true),
-                  ntt_pass_r4b<10>(dit, async, false, true), ntt_pass_r4b<10>(dit, async, true, true),
-                  ntt_pass_r4b<12>(dit, async)}) {
+            for (ntt_pass_fn<fr_t> f : {ntt_pass_r4b<10>(dit, async), ntt_pass_r4b<10>(dit, async, true),
+                                        ntt_pass_r4b<12>(dit, async)}) {
                 if (e == cudaSuccess) e = cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
                 if (e == cudaSuccess)
                     e = cudaFuncSetAttribute(f, cudaFuncAttributePreferredSharedMemoryCarveout,
@@ -622,7 +579,7 @@ void ntt_passes(cudaStream_t st, int log_n, fr_t* a, const TW* tw, bool dit, int
         if constexpr (std::is_same<TW, fr_t>::value) {
             const int minb = ntt_r4_minb();
             if (r4 && soa && threads <= 64 && (minb == 10 || minb == 12))
-                pass = minb == 10 ? ntt_pass_r4b<10>(dit, ntt_async_pass(hs_log), ntt_lazy(), ntt_direct())
+                pass = minb == 10 ? ntt_pass_r4b<10>(dit, ntt_async_pass(hs_log), ntt_lazy())
                                   : ntt_pass_r4b<12>(dit, ntt_async_pass(hs_log));
         }
         pass<<<groups, threads, ntt_pass_shared<TW>(K, shtw), st>>>(a, vstride, log_n, hs_log, K, tw, opt);
