@@ -1,7 +1,8 @@
-// fieldbench.cu: throughput of the field product and of the bucket accumulation's
-// mixed addition, alone, on the device. It separates the arithmetic from the MSM's
-// memory traffic and scheduling: if a kernel here runs much faster per operation than
-// the MSM's accumulation, the MSM loses time outside the arithmetic.
+// fieldbench.cu: throughput of the field product, of the bucket accumulation's mixed
+// addition and of the NTT's butterflies, alone, on the device. It separates the
+// arithmetic from the MSM's and the NTT's memory traffic and scheduling: if a kernel
+// here runs much faster per operation than the MSM's accumulation or an NTT pass, that
+// kernel loses time outside the arithmetic.
 //
 // Build one binary per Montgomery product (the library's -D switches, see field.cuh):
 //   nvcc -O3 -std=c++17 --expt-relaxed-constexpr -arch=sm_90a -I.. fieldbench.cu -o fb
