@@ -433,20 +433,9 @@ __device__ __forceinline__ void lz_mul(fe<P>& r, const fe<P>& a, const fe<P>& b)
 template <class P>
 __device__ __forceinline__ void lz_add(fe<P>& r, const fe<P>& a, const fe<P>& b) {
     static_assert(P::N == 8, "lz_add is Fr's (Fp's sums of values below 2p need no carry word)");
-    uint32_t t[8], c;
-    asm("add.cc.u32 %0, %9, %17;\n\t"
-        "addc.cc.u32 %1, %10, %18;\n\t"
-        "addc.cc.u32 %2, %11, %19;\n\t"
-        "addc.cc.u32 %3, %12, %20;\n\t"
-        "addc.cc.u32 %4, %13, %21;\n\t"
-        "addc.cc.u32 %5, %14, %22;\n\t"
-        "addc.cc.u32 %6, %15, %23;\n\t"
-        "addc.cc.u32 %7, %16, %24;\n\t"
-        "addc.u32 %8, 0, 0;\n\t"
-        : "=r"(t[0]), "=r"(t[1]), "=r"(t[2]), "=r"(t[3]), "=r"(t[4]), "=r"(t[5]), "=r"(t[6]), "=r"(t[7]), "=r"(c)
-        : "r"(a.v[0]), "r"(a.v[1]), "r"(a.v[2]), "r"(a.v[3]), "r"(a.v[4]), "r"(a.v[5]), "r"(a.v[6]), "r"(a.v[7]),
-          "r"(b.v[0]), "r"(b.v[1]), "r"(b.v[2]), "r"(b.v[3]), "r"(b.v[4]), "r"(b.v[5]), "r"(b.v[6]), "r"(b.v[7]));
-    reduce_once_chain_8<twice_p<P>>(r.v, t, c);
+    uint32_t t[9];
+    add_carry_chain_8(t, a.v, b.v);
+    reduce_once_chain_8<twice_p<P>>(r.v, t, t[8]);
 }
 
 template <class P>

@@ -13,7 +13,8 @@
 // mont_sqr_chain_N: the square with the products a_i*a_j, j > i, summed once and
 // doubled (N(N-1)/2 + N products for the square instead of N^2).
 // add_mod_chain_N, sub_mod_chain_N, reduce_once_chain_N: a + b, a - b mod p and the
-// product's final conditional subtraction, each a carry chain and a select.
+// product's final conditional subtraction, each a carry chain and a select;
+// add_carry_chain_N: a + b with its carry as word N.
 // sub_wide_mod_chain_N: the difference of two 2N-word products, kept below p*2^(32N)
 // so a*b - c*d takes one reduction. mont_kara_wide_chain_N: the 2N-word product by
 // one level of Karatsuba (opt-in, slower on the H200: field.cuh).
@@ -5052,6 +5053,25 @@ __device__ __forceinline__ void sub_mod_chain_12(uint32_t* r, const uint32_t* a,
         : "r"(d[0]), "r"(d[1]), "r"(d[2]), "r"(d[3]), "r"(d[4]), "r"(d[5]), "r"(d[6]), "r"(d[7]), "r"(d[8]), "r"(d[9]), "r"(d[10]), "r"(d[11]), "r"(pm[0]), "r"(pm[1]), "r"(pm[2]), "r"(pm[3]), "r"(pm[4]), "r"(pm[5]), "r"(pm[6]), "r"(pm[7]), "r"(pm[8]), "r"(pm[9]), "r"(pm[10]), "r"(pm[11]));
 }
 
+__device__ __forceinline__ void add_carry_chain_12(uint32_t* t, const uint32_t* a, const uint32_t* b) {
+    asm(
+        "add.cc.u32 %0, %13, %25;\n\t"
+        "addc.cc.u32 %1, %14, %26;\n\t"
+        "addc.cc.u32 %2, %15, %27;\n\t"
+        "addc.cc.u32 %3, %16, %28;\n\t"
+        "addc.cc.u32 %4, %17, %29;\n\t"
+        "addc.cc.u32 %5, %18, %30;\n\t"
+        "addc.cc.u32 %6, %19, %31;\n\t"
+        "addc.cc.u32 %7, %20, %32;\n\t"
+        "addc.cc.u32 %8, %21, %33;\n\t"
+        "addc.cc.u32 %9, %22, %34;\n\t"
+        "addc.cc.u32 %10, %23, %35;\n\t"
+        "addc.cc.u32 %11, %24, %36;\n\t"
+        "addc.u32 %12, 0, 0;\n\t"
+        : "=r"(t[0]), "=r"(t[1]), "=r"(t[2]), "=r"(t[3]), "=r"(t[4]), "=r"(t[5]), "=r"(t[6]), "=r"(t[7]), "=r"(t[8]), "=r"(t[9]), "=r"(t[10]), "=r"(t[11]), "=r"(t[12])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]), "r"(a[8]), "r"(a[9]), "r"(a[10]), "r"(a[11]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(b[4]), "r"(b[5]), "r"(b[6]), "r"(b[7]), "r"(b[8]), "r"(b[9]), "r"(b[10]), "r"(b[11]));
+}
+
 template <class P>
 __device__ __forceinline__ void reduce_once_chain_12(uint32_t* r, const uint32_t* t, uint32_t hi) {
     static_assert(P::N == 12, "limb count");
@@ -5133,6 +5153,21 @@ __device__ __forceinline__ void sub_mod_chain_8(uint32_t* r, const uint32_t* a, 
         "addc.u32 %7, %15, %23;\n\t"
         : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]), "=r"(r[7])
         : "r"(d[0]), "r"(d[1]), "r"(d[2]), "r"(d[3]), "r"(d[4]), "r"(d[5]), "r"(d[6]), "r"(d[7]), "r"(pm[0]), "r"(pm[1]), "r"(pm[2]), "r"(pm[3]), "r"(pm[4]), "r"(pm[5]), "r"(pm[6]), "r"(pm[7]));
+}
+
+__device__ __forceinline__ void add_carry_chain_8(uint32_t* t, const uint32_t* a, const uint32_t* b) {
+    asm(
+        "add.cc.u32 %0, %9, %17;\n\t"
+        "addc.cc.u32 %1, %10, %18;\n\t"
+        "addc.cc.u32 %2, %11, %19;\n\t"
+        "addc.cc.u32 %3, %12, %20;\n\t"
+        "addc.cc.u32 %4, %13, %21;\n\t"
+        "addc.cc.u32 %5, %14, %22;\n\t"
+        "addc.cc.u32 %6, %15, %23;\n\t"
+        "addc.cc.u32 %7, %16, %24;\n\t"
+        "addc.u32 %8, 0, 0;\n\t"
+        : "=r"(t[0]), "=r"(t[1]), "=r"(t[2]), "=r"(t[3]), "=r"(t[4]), "=r"(t[5]), "=r"(t[6]), "=r"(t[7]), "=r"(t[8])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(b[4]), "r"(b[5]), "r"(b[6]), "r"(b[7]));
 }
 
 template <class P>

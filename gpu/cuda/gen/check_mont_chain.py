@@ -298,7 +298,8 @@ for N, md in ((12, P), (8, R)):
     failed += bad
 # Fr's lazily reduced butterflies (field.cuh's lz_add and lz_sub, the NTT's
 # CUZK_NTT_LAZY): with 2r as the chains' modulus, a - b is (a - b) mod 2r for a, b < 2r,
-# and a sum below 4r, its carry as the top word, reduces once to the sum mod 2r.
+# and a sum below 4r (add_carry_chain_8: its carry as word 8) reduces once to the sum
+# mod 2r.
 R2 = 2 * R
 cases = [(0, 0), (0, R2 - 1), (R2 - 1, 0), (R2 - 1, R2 - 1), (R - 1, R), (R, R - 1), (R, R), (R2 - 1, 1)]
 cases += [(random.randrange(R2), random.randrange(R2)) for _ in range(600)]
@@ -306,10 +307,12 @@ bad = 0
 for a, b in cases:
     if run('sub_mod_chain_8', 8, R2, a, b, words=8) != (a - b) % R2:
         bad += 1
-    t = a + b
+    t = run('add_carry_chain_8', 8, R2, a, b, out='t', words=9)
+    if t != a + b:
+        bad += 1
     if run('reduce_once_chain_8', 8, R2, 0, 0, t=t & ((1 << 256) - 1), arrays={'hi': t >> 256}, words=8) != t % R2:
         bad += 1
-print('lazy Fr add/sub modulo 2r, cases', 2 * len(cases), 'bad', bad, 'sums past 2^256', sum(a + b >> 256 for a, b in cases))
+print('lazy Fr add/sub modulo 2r, cases', 3 * len(cases), 'bad', bad, 'sums past 2^256', sum(a + b >> 256 for a, b in cases))
 failed += bad
 # Shoup's product by a fixed w < r with ws = floor(w*2^256/r): q falls short of
 # floor(a*w/r) by at most 1 with no carry lost, and a*w - q*r (computed modulo 2^256)

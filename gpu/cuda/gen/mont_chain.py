@@ -609,6 +609,13 @@ def gen_addsub(N):
     w(asm_block(chain("add", "r", ("d", "i"), ("pm", "i"), N), outs("r", N), ins("d", N) + ins("pm", N)))
     w("}\n\n")
 
+    # a + b with its carry as word N: Fr's lazily reduced sums (field.cuh's lz_add) of
+    # values below 2r reach 4r > 2^256.
+    w("__device__ __forceinline__ void add_carry_chain_%d(uint32_t* t, const uint32_t* a, const uint32_t* b) {\n" % N)
+    mi = chain("add", "t", ("a", "i"), ("b", "i"), N, tail="addc.u32 {o:t%d}, 0, 0" % N)
+    w(asm_block(mi, outs("t", N + 1), ins("a", N) + ins("b", N)))
+    w("}\n\n")
+
     # t < 2p with an extra top word hi: bw = hi - borrow is negative only when hi = 0
     # and t < p, the one case that keeps t.
     w("template <class P>\n")
@@ -639,7 +646,8 @@ def main():
     out.write("// mont_sqr_chain_N: the square with the products a_i*a_j, j > i, summed once and\n")
     out.write("// doubled (N(N-1)/2 + N products for the square instead of N^2).\n")
     out.write("// add_mod_chain_N, sub_mod_chain_N, reduce_once_chain_N: a + b, a - b mod p and the\n")
-    out.write("// product's final conditional subtraction, each a carry chain and a select.\n")
+    out.write("// product's final conditional subtraction, each a carry chain and a select;\n")
+    out.write("// add_carry_chain_N: a + b with its carry as word N.\n")
     out.write("// sub_wide_mod_chain_N: the difference of two 2N-word products, kept below p*2^(32N)\n")
     out.write("// so a*b - c*d takes one reduction. mont_kara_wide_chain_N: the 2N-word product by\n")
     out.write("// one level of Karatsuba (opt-in, slower on the H200: field.cuh).\n")
