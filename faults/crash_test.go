@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,6 +27,35 @@ func (e *env) runningAttempt(name string, within time.Duration) string {
 	return id
 }
 
+// holdProofs keeps every proof from being stored until release runs: a transaction on
+// its own connection holds cuzk.proofs in SHARE mode, so each attempt stops at its
+// proof's INSERT (store.CompleteAttempt's transaction) with its outcome still 'running',
+// however fast the machine proves; reading the table goes on. Only for tests whose
+// held worker is killed or frozen alone: its open transaction keeps its requests' rows
+// locked, so no other worker can store their proofs while it is frozen.
+func (e *env) holdProofs() (release func()) {
+	e.t.Helper()
+	ctx := context.Background()
+	tx, err := e.pool.Begin(ctx)
+	if err != nil {
+		e.t.Fatalf("hold proofs: %v", err)
+	}
+	if _, err := tx.Exec(ctx, `LOCK TABLE cuzk.proofs IN SHARE MODE`); err != nil {
+		_ = tx.Rollback(ctx)
+		e.t.Fatalf("hold proofs: %v", err)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			if err := tx.Commit(ctx); err != nil {
+				e.t.Errorf("release proofs: %v", err)
+			}
+		})
+	}
+	e.t.Cleanup(release)
+	return release
+}
+
 // runningCount waits until worker name is inside n attempts at once.
 func (e *env) runningCount(name string, n int, within time.Duration) {
 	e.t.Helper()
@@ -46,11 +76,14 @@ func TestKill9MidProofIsRescued(t *testing.T) {
 	e := newEnv(t)
 	ids := e.submit("kill", big, 2, 5)
 	last := e.submit("kill-last", big, 1, 1)
-	// kill-a claims all three at once (it holds up to 3). It is frozen as soon as it is
-	// inside them, so that the kill lands mid-attempt however fast the machine is.
+	// kill-a claims all three at once (it holds up to 3). Its proofs cannot be stored
+	// (holdProofs) until it is frozen inside all three, so that the kill lands
+	// mid-attempt however fast the machine is.
+	release := e.holdProofs()
 	a := e.start("kill-a")
 	e.runningCount("kill-a", 3, time.Minute)
 	a.signal(t, syscall.SIGSTOP)
+	release()
 	// kill-b rescues as soon as it leads, if the jobs are older than its --rescue-after
 	// (also its limit on one attempt) by then. Frozen longer than that, kill-a's jobs
 	// are, and its leader's lease (15 s) has lapsed, so kill-b leads on start.

@@ -18,9 +18,11 @@ func TestRestartUnderSameNameHandsBackAtOnce(t *testing.T) {
 	e := newEnv(t)
 	ids := e.submit("same", big, 2, 5)
 	flags := []string{"--heartbeat", "10s", "--dead-after", "1m", "--rescue-after", "1h"}
+	release := e.holdProofs() // no attempt ends before the kill, however fast the machine
 	a := e.start("same", flags...)
 	e.runningCount("same", 2, time.Minute)
-	a.signal(t, syscall.SIGSTOP) // the kill lands inside both attempts however fast the machine
+	a.signal(t, syscall.SIGSTOP)
+	release()
 	a.kill9(t)
 
 	b := e.start("same", flags...)
@@ -49,9 +51,11 @@ func TestTwoLiveWorkersWithOneNameKeepTheirJobs(t *testing.T) {
 	e := newEnv(t)
 	ids := e.submit("twin", big, 2, 5)
 	flags := []string{"--heartbeat", "300ms", "--dead-after", "1s", "--rescue-after", "1h"}
+	release := e.holdProofs() // both attempts still running when a is frozen, however fast the machine
 	a := e.start("twin", flags...)
 	e.runningCount("twin", 2, time.Minute)
 	a.signal(t, syscall.SIGSTOP) // alive, but holding its jobs while the namesake starts
+	release()
 	b := e.start("twin", flags...)
 	const loud = "TWO LIVE WORKERS SHARE THE NAME twin"
 	e.waitFor(time.Minute, "the second process reports the shared name", func(context.Context) (bool, string, error) {
