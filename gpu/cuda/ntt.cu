@@ -104,39 +104,48 @@ struct sh_array {
 // scoreboard at the stores, 12% of its samples). ntt_core picks it per pass.
 // TW: fr_t for Montgomery-form twiddles, fr_tw for Shoup's pairs. SOA: the shared
 // arrays' layout (sh_array).
+
+// The butterfly's operations: fully reduced (values below r), or lazily (LAZY, the
+// bounded radix-4 Montgomery pass, ntt_lazy: values below 2r inside the pass, so the
+// product skips its final subtraction, field.cuh's lz_*: 17 instructions of about 300 a
+// butterfly; the pass reduces each element once before it stores it).
+template <bool LAZY>
+struct bfly_ops {
+    template <class TW>
+    __device__ __forceinline__ static void mul(fr_t& r, const fr_t& a, const TW& w) {
+        tw_mul(r, a, w);
+    }
+    __device__ __forceinline__ static void add(fr_t& r, const fr_t& a, const fr_t& b) { fe_add(r, a, b); }
+    __device__ __forceinline__ static void sub(fr_t& r, const fr_t& a, const fr_t& b) { fe_sub(r, a, b); }
+};
+
+template <>
+struct bfly_ops<true> {
+    template <class TW>
+    __device__ __forceinline__ static void mul(fr_t& r, const fr_t& a, const TW& w) {
+        static_assert(std::is_same<TW, fr_t>::value, "lazy butterflies take Montgomery twiddles");
+        lz_mul(r, a, w);
+    }
+    __device__ __forceinline__ static void add(fr_t& r, const fr_t& a, const fr_t& b) { lz_add(r, a, b); }
+    __device__ __forceinline__ static void sub(fr_t& r, const fr_t& a, const fr_t& b) { lz_sub(r, a, b); }
+};
+
 // One butterfly: DIT (x, y) -> (x + y*w, x - y*w), DIF (x, y) -> (x + y, (x - y)*w);
 // unit: w = 1, no product.
-// LAZY (the bounded radix-4 Montgomery pass, ntt_lazy): values below 2r inside the
-// pass, so the product skips its final subtraction (field.cuh's lz_*: 17 instructions
-// of about 300 a butterfly); the pass reduces each element once before it stores it.
 template <bool DIT, class TW, bool LAZY = false>
 __device__ __forceinline__ void ntt_bfly(fr_t& x, fr_t& y, const TW& w, bool unit) {
+    using op = bfly_ops<LAZY>;
     fr_t d;
-    if constexpr (LAZY) {
-        static_assert(std::is_same<TW, fr_t>::value, "lazy butterflies take Montgomery twiddles");
-        if (DIT) {
-            if (!unit) lz_mul(y, y, w);
-            lz_sub(d, x, y);
-            lz_add(x, x, y);
-            y = d;
-        } else {
-            lz_sub(d, x, y);
-            lz_add(x, x, y);
-            if (unit) y = d;
-            else lz_mul(y, d, w);
-        }
-        return;
-    }
     if (DIT) {
-        if (!unit) tw_mul(y, y, w);
-        fe_sub(d, x, y);
-        fe_add(x, x, y);
+        if (!unit) op::mul(y, y, w);
+        op::sub(d, x, y);
+        op::add(x, x, y);
         y = d;
     } else {
-        fe_sub(d, x, y);
-        fe_add(x, x, y);
+        op::sub(d, x, y);
+        op::add(x, x, y);
         if (unit) y = d;
-        else tw_mul(y, d, w);
+        else op::mul(y, d, w);
     }
 }
 

@@ -274,20 +274,15 @@ std::vector<F> random_fe(size_t n, uint64_t seed) {
     return v;
 }
 
-// SHOUP: k_mul_shoup (F = fr_t) instead of k_mul.
-template <class F, int ILP, bool SQR = false, bool SHOUP = false>
-void bench_mul(const char* name, int sms, int iters) {
-    auto kernel = [] {
-        if constexpr (SHOUP) return k_mul_shoup<ILP>;
-        else return k_mul<F, ILP, SQR>;
-    }();
-    const int tpb = 256;
-    // A fixed grid (not sized by occupancy), so every product computes the same outputs.
-    size_t threads = (size_t)sms * 2048;
+// Runs kernel(out, in, iters) on threads threads, tpb a block, over 4096 random inputs:
+// one short warm-up, then the best of 3 runs in ms; out (sized by the caller) receives
+// the outputs.
+template <class F, class K>
+float time_kernel(K kernel, size_t threads, int tpb, int iters, std::vector<F>& out) {
     auto in = random_fe<F>(4096, 7);
     F *din, *dout;
     CHECK(cudaMalloc(&din, 4096 * sizeof(F)));
-    CHECK(cudaMalloc(&dout, threads * ILP * sizeof(F)));
+    CHECK(cudaMalloc(&dout, out.size() * sizeof(F)));
     CHECK(cudaMemcpy(din, in.data(), 4096 * sizeof(F), cudaMemcpyHostToDevice));
     kernel<<<threads / tpb, tpb>>>(dout, din, 16);  // warm-up
     CHECK(cudaDeviceSynchronize());
@@ -300,16 +295,30 @@ void bench_mul(const char* name, int sms, int iters) {
         best = ms < best ? ms : best;
     }
     CHECK(cudaGetLastError());
-    std::vector<F> out(threads * ILP);
     CHECK(cudaMemcpy(out.data(), dout, out.size() * sizeof(F), cudaMemcpyDeviceToHost));
+    cudaFree(din);
+    cudaFree(dout);
+    return best;
+}
+
+// SHOUP: k_mul_shoup (F = fr_t) instead of k_mul.
+template <class F, int ILP, bool SQR = false, bool SHOUP = false>
+void bench_mul(const char* name, int sms, int iters) {
+    auto kernel = [] {
+        if constexpr (SHOUP) return k_mul_shoup<ILP>;
+        else return k_mul<F, ILP, SQR>;
+    }();
+    const int tpb = 256;
+    // A fixed grid (not sized by occupancy), so every product computes the same outputs.
+    size_t threads = (size_t)sms * 2048;
+    std::vector<F> out(threads * ILP);
+    const float best = time_kernel(kernel, threads, tpb, iters, out);
     double muls = (double)threads * ILP * iters;
     char label[64];
     snprintf(label, sizeof label, "%s ilp=%d", name, ILP);
     report_attrs(label, kernel, tpb);
     printf("FIELDBENCH %s ilp=%d muls=%.3g ms=%.3f Gmul/s=%.2f checksum=%016llx\n", name, ILP, muls, best,
            muls / best / 1e6, (unsigned long long)checksum(out));
-    cudaFree(din);
-    cudaFree(dout);
 }
 
 // A butterfly kernel (k_r4, k_bfly) on a fixed grid; EPT elements a thread, PPR
@@ -318,30 +327,12 @@ void bench_mul(const char* name, int sms, int iters) {
 template <class K>
 void bench_units(const char* name, K kernel, int tpb, int ept, int ppr, int sms, int iters) {
     size_t threads = (size_t)sms * 420 * 64;
-    auto in = random_fe<fr_t>(4096, 7);
-    fr_t *din, *dout;
-    CHECK(cudaMalloc(&din, 4096 * sizeof(fr_t)));
-    CHECK(cudaMalloc(&dout, threads * ept * sizeof(fr_t)));
-    CHECK(cudaMemcpy(din, in.data(), 4096 * sizeof(fr_t), cudaMemcpyHostToDevice));
-    kernel<<<threads / tpb, tpb>>>(dout, din, 16);
-    CHECK(cudaDeviceSynchronize());
-    timer tm;
-    float best = 1e30f;
-    for (int r = 0; r < 3; r++) {
-        tm.start();
-        kernel<<<threads / tpb, tpb>>>(dout, din, iters);
-        float ms = tm.stop();
-        best = ms < best ? ms : best;
-    }
-    CHECK(cudaGetLastError());
     std::vector<fr_t> out(threads * ept);
-    CHECK(cudaMemcpy(out.data(), dout, out.size() * sizeof(fr_t), cudaMemcpyDeviceToHost));
+    const float best = time_kernel(kernel, threads, tpb, iters, out);
     double muls = (double)threads * ppr * iters;
     report_attrs(name, kernel, tpb);
     printf("FIELDBENCH %s muls=%.3g ms=%.3f Gmul/s=%.2f checksum=%016llx\n", name, muls, best, muls / best / 1e6,
            (unsigned long long)checksum(out));
-    cudaFree(din);
-    cudaFree(dout);
 }
 
 template <class F, bool SHARED, int MINB = 0, bool LAZY = false>
