@@ -475,33 +475,27 @@ bool ntt_async_pass(int hs_log) {
     return hs_log < 16;
 }
 
-// CUZK_NTT_WARPSYNC=0 keeps a block barrier between every two stages (A/B runs, tests).
-bool ntt_warp_sync() {
-    const char* e = getenv("CUZK_NTT_WARPSYNC");
+// A switch that is on unless its variable starts with 0 (A/B runs, tests).
+bool env_on(const char* name) {
+    const char* e = getenv(name);
     return !(e && e[0] == '0');
 }
 
+// CUZK_NTT_WARPSYNC=0 keeps a block barrier between every two stages (A/B runs, tests).
+bool ntt_warp_sync() { return env_on("CUZK_NTT_WARPSYNC"); }
+
 // In the radix-4 step of h = 1 the half-size-2 stage's first butterfly takes twiddle 1
 // too, so its product is skipped unless CUZK_NTT_UNIT2=0 (A/B runs, tests).
-bool ntt_unit2() {
-    const char* e = getenv("CUZK_NTT_UNIT2");
-    return !(e && e[0] == '0');
-}
+bool ntt_unit2() { return env_on("CUZK_NTT_UNIT2"); }
 
 // Lazily reduced butterflies in the bounded radix-4 pass (ntt_bfly's LAZY) unless
 // CUZK_NTT_LAZY=0 (A/B runs, tests). H200, one run: 2^24 4.02 -> 3.91 ms, the passes'
 // instructions 4% fewer (docs/BENCHMARKS.md).
-bool ntt_lazy() {
-    const char* e = getenv("CUZK_NTT_LAZY");
-    return !(e && e[0] == '0');
-}
+bool ntt_lazy() { return env_on("CUZK_NTT_LAZY"); }
 
 // The shared arrays piece by piece (sh_array's SOA) unless CUZK_NTT_SOA=0 (A/B runs,
 // tests).
-bool ntt_soa() {
-    const char* e = getenv("CUZK_NTT_SOA");
-    return !(e && e[0] == '0');
-}
+bool ntt_soa() { return env_on("CUZK_NTT_SOA"); }
 
 // Which passes take their stages two at a time (ntt_pass's R4): passes of K >= 8
 // stages (64 threads a block or more); CUZK_NTT_R4=0 or 1 makes it none or all (A/B
