@@ -283,7 +283,16 @@ func benchMSMG2(t *testing.T, s *cudaStream, q []bls12381.G2Affine, wb *devBuf, 
 	report("msm_g2", logN, gpu, cpu)
 }
 
-// benchNTT times a forward NTT with the data on the device.
+// nttBenchFlags: the benchmark's transform, DIF (natural to bit-reversed) unless
+// CUZK_GPU_BENCH_NTT_DIT=1 (bit-reversed to natural, computeH's other direction).
+func nttBenchFlags() int {
+	if os.Getenv("CUZK_GPU_BENCH_NTT_DIT") == "1" {
+		return nttDIT
+	}
+	return 0
+}
+
+// benchNTT times a forward NTT with the data on the device (nttBenchFlags).
 func benchNTT(t *testing.T, s *cudaStream, wb *devBuf, sc []fr.Element, logN int, cpuRef bool, report reporter) {
 	n := 1 << logN
 	dom := fft.NewDomain(uint64(n))
@@ -291,7 +300,8 @@ func benchNTT(t *testing.T, s *cudaStream, wb *devBuf, sc []fr.Element, logN int
 	if err != nil {
 		t.Fatal(err)
 	}
-	gpu := timeRuns(t, 5, func() error { return s.ntt(d, wb, 0, 0) })
+	flags := nttBenchFlags()
+	gpu := timeRuns(t, 5, func() error { return s.ntt(d, wb, 0, flags) })
 	nttSwitchAB(t, s, d, wb, sc[:n], logN, report)
 	d.close()
 	var cpu time.Duration
@@ -313,8 +323,9 @@ func benchNTT(t *testing.T, s *cudaStream, wb *devBuf, sc []fr.Element, logN int
 // loads per butterfly, 1: staged in shared memory); any other value is a list of
 // settings, ";" between settings and " " between the variables of one, e.g.
 // "CUZK_NTT_SHTW=0;CUZK_NTT_SHTW=0 CUZK_X=1" for a switch X a variant library reads.
-// CUZK_NTT_SHOUP=1 (Shoup's twiddle products) needs the domain made with
-// CUZK_NTT_SHOUP set: run the benchmark with CUZK_NTT_SHOUP=0 in its environment.
+// CUZK_NTT_SHOUP=1 (Shoup's twiddle products in every pass) and CUZK_NTT_SHOUP_PASSES
+// need the domain made with full Shoup tables: run the benchmark with
+// CUZK_NTT_SHOUP_FULL=1 in its environment.
 // The default and the settings are timed in turn, twice, so drift shows.
 func nttSwitchAB(t *testing.T, s *cudaStream, d *nttDomain, wb *devBuf, in []fr.Element, logN int, report reporter) {
 	spec := os.Getenv("CUZK_GPU_BENCH_NTT_AB")
@@ -349,10 +360,11 @@ func nttSwitchAB(t *testing.T, s *cudaStream, d *nttDomain, wb *devBuf, in []fr.
 		}
 	}
 	outs := make([][]fr.Element, len(settings))
+	flags := nttBenchFlags()
 	for round := range 2 {
 		for i, setting := range settings {
 			restore := apply(setting)
-			gpu := timeRuns(t, 5, func() error { return s.ntt(d, wb, 0, 0) })
+			gpu := timeRuns(t, 5, func() error { return s.ntt(d, wb, 0, flags) })
 			name := setting
 			if name == "" {
 				name = "default"
@@ -362,7 +374,7 @@ func nttSwitchAB(t *testing.T, s *cudaStream, d *nttDomain, wb *devBuf, in []fr.
 				if err := s.uploadFr(wb, 0, in); err != nil {
 					t.Fatal(err)
 				}
-				if err := s.ntt(d, wb, 0, 0); err != nil {
+				if err := s.ntt(d, wb, 0, flags); err != nil {
 					t.Fatal(err)
 				}
 				outs[i] = make([]fr.Element, len(in))

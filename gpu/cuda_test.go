@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/consensys/gnark-crypto/ecc"
@@ -660,8 +661,8 @@ func nttEdgeInput(rng *rand.Rand, n int) []fr.Element {
 }
 
 func nttLogs(t *testing.T) []int {
-	logs := []int{1, 2, 5, 10, 11, 12, 16, 20, 21, 22}
-	maxLog := maxLogFor(t, 22)
+	logs := []int{1, 2, 5, 10, 11, 12, 16, 20, 21, 22, 23}
+	maxLog := maxLogFor(t, 23)
 	var out []int
 	for _, l := range logs {
 		if l <= maxLog {
@@ -671,27 +672,41 @@ func nttLogs(t *testing.T) []int {
 	return out
 }
 
-// TestNTT checks the library's NTTs against gnark-crypto's FFT with each of its twiddle
-// sources (CUZK_NTT_SHTW), with every pass's loads through registers or by cp.async
-// (CUZK_NTT_ASYNC; by default only some passes copy asynchronously), with a block
-// barrier between all stages (CUZK_NTT_WARPSYNC=0), with Shoup's twiddle products
-// instead of Montgomery's (CUZK_NTT_SHOUP=1, which the domains below are made with),
-// with each shared array entry by entry (CUZK_NTT_SOA=0) and with the stages
-// two at a time in no pass or in every pass of two stages or more (CUZK_NTT_R4=0, 1:
-// odd stage counts, one-thread blocks) and with the radix-4 pass's other register
-// bounds (CUZK_NTT_R4MINB=0: none, 12), and with the product by the half-size-2
-// stage's unit twiddle made (CUZK_NTT_UNIT2=0), and with the radix-4 pass's values
-// fully reduced after every operation instead of lazily below 2r (CUZK_NTT_LAZY=0).
-// The library reads them at every call.
+// TestNTT checks the library's NTTs against gnark-crypto's FFT with the default
+// settings (Montgomery's twiddle products in the pass of the largest half-sizes,
+// Shoup's in the others, 4 groups a Shoup block) and with each switch: the twiddle
+// sources (CUZK_NTT_SHTW), every pass's loads through registers or by cp.async
+// (CUZK_NTT_ASYNC; by default only some passes copy asynchronously), a block barrier
+// between all stages (CUZK_NTT_WARPSYNC=0), Montgomery's products in every pass
+// (CUZK_NTT_SHOUP=0) or Shoup's in every pass (CUZK_NTT_SHOUP=1: full tables, lazily
+// or fully reduced) or in the first only (CUZK_NTT_SHOUP_PASSES), Shoup's pass at 9
+// blocks an SM (CUZK_NTT_SHOUP_MINB=9), each shared array entry by entry
+// (CUZK_NTT_SOA=0), the stages two at a time in no pass or in every pass of two
+// stages or more (CUZK_NTT_R4=0, 1: odd stage counts, one-thread blocks), the radix-4
+// pass's other register bounds (CUZK_NTT_R4MINB=0: none, 12), the product by the
+// half-size-2 stage's unit twiddle made (CUZK_NTT_UNIT2=0), values fully reduced
+// after every operation instead of lazily below 2r (CUZK_NTT_LAZY=0), and other
+// numbers of groups a block (CUZK_NTT_GROUPS; 2^16, 2^22 and 2^23 have passes of
+// several groups an offset). The library reads them at every call; the domains are
+// made under each setting.
 // Up to 2^16 each size also runs on edge values (0, 1, r-1, r-2), whose sums and
 // differences reach the reductions' bounds.
 func TestNTT(t *testing.T) {
-	for _, sw := range [][2]string{{"CUZK_NTT_SHTW", "0"}, {"CUZK_NTT_SHTW", "1"}, {"CUZK_NTT_ASYNC", "0"},
-		{"CUZK_NTT_ASYNC", "1"}, {"CUZK_NTT_WARPSYNC", "0"}, {"CUZK_NTT_SHOUP", "1"}, {"CUZK_NTT_SOA", "0"},
-		{"CUZK_NTT_R4", "0"}, {"CUZK_NTT_R4", "1"}, {"CUZK_NTT_R4MINB", "0"}, {"CUZK_NTT_R4MINB", "12"},
-		{"CUZK_NTT_UNIT2", "0"}, {"CUZK_NTT_LAZY", "0"}} {
-		t.Run(sw[0]+"="+sw[1], func(t *testing.T) {
-			t.Setenv(sw[0], sw[1])
+	for _, setting := range []string{"", "CUZK_NTT_SHTW=0", "CUZK_NTT_SHTW=1", "CUZK_NTT_ASYNC=0",
+		"CUZK_NTT_ASYNC=1", "CUZK_NTT_WARPSYNC=0", "CUZK_NTT_SHOUP=0", "CUZK_NTT_SHOUP=1",
+		"CUZK_NTT_SHOUP=1 CUZK_NTT_LAZY=0", "CUZK_NTT_SHOUP_MINB=9", "CUZK_NTT_SHOUP_PASSES=100",
+		"CUZK_NTT_SOA=0", "CUZK_NTT_R4=0", "CUZK_NTT_R4=1", "CUZK_NTT_R4MINB=0", "CUZK_NTT_R4MINB=12",
+		"CUZK_NTT_UNIT2=0", "CUZK_NTT_LAZY=0", "CUZK_NTT_GROUPS=1", "CUZK_NTT_GROUPS=2", "CUZK_NTT_GROUPS=8", "CUZK_NTT_GROUPS=16",
+		"CUZK_NTT_SHOUP=0 CUZK_NTT_GROUPS=4", "CUZK_NTT_SHOUP=1 CUZK_NTT_GROUPS=1"} {
+		name := strings.ReplaceAll(setting, " ", ",")
+		if name == "" {
+			name = "default"
+		}
+		t.Run(name, func(t *testing.T) {
+			for _, kv := range strings.Fields(setting) {
+				k, v, _ := strings.Cut(kv, "=")
+				t.Setenv(k, v)
+			}
 			testNTT(t)
 		})
 	}

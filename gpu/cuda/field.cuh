@@ -332,7 +332,8 @@ __device__ __forceinline__ void fe_mul(fe<P>& r, const fe<P>& a, const fe<P>& b)
 // Montgomery-form a by w gives the same words as the Montgomery product of a and
 // w*R mod p. About 180 instead of the Montgomery product's 224 multiply-adds for Fr
 // (mont_chain.cuh's shoup chains); ws doubles the multiplicand's storage, so it pays
-// where the multiplicands are a table, like the NTT's twiddles.
+// where the multiplicands are a table used many times, like the twiddles of the NTT's
+// passes that several groups share (ntt.cu's ntt_shoup_pass).
 template <class P>
 struct CUZK_FE_ALIGN fe_shoup {
     fe<P> w, ws;
@@ -436,6 +437,18 @@ __device__ __forceinline__ void lz_add(fe<P>& r, const fe<P>& a, const fe<P>& b)
     uint32_t t[9];
     add_carry_chain_8(t, a.v, b.v);
     reduce_once_chain_8<twice_p<P>>(r.v, t, t[8]);
+}
+
+// Shoup's product of a < 2r by a fixed w < r: q stays within one of floor(a*w/r)
+// (a*f/2^256 < 2r/2^256 < 0.91 for the fraction f left out of ws, plus the dropped
+// columns' < 2^-26), so a*w - q*r is in [0, 2r) without a final subtraction, as the
+// lazy butterflies need (check_mont_chain.py checks it for a < 2r).
+template <class P>
+__device__ __forceinline__ void lz_mul_shoup(fe<P>& r, const fe<P>& a, const fe_shoup<P>& k) {
+    static_assert(P::N == 8, "Shoup's product is generated for Fr");
+    uint32_t q[P::N];
+    shoup_q_chain_8<P>(q, a.v, k.ws.v);
+    shoup_lo_chain_8<P>(r.v, a.v, k.w.v, q);
 }
 
 template <class P>

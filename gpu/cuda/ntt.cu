@@ -27,14 +27,21 @@ constexpr bool kNttSkipUnit = true;
 // Options of a pass (ntt_pass's opt): warp barriers between warp-local stages
 // (ntt_warp_sync), and the unit twiddle of the half-size-2 stage skipped (ntt_unit2).
 constexpr uint32_t kNttOptWarpSync = 1, kNttOptUnit2 = 2;
+// opt >> kNttOptGroupShift: log2 of the groups a radix-4 block takes in turn (ntt_pass).
+constexpr int kNttOptGroupShift = 8;
+
+// A switch that is on unless its variable starts with 0 (A/B runs, tests).
+bool env_on(const char* name) {
+    const char* e = getenv(name);
+    return !(e && e[0] == '0');
+}
 
 inline uint32_t blocks(size_t n, uint32_t tpb) { return (uint32_t)((n + tpb - 1) / tpb); }
 
 __device__ __forceinline__ uint32_t bitrev(uint32_t i, int log_n) { return log_n ? __brev(i) >> (32 - log_n) : 0; }
 
 // A twiddle for Shoup's product: omega^i as a plain integer and its quotient
-// (field.cuh's fe_shoup). Only with CUZK_NTT_SHOUP=1 (ntt_shoup): faster alone than
-// Montgomery's product, slower in the NTT (docs/BENCHMARKS.md).
+// (field.cuh's fe_shoup), for the passes ntt_shoup_pass picks.
 typedef fe_shoup<fr_params> fr_tw;
 
 // The twiddle product of a pass: Montgomery's with a Montgomery-form twiddle, Shoup's
@@ -121,11 +128,8 @@ struct bfly_ops {
 
 template <>
 struct bfly_ops<true> {
-    template <class TW>
-    __device__ __forceinline__ static void mul(fr_t& r, const fr_t& a, const TW& w) {
-        static_assert(std::is_same<TW, fr_t>::value, "lazy butterflies take Montgomery twiddles");
-        lz_mul(r, a, w);
-    }
+    __device__ __forceinline__ static void mul(fr_t& r, const fr_t& a, const fr_t& w) { lz_mul(r, a, w); }
+    __device__ __forceinline__ static void mul(fr_t& r, const fr_t& a, const fr_tw& w) { lz_mul_shoup(r, a, w); }
     __device__ __forceinline__ static void add(fr_t& r, const fr_t& a, const fr_t& b) { lz_add(r, a, b); }
     __device__ __forceinline__ static void sub(fr_t& r, const fr_t& a, const fr_t& b) { lz_sub(r, a, b); }
 };
@@ -181,97 +185,61 @@ __device__ __forceinline__ void ntt_r4_unit(const SH& sh, const TWS& tws, uint32
     sh.store(b + 3 * h, x3);
 }
 
-// R4: stages two at a time, each thread taking the 4 elements b + {0, h, 2h, 3h} of
-// one radix-4 unit through the stages of half-size 2h and h (b = unit's group start
-// + offset jo < h) between one shared load and one store of each: half the shared
-// element traffic and half the barriers of one stage at a time, and 3 twiddles for
-// its 4 products (both of the half-size-h stage's are twiddle jo). With K odd the
-// half-size-1 stage goes alone (DIF last, DIT first). Elements swizzled (sh_array).
-// LAZY: the radix-4 pass with lazily reduced butterflies (ntt_bfly), its elements
-// reduced below r as they are stored.
-template <bool SHTW, bool DIT, bool ASYNC, class TW, bool SOA, bool R4, bool LAZY = false>
-__device__ __forceinline__ void ntt_pass(fr_t* __restrict__ a, size_t vstride, int log_n, int hs_log, int K,
-                                         const TW* __restrict__ tw, uint32_t opt) {
-    static_assert(!LAZY || R4, "lazy butterflies only in the radix-4 pass");
-    extern __shared__ uint4 sh16[];
-    const bool wsync = opt & kNttOptWarpSync, unit2 = opt & kNttOptUnit2;
-    a += blockIdx.y * vstride;
-    const uint32_t hs = 1u << hs_log;
-    const uint32_t g = blockIdx.x;
-    const uint32_t blk = g >> hs_log, r = g & (hs - 1);
-    const size_t base = ((size_t)blk << (hs_log + K)) + r;
-    const uint32_t half = 1u << (K - 1);
-    const sh_array<fr_t, SOA, SOA && R4> sh{sh16, 1u << K};
-    const sh_array<TW, SOA> tws{sh16 + (sizeof(fr_t) / 16 << K), 1u << K};
-    for (uint32_t j = threadIdx.x; j < (1u << K); j += blockDim.x) {
-        if (ASYNC)
-            sh.copy_async(j, &a[base + ((size_t)j << hs_log)]);
-        else
-            sh.store(j, a[base + ((size_t)j << hs_log)]);
-    }
-    if (SHTW) {
-        for (uint32_t x = threadIdx.x; x < (1u << K) - 1; x += blockDim.x) {
-            const int hl_log = 31 - __clz(x + 1);
-            const uint32_t jo = x + 1 - (1u << hl_log);
-            const TW* src = &tw[(r + (jo << hs_log)) << (log_n - 1 - hl_log - hs_log)];
-            if (ASYNC)
-                tws.copy_async(x, src);
-            else
-                tws.store(x, *src);
-        }
-    }
-    if (ASYNC) copy_async_wait();
-    __syncthreads();
-    if constexpr (R4) {
-        const uint32_t quarter = 1u << (K - 2);
-        // steps as (log2 h, radix-4?): the lone stage of half-size 1 when K is odd
-        const bool lone = K & 1;
-        const int steps = K / 2 + lone;
-        for (int st = 0; st < steps; st++) {
-            const bool single = lone && (DIT ? st == 0 : st == steps - 1);
-            // DIF: h from 2^(K-2) down (the pair of half-sizes 2h, h); DIT: up
-            const int h_log = single ? 0 : DIT ? 2 * st - (lone ? 1 : 0) : K - 2 - 2 * st;
-            const uint32_t h = 1u << h_log;
-            const bool unit = kNttSkipUnit && hs_log == 0 && h_log == 0;
-            // With h = 1 every unit's jo is 0, so the half-size-2 stage's butterfly of
-            // x0 and x2 takes omega^0 too: one product of the step's two skipped.
-            const bool unit02 = unit && unit2;
-            if (single) {
-                for (uint32_t t = threadIdx.x; t < 2 * quarter; t += blockDim.x) {
-                    const uint32_t j0 = 2 * t;
-                    fr_t x = sh.load(j0), y = sh.load(j0 + 1);
-                    TW w;
-                    if (!unit) w = tws.load(0);
-                    ntt_bfly<DIT, TW, LAZY>(x, y, w, unit);
-                    sh.store(j0, x);
-                    sh.store(j0 + 1, y);
-                }
-            } else {
-                for (uint32_t u = threadIdx.x; u < quarter; u += blockDim.x) {
-                    const uint32_t jo = u & (h - 1);
-                    const uint32_t b = ((u >> h_log) << (h_log + 2)) + jo;
-                    if (unit02) ntt_r4_unit<DIT, true, true, TW, LAZY>(sh, tws, b, h, jo);
-                    else if (unit) ntt_r4_unit<DIT, true, false, TW, LAZY>(sh, tws, b, h, jo);
-                    else ntt_r4_unit<DIT, false, false, TW, LAZY>(sh, tws, b, h, jo);
-                }
+// The radix-4 steps of a pass on its staged elements sh and twiddles tws, nthr threads.
+// The steps stay a loop: unrolled for K = 8 at compile time (every size a constant) the
+// pass took 2,288 -> 5,720 SASS instructions and 2^24 3.89 -> 4.39 ms (H200, one run).
+template <bool DIT, class TW, bool LAZY, class SH, class TWS>
+__device__ __forceinline__ void ntt_r4_steps(const SH& sh, const TWS& tws, int K, uint32_t nthr, int hs_log,
+                                             bool wsync, bool unit2) {
+    const uint32_t quarter = 1u << (K - 2);
+    // steps as (log2 h, radix-4?): the lone stage of half-size 1 when K is odd
+    const bool lone = K & 1;
+    const int steps = K / 2 + lone;
+    for (int st = 0; st < steps; st++) {
+        const bool single = lone && (DIT ? st == 0 : st == steps - 1);
+        // DIF: h from 2^(K-2) down (the pair of half-sizes 2h, h); DIT: up
+        const int h_log = single ? 0 : DIT ? 2 * st - (lone ? 1 : 0) : K - 2 - 2 * st;
+        const uint32_t h = 1u << h_log;
+        const bool unit = kNttSkipUnit && hs_log == 0 && h_log == 0;
+        // With h = 1 every unit's jo is 0, so the half-size-2 stage's butterfly of
+        // x0 and x2 takes omega^0 too: one product of the step's two skipped.
+        const bool unit02 = unit && unit2;
+        if (single) {
+            for (uint32_t t = threadIdx.x; t < 2 * quarter; t += nthr) {
+                const uint32_t j0 = 2 * t;
+                fr_t x = sh.load(j0), y = sh.load(j0 + 1);
+                TW w;
+                if (!unit) w = tws.load(0);
+                ntt_bfly<DIT, TW, LAZY>(x, y, w, unit);
+                sh.store(j0, x);
+                sh.store(j0 + 1, y);
             }
-            // Warp w's units of a step with h <= 32 touch elements 128w.. only; the lone
-            // stage maps threads to elements otherwise.
-            const bool next_single = lone && !DIT && st + 1 == steps - 1;
-            const int next_log = DIT ? 2 * (st + 1) - (lone ? 1 : 0) : K - 2 - 2 * (st + 1);
-            if (wsync && st + 1 < steps && !single && !next_single && h_log <= 5 && next_log <= 5 &&
-                blockDim.x >= 32)
-                __syncwarp();
-            else
-                __syncthreads();
+        } else {
+            for (uint32_t u = threadIdx.x; u < quarter; u += nthr) {
+                const uint32_t jo = u & (h - 1);
+                const uint32_t b = ((u >> h_log) << (h_log + 2)) + jo;
+                if (unit02) ntt_r4_unit<DIT, true, true, TW, LAZY>(sh, tws, b, h, jo);
+                else if (unit) ntt_r4_unit<DIT, true, false, TW, LAZY>(sh, tws, b, h, jo);
+                else ntt_r4_unit<DIT, false, false, TW, LAZY>(sh, tws, b, h, jo);
+            }
         }
-        for (uint32_t j = threadIdx.x; j < (1u << K); j += blockDim.x) {
-            fr_t x = sh.load(j);
-            if constexpr (LAZY) lz_norm(x);
-            a[base + ((size_t)j << hs_log)] = x;
-        }
-        return;
+        // Warp w's units of a step with h <= 32 touch elements 128w.. only; the lone
+        // stage maps threads to elements otherwise.
+        const bool next_single = lone && !DIT && st + 1 == steps - 1;
+        const int next_log = DIT ? 2 * (st + 1) - (lone ? 1 : 0) : K - 2 - 2 * (st + 1);
+        if (wsync && st + 1 < steps && !single && !next_single && h_log <= 5 && next_log <= 5 && nthr >= 32)
+            __syncwarp();
+        else
+            __syncthreads();
     }
+}
+
+// The radix-2 stages of a pass (ntt_pass without R4) on its staged elements sh; twiddles
+// from tws (SHTW) or straight from tw.
+template <bool SHTW, bool DIT, class TW, class SH, class TWS>
+__device__ __forceinline__ void ntt_r2_stages(const SH& sh, const TWS& tws, const TW* __restrict__ tw, int K,
+                                              int hs_log, int log_n, uint32_t r, bool wsync) {
+    const uint32_t half = 1u << (K - 1);
     for (int s = 0; s < K; s++) {
         int hl_log = DIT ? s : K - 1 - s;
         uint32_t hl = 1u << hl_log;
@@ -315,8 +283,70 @@ __device__ __forceinline__ void ntt_pass(fr_t* __restrict__ a, size_t vstride, i
         else
             __syncthreads();
     }
-    for (uint32_t j = threadIdx.x; j < (1u << K); j += blockDim.x) a[base + ((size_t)j << hs_log)] = sh.load(j);
 }
+
+// R4: stages two at a time, each thread taking the 4 elements b + {0, h, 2h, 3h} of
+// one radix-4 unit through the stages of half-size 2h and h (b = unit's group start
+// + offset jo < h) between one shared load and one store of each: half the shared
+// element traffic and half the barriers of one stage at a time, and 3 twiddles for
+// its 4 products (both of the half-size-h stage's are twiddle jo). With K odd the
+// half-size-1 stage goes alone (DIF last, DIT first). Elements swizzled (sh_array).
+// LAZY: the radix-4 pass with lazily reduced butterflies (ntt_bfly), its elements
+// reduced below r as they are stored.
+// G = 2^(opt >> kNttOptGroupShift) groups a block (radix-4 only): groups blk*G .. blk*G
+// + G-1 of one offset r take the same twiddles, staged once. log_n: the twiddle table's
+// (a table of every 2^s-th twiddle passes log_n - s).
+template <bool SHTW, bool DIT, bool ASYNC, class TW, bool SOA, bool R4, bool LAZY = false>
+__device__ __forceinline__ void ntt_pass(fr_t* __restrict__ a, size_t vstride, int log_n, int hs_log, int K,
+                                         const TW* __restrict__ tw, uint32_t opt) {
+    static_assert(!LAZY || R4, "lazy butterflies only in the radix-4 pass");
+    extern __shared__ uint4 sh16[];
+    const uint32_t nthr = blockDim.x;
+    const bool wsync = opt & kNttOptWarpSync, unit2 = opt & kNttOptUnit2;
+    const int g_log = R4 ? (int)(opt >> kNttOptGroupShift) : 0;
+    a += blockIdx.y * vstride;
+    const uint32_t hs = 1u << hs_log;
+    const uint32_t bb = blockIdx.x >> hs_log, r = blockIdx.x & (hs - 1);
+    const sh_array<fr_t, SOA, SOA && R4> sh{sh16, 1u << K};
+    const sh_array<TW, SOA> tws{sh16 + (sizeof(fr_t) / 16 << K), 1u << K};
+    for (uint32_t gi = 0; gi < (1u << g_log); gi++) {
+        const uint32_t blk = (bb << g_log) + gi;
+        const size_t base = ((size_t)blk << (hs_log + K)) + r;
+        if (gi) __syncthreads();  // the previous group's elements are stored
+        for (uint32_t j = threadIdx.x; j < (1u << K); j += nthr) {
+            if (ASYNC)
+                sh.copy_async(j, &a[base + ((size_t)j << hs_log)]);
+            else
+                sh.store(j, a[base + ((size_t)j << hs_log)]);
+        }
+        if (SHTW && gi == 0) {
+            for (uint32_t x = threadIdx.x; x < (1u << K) - 1; x += nthr) {
+                const int hl_log = 31 - __clz(x + 1);
+                const uint32_t jo = x + 1 - (1u << hl_log);
+                const TW* src = &tw[(r + (jo << hs_log)) << (log_n - 1 - hl_log - hs_log)];
+                if (ASYNC)
+                    tws.copy_async(x, src);
+                else
+                    tws.store(x, *src);
+            }
+        }
+        if (ASYNC) copy_async_wait();
+        __syncthreads();
+        if constexpr (R4) {
+            ntt_r4_steps<DIT, TW, LAZY>(sh, tws, K, nthr, hs_log, wsync, unit2);
+            for (uint32_t j = threadIdx.x; j < (1u << K); j += nthr) {
+                fr_t x = sh.load(j);
+                if constexpr (LAZY) lz_norm(x);
+                a[base + ((size_t)j << hs_log)] = x;
+            }
+        } else {
+            ntt_r2_stages<SHTW, DIT, TW>(sh, tws, tw, K, hs_log, log_n, r, wsync);
+            for (uint32_t j = threadIdx.x; j < (1u << K); j += blockDim.x)
+                a[base + ((size_t)j << hs_log)] = sh.load(j);
+        }
+    }
+}
+
 
 // The pass as a kernel. Shoup's DIT form holds x, y and both twiddle words across the
 // product: 66-68 registers (7 blocks of 128 threads an SM), so it is held to 64 (8
@@ -346,16 +376,46 @@ using ntt_pass_fn = void (*)(fr_t*, size_t, int, int, int, const TW*, uint32_t);
 // CUZK_NTT_R4MINB=0 or 12 picks the others (A/B runs, tests).
 // Shared memory is carved out to its maximum for it: the default share held the pass
 // to 9 blocks.
-template <int MINB, bool DIT, bool ASYNC, bool LAZY>
+template <int MINB, bool DIT, bool ASYNC, bool LAZY, class TW = fr_t>
 __global__ void __launch_bounds__(64, MINB) k_ntt_pass_r4b(fr_t* __restrict__ a, size_t vstride, int log_n,
-                                                          int hs_log, int K, const fr_t* __restrict__ tw, uint32_t opt) {
-    ntt_pass<true, DIT, ASYNC, fr_t, true, true, LAZY>(a, vstride, log_n, hs_log, K, tw, opt);
+                                                          int hs_log, int K, const TW* __restrict__ tw, uint32_t opt) {
+    ntt_pass<true, DIT, ASYNC, TW, true, true, LAZY>(a, vstride, log_n, hs_log, K, tw, opt);
 }
 
-template <int MINB, bool LAZY>
-ntt_pass_fn<fr_t> ntt_pass_r4b_of(bool dit, bool async) {
-    return dit ? (async ? k_ntt_pass_r4b<MINB, true, true, LAZY> : k_ntt_pass_r4b<MINB, true, false, LAZY>)
-               : (async ? k_ntt_pass_r4b<MINB, false, true, LAZY> : k_ntt_pass_r4b<MINB, false, false, LAZY>);
+template <int MINB, bool LAZY, class TW = fr_t>
+ntt_pass_fn<TW> ntt_pass_r4b_of(bool dit, bool async) {
+    return dit ? (async ? k_ntt_pass_r4b<MINB, true, true, LAZY, TW> : k_ntt_pass_r4b<MINB, true, false, LAZY, TW>)
+               : (async ? k_ntt_pass_r4b<MINB, false, true, LAZY, TW> : k_ntt_pass_r4b<MINB, false, false, LAZY, TW>);
+}
+
+// Groups a radix-4 block takes in turn, sharing one staging of their twiddles
+// (ntt_pass's G), at most the groups of each offset: 4 for Shoup's passes, 1 for
+// Montgomery's (whose 32-byte twiddles cost less to stage than the blocks' lost
+// overlap: 2^24 3.89 -> 4.01 ms at 4). CUZK_NTT_GROUPS=1, 2, 4, 8 or 16 for both (A/B
+// runs, tests). H200, 2^24 with Shoup's passes: 3.90 ms at 16 (whole waves fewer),
+// 3.58 at 4 (docs/BENCHMARKS.md).
+int ntt_group_log(int log_n, int hs_log, int K, bool shoup) {
+    const char* e = getenv("CUZK_NTT_GROUPS");
+    const int g = e ? atoi(e) : shoup ? 4 : 1;
+    int gl = 0;
+    while (gl < 4 && (2 << gl) <= g) gl++;
+    return std::min(gl, log_n - K - hs_log);
+}
+
+// The bounded radix-4 pass with Shoup's twiddle products: its 64-byte twiddles make a
+// block's shared arrays 24 KiB, so 9 blocks fit an SM at most, which leaves 96
+// registers (five warps of a partition's register file), where the pass spills 36-92
+// bytes; at 8 blocks it has 128 and spills none. H200, 2^24 with Shoup's passes taking
+// 16 groups a block: 3.90 ms at 9, 3.68 at 8. CUZK_NTT_SHOUP_MINB=9 (A/B runs, tests).
+int ntt_shoup_minb() {
+    const char* e = getenv("CUZK_NTT_SHOUP_MINB");
+    return e && atoi(e) == 9 ? 9 : 8;
+}
+
+ntt_pass_fn<fr_tw> ntt_pass_r4b_shoup(bool dit, bool async, bool lazy, int minb) {
+    if (minb == 8)
+        return lazy ? ntt_pass_r4b_of<8, true, fr_tw>(dit, async) : ntt_pass_r4b_of<8, false, fr_tw>(dit, async);
+    return lazy ? ntt_pass_r4b_of<9, true, fr_tw>(dit, async) : ntt_pass_r4b_of<9, false, fr_tw>(dit, async);
 }
 
 // The bounded radix-4 pass at 10 blocks an SM with lazily reduced butterflies
@@ -430,12 +490,12 @@ __global__ void k_pow_table(fr_t* t, size_t n, fr_t base, int rev_log, fr_t scal
     fe_mul(t[i], x, scale);
 }
 
-// t[i] = Shoup's pair for base^i
-__global__ void k_shoup_table(fr_tw* t, size_t n, fr_t base) {
+// t[i] = Shoup's pair for base^(i * 2^shift)
+__global__ void k_shoup_table(fr_tw* t, size_t n, fr_t base, int shift) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     fr_t x;
-    fe_pow(x, base, (uint32_t)i);
+    fe_pow(x, base, (uint32_t)i << shift);
     fe_shoup_from_mont(t[i], x);
 }
 
@@ -475,11 +535,6 @@ bool ntt_async_pass(int hs_log) {
     return hs_log < 16;
 }
 
-// A switch that is on unless its variable starts with 0 (A/B runs, tests).
-bool env_on(const char* name) {
-    const char* e = getenv(name);
-    return !(e && e[0] == '0');
-}
 
 // CUZK_NTT_WARPSYNC=0 keeps a block barrier between every two stages (A/B runs, tests).
 bool ntt_warp_sync() { return env_on("CUZK_NTT_WARPSYNC"); }
@@ -506,13 +561,69 @@ bool ntt_radix4(int K) {
     return K >= 8;
 }
 
-// Montgomery's twiddle products with Montgomery-form twiddles unless CUZK_NTT_SHOUP=1:
-// Shoup's with fr_tw pairs, whose tables a domain holds only when CUZK_NTT_SHOUP was
-// set (to anything) at its creation (A/B runs, tests). Shoup's product is 26% faster
-// in fieldbench but its NTT 15% slower (its twiddles' shared-memory traffic).
-bool ntt_shoup() {
+// Which passes take Shoup's twiddle product (fr_tw pairs: a*w - q*r, q from the high
+// half of a*floor(w*2^256/r); about a quarter fewer multiply-pipe cycles than
+// Montgomery's folded product, twiddles of 64 bytes instead of 32). By default the
+// bounded radix-4 passes (8 stages) whose twiddles several groups share (2 or more
+// groups of each offset: all but the pass of the largest half-sizes); their blocks take
+// 4 groups each and stage the twiddles once (ntt_group_log). The pass of the largest
+// half-sizes, a distinct twiddle per element read from device memory, keeps
+// Montgomery's, and so do the radix-2 passes of 7 stages (2^22's DIT took 0.95 -> 1.30
+// ms with them). H200, 2^24: 3.88 -> 3.57 ms DIF and DIT (docs/BENCHMARKS.md).
+// CUZK_NTT_SHOUP=0: no pass; 1: every pass; CUZK_NTT_SHOUP_PASSES="011": by position,
+// counted from the largest half-sizes (DIF's launch order, DIT's reversed). Both need
+// a domain made with full tables (ntt_shoup_full).
+bool ntt_shoup_pass(int log_n, int p, int K, int hs_log) {
     const char* e = getenv("CUZK_NTT_SHOUP");
-    return e && e[0] == '1';
+    if (e && e[0] == '0') return false;
+    if (e && e[0] == '1') return true;
+    if (const char* m = getenv("CUZK_NTT_SHOUP_PASSES")) {
+        for (int i = 0; m[i]; i++)
+            if (i == p) return m[i] == '1';
+        return false;
+    }
+    return K == 8 && log_n - K - hs_log >= 1;
+}
+
+// A domain holds Shoup's pairs of every twiddle (not only those its default passes
+// use) when made with CUZK_NTT_SHOUP=1, CUZK_NTT_SHOUP_PASSES or CUZK_NTT_SHOUP_FULL=1
+// set (A/B runs, tests), and none with CUZK_NTT_SHOUP=0.
+bool ntt_shoup_full() {
+    const char* e = getenv("CUZK_NTT_SHOUP");
+    const char* f = getenv("CUZK_NTT_SHOUP_FULL");
+    return (e && e[0] == '1') || getenv("CUZK_NTT_SHOUP_PASSES") || (f && f[0] == '1');
+}
+
+// The shape of pass p of a transform of 2^log_n: K stages on groups 2^hs_log apart.
+struct ntt_pass_shape {
+    int K, hs_log, index;  // index: position from the largest half-sizes
+};
+
+template <class F>
+void ntt_plan(int log_n, bool dit, F f) {
+    const int passes = (log_n + kMaxFused - 1) / kMaxFused;
+    int done = 0;  // stages done so far
+    for (int p = 0; p < passes; p++) {
+        const int K = (log_n - done) / (passes - p);
+        // DIT: smallest half-sizes first (hs = 2^done); DIF: largest first.
+        f(ntt_pass_shape{K, dit ? done : log_n - done - K, dit ? passes - 1 - p : p});
+        done += K;
+    }
+}
+
+// Shoup's tables hold every 2^s-th twiddle: the passes that take them index only
+// multiples of 2^(log_n - hs_log - K). -1: no pass takes them.
+int ntt_shoup_shift(int log_n) {
+    if (ntt_shoup_full()) return 0;
+    int s = -1;
+    for (bool dit : {false, true})
+        ntt_plan(log_n, dit, [&](ntt_pass_shape ps) {
+            if (ntt_shoup_pass(log_n, ps.index, ps.K, ps.hs_log)) {
+                const int need = log_n - ps.hs_log - ps.K;
+                s = s < 0 ? need : std::min(s, need);
+            }
+        });
+    return s;
 }
 
 template <class TW>
@@ -551,43 +662,58 @@ cudaError_t ntt_set_shared_limits() {
     cudaError_t e = ntt_set_shared_limits_of<fr_t>();
     if (e == cudaSuccess) e = ntt_set_shared_limits_of<fr_tw>();
     const int bytes = (int)ntt_pass_shared<fr_t>(kMaxFused, true);
+    auto carve = [&e](auto f, int b) {
+        if (e == cudaSuccess) e = cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, b);
+        if (e == cudaSuccess)
+            e = cudaFuncSetAttribute(f, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+    };
+    const int shoup_bytes = (int)ntt_pass_shared<fr_tw>(kMaxFused, true);
     for (bool dit : {false, true}) {
         for (bool async : {false, true}) {
             for (ntt_pass_fn<fr_t> f : {ntt_pass_r4b<10>(dit, async), ntt_pass_r4b<10>(dit, async, true),
-                                        ntt_pass_r4b<12>(dit, async)}) {
-                if (e == cudaSuccess) e = cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-                if (e == cudaSuccess)
-                    e = cudaFuncSetAttribute(f, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                             cudaSharedmemCarveoutMaxShared);
-            }
+                                        ntt_pass_r4b<12>(dit, async)})
+                carve(f, bytes);
+            for (bool lazy : {false, true})
+                for (int minb : {8, 9}) carve(ntt_pass_r4b_shoup(dit, async, lazy, minb), shoup_bytes);
         }
     }
     return e;
 }
 
+// One pass of K stages on groups spaced 2^hs_log apart, twiddles from tw, a table of
+// every 2^tw_shift-th one.
 template <class TW>
-void ntt_passes(cudaStream_t st, int log_n, fr_t* a, const TW* tw, bool dit, int count, size_t vstride) {
-    const bool shtw = ntt_shared_twiddles(), soa = ntt_soa();
+void ntt_launch(cudaStream_t st, int log_n, fr_t* a, const TW* tw, int tw_shift, bool dit, int count, size_t vstride,
+                int hs_log, int K) {
+    const bool shtw = ntt_shared_twiddles(), soa = ntt_soa(), async = ntt_async_pass(hs_log);
     const uint32_t opt = (ntt_warp_sync() ? kNttOptWarpSync : 0) | (ntt_unit2() ? kNttOptUnit2 : 0);
-    int passes = (log_n + kMaxFused - 1) / kMaxFused;
-    int done = 0;  // stages done so far
-    for (int p = 0; p < passes; p++) {
-        int K = (log_n - done) / (passes - p);
-        // DIT: smallest half-sizes first (hs = 2^done); DIF: largest first.
-        int hs_log = dit ? done : log_n - done - K;
-        const bool r4 = shtw && K >= 2 && ntt_radix4(K);
-        ntt_pass_fn<TW> pass = ntt_pass_kernel<TW>(dit, shtw, ntt_async_pass(hs_log), soa, r4);
-        dim3 groups(1u << (log_n - K), count);
-        uint32_t threads = std::min<uint32_t>(1u << (K - (r4 ? 2 : 1)), 256);
-        if constexpr (std::is_same<TW, fr_t>::value) {
-            const int minb = ntt_r4_minb();
-            if (r4 && soa && threads <= 64 && (minb == 10 || minb == 12))
-                pass = minb == 10 ? ntt_pass_r4b<10>(dit, ntt_async_pass(hs_log), ntt_lazy())
-                                  : ntt_pass_r4b<12>(dit, ntt_async_pass(hs_log));
-        }
-        pass<<<groups, threads, ntt_pass_shared<TW>(K, shtw), st>>>(a, vstride, log_n, hs_log, K, tw, opt);
-        done += K;
+    const bool r4 = shtw && K >= 2 && ntt_radix4(K);
+    ntt_pass_fn<TW> pass = ntt_pass_kernel<TW>(dit, shtw, async, soa, r4);
+    const uint32_t threads = std::min<uint32_t>(1u << (K - (r4 ? 2 : 1)), 256);
+    const int minb = ntt_r4_minb();
+    constexpr bool shoup = std::is_same<TW, fr_tw>::value;
+    if (r4 && soa && threads <= 64 && (minb == 10 || minb == 12)) {
+        if constexpr (!shoup)
+            pass = minb == 10 ? ntt_pass_r4b<10>(dit, async, ntt_lazy()) : ntt_pass_r4b<12>(dit, async);
+        else if (minb == 10)
+            pass = ntt_pass_r4b_shoup(dit, async, ntt_lazy(), ntt_shoup_minb());
     }
+    const int g_log = r4 ? ntt_group_log(log_n, hs_log, K, shoup) : 0;
+    dim3 groups(1u << (log_n - K - g_log), count);
+    pass<<<groups, threads, ntt_pass_shared<TW>(K, shtw), st>>>(a, vstride, log_n - tw_shift, hs_log, K, tw,
+                                                                 opt | (uint32_t)g_log << kNttOptGroupShift);
+}
+
+// The transform's passes: Montgomery's twiddles tw, or where ntt_shoup_pass picks it
+// and the domain's table tws (every 2^tws_shift-th twiddle) holds the pass's, Shoup's.
+void ntt_passes(cudaStream_t st, int log_n, fr_t* a, const fr_t* tw, const fr_tw* tws, int tws_shift, bool dit,
+                int count, size_t vstride) {
+    ntt_plan(log_n, dit, [&](ntt_pass_shape ps) {
+        if (tws && log_n - ps.hs_log - ps.K >= tws_shift && ntt_shoup_pass(log_n, ps.index, ps.K, ps.hs_log))
+            ntt_launch(st, log_n, a, tws, tws_shift, dit, count, vstride, ps.hs_log, ps.K);
+        else
+            ntt_launch(st, log_n, a, tw, 0, dit, count, vstride, ps.hs_log, ps.K);
+    });
 }
 
 // NTT of count vectors, vector j at a + j*vstride, each pass launched once for all.
@@ -595,12 +721,8 @@ int ntt_core(cudaStream_t st, const cuzk_domain* d, fr_t* a, bool inverse, bool 
              size_t vstride = 0) {
     const int log_n = d->log_n;
     if (log_n == 0) return CUZK_OK;
-    if (ntt_shoup()) {
-        if (!d->tws) return fail(CUZK_ERR_ARG, "CUZK_NTT_SHOUP=1 needs a domain created with CUZK_NTT_SHOUP set");
-        ntt_passes(st, log_n, a, (const fr_tw*)(inverse ? d->tws_inv : d->tws), dit, count, vstride);
-    } else {
-        ntt_passes(st, log_n, a, (const fr_t*)(inverse ? d->tw_inv : d->tw), dit, count, vstride);
-    }
+    ntt_passes(st, log_n, a, (const fr_t*)(inverse ? d->tw_inv : d->tw),
+               (const fr_tw*)(inverse ? d->tws_inv : d->tws), d->tws_shift, dit, count, vstride);
     CK(cudaGetLastError());
     return CUZK_OK;
 }
@@ -625,12 +747,15 @@ extern "C" int cuzk_domain_create(cuzk_stream* s, int log_n, const cuzk_domain_c
         delete d;
         return fail(CUZK_ERR_CUDA, std::string("NTT shared memory: ") + cudaGetErrorString(ae));
     }
-    // Shoup's pairs only for CUZK_NTT_SHOUP=1 (ntt_shoup).
-    const bool shoup_tw = getenv("CUZK_NTT_SHOUP") != nullptr;
+    // Shoup's pairs of the twiddles its Shoup passes take (ntt_shoup_shift): every
+    // 2^s-th, 2^15 of 2^23 at 2^24 (2 MiB a direction).
+    d->tws_shift = ntt_shoup_shift(log_n);
+    const bool shoup_tw = d->tws_shift >= 0;
+    const size_t nsh = shoup_tw ? std::max<size_t>(nh >> d->tws_shift, 1) : 0;
     cudaError_t e = cudaMalloc(&d->tw, nh * sizeof(fr_t));
     if (e == cudaSuccess) e = cudaMalloc(&d->tw_inv, nh * sizeof(fr_t));
-    if (e == cudaSuccess && shoup_tw) e = cudaMalloc(&d->tws, nh * sizeof(fr_tw));
-    if (e == cudaSuccess && shoup_tw) e = cudaMalloc(&d->tws_inv, nh * sizeof(fr_tw));
+    if (e == cudaSuccess && shoup_tw) e = cudaMalloc(&d->tws, nsh * sizeof(fr_tw));
+    if (e == cudaSuccess && shoup_tw) e = cudaMalloc(&d->tws_inv, nsh * sizeof(fr_tw));
     if (e == cudaSuccess) e = cudaMalloc(&d->coset_br, n * sizeof(fr_t));
     if (e == cudaSuccess) e = cudaMalloc(&d->coset_inv_br, n * sizeof(fr_t));
     if (e != cudaSuccess) {
@@ -640,8 +765,8 @@ extern "C" int cuzk_domain_create(cuzk_stream* s, int log_n, const cuzk_domain_c
     k_pow_table<<<blocks(nh, 256), 256, 0, st>>>((fr_t*)d->tw, nh, to_fr(k->omega), 0, one);
     k_pow_table<<<blocks(nh, 256), 256, 0, st>>>((fr_t*)d->tw_inv, nh, to_fr(k->omega_inv), 0, one);
     if (shoup_tw) {
-        k_shoup_table<<<blocks(nh, 256), 256, 0, st>>>((fr_tw*)d->tws, nh, to_fr(k->omega));
-        k_shoup_table<<<blocks(nh, 256), 256, 0, st>>>((fr_tw*)d->tws_inv, nh, to_fr(k->omega_inv));
+        k_shoup_table<<<blocks(nsh, 256), 256, 0, st>>>((fr_tw*)d->tws, nsh, to_fr(k->omega), d->tws_shift);
+        k_shoup_table<<<blocks(nsh, 256), 256, 0, st>>>((fr_tw*)d->tws_inv, nsh, to_fr(k->omega_inv), d->tws_shift);
     }
     k_pow_table<<<blocks(n, 256), 256, 0, st>>>((fr_t*)d->coset_br, n, to_fr(k->coset), log_n, ninv);
     k_pow_table<<<blocks(n, 256), 256, 0, st>>>((fr_t*)d->coset_inv_br, n, to_fr(k->coset_inv), log_n, ninv);

@@ -87,8 +87,9 @@ struct cuzk_domain {
     cuzk_domain_consts_t k;
     void* tw = nullptr;        // omega^i, i < n/2
     void* tw_inv = nullptr;    // omega^-i
-    void* tws = nullptr;       // omega^i as Shoup's pairs (ntt.cu's fr_tw): only for CUZK_NTT_SHOUP=1
-    void* tws_inv = nullptr;   // omega^-i, the same
+    void* tws = nullptr;       // omega^(i*2^tws_shift) as Shoup's pairs (ntt.cu's fr_tw), or none
+    void* tws_inv = nullptr;   // omega^-(i*2^tws_shift), the same
+    int tws_shift = -1;        // -1: no Shoup tables (no pass takes them)
     void* coset_br = nullptr;  // coset^rev(i) / n
     void* coset_inv_br = nullptr;  // coset^-rev(i) / n
 };

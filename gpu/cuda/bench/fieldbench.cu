@@ -102,16 +102,46 @@ __global__ void k_bfly(fr_t* out, const fr_t* in, int iters) {
 // registers; 1: the elements go through shared memory each round (each thread its own
 // four entries, piece by piece as the pass lays them out); 2: as 1 with the block's
 // barrier each round (64 threads, as the pass); 3: as 2 with the twiddles read from
-// shared memory each round. Every mode computes the same outputs (equal checksums).
-template <int MODE, int MINB>
+// shared memory each round. OPS 0: fully reduced butterflies (fe_*); 1: lazily reduced
+// ones (lz_*, values below 2r, reduced once at the end); 2: as 1 with Shoup's product
+// (lz_mul_shoup, 64-byte twiddles made from the same Montgomery-form ones). Every mode
+// and form computes the same outputs (equal checksums).
+template <int OPS>
+struct r4_ops {
+    typedef fr_t tw;
+    static __device__ __forceinline__ void mk(tw& w, const fr_t& m) { w = m; }
+    static __device__ __forceinline__ void mul(fr_t& r, const fr_t& a, const tw& w) { fe_mul(r, a, w); }
+    static __device__ __forceinline__ void add(fr_t& r, const fr_t& a, const fr_t& b) { fe_add(r, a, b); }
+    static __device__ __forceinline__ void sub(fr_t& r, const fr_t& a, const fr_t& b) { fe_sub(r, a, b); }
+    static __device__ __forceinline__ void norm(fr_t&) {}
+};
+template <>
+struct r4_ops<1> : r4_ops<0> {
+    static __device__ __forceinline__ void mul(fr_t& r, const fr_t& a, const fr_t& w) { lz_mul(r, a, w); }
+    static __device__ __forceinline__ void add(fr_t& r, const fr_t& a, const fr_t& b) { lz_add(r, a, b); }
+    static __device__ __forceinline__ void sub(fr_t& r, const fr_t& a, const fr_t& b) { lz_sub(r, a, b); }
+    static __device__ __forceinline__ void norm(fr_t& a) { lz_norm(a); }
+};
+template <>
+struct r4_ops<2> : r4_ops<1> {
+    typedef fe_shoup<fr_params> tw;
+    static __device__ __forceinline__ void mk(tw& w, const fr_t& m) { fe_shoup_from_mont(w, m); }
+    static __device__ __forceinline__ void mul(fr_t& r, const fr_t& a, const tw& w) { lz_mul_shoup(r, a, w); }
+};
+
+template <int MODE, int MINB, int OPS = 0>
 __global__ void __launch_bounds__(64, MINB) k_r4(fr_t* out, const fr_t* in, int iters) {
-    __shared__ uint4 sh[(MODE >= 1 ? 256 * 2 : 1) + (MODE >= 3 ? 4 * 64 * 2 : 0)];
+    using op = r4_ops<OPS>;
+    using TW = typename op::tw;
+    constexpr int TP = sizeof(TW) / 16;  // 16-byte pieces of a twiddle
+    __shared__ uint4 sh[(MODE >= 1 ? 256 * 2 : 1) + (MODE >= 3 ? 4 * 64 * TP : 0)];
     size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    fr_t x[4], w[3];
+    fr_t x[4];
+    TW w[3];
 #pragma unroll
     for (int k = 0; k < 4; k++) x[k] = in[(t * 4 + k) % 4096];
 #pragma unroll
-    for (int k = 0; k < 3; k++) w[k] = in[(t * 3 + k + 1001) % 4096];
+    for (int k = 0; k < 3; k++) op::mk(w[k], in[(t * 3 + k + 1001) % 4096]);
     const uint32_t M = 256, j = threadIdx.x;
     auto ld = [&](int k) {
         fr_t v;
@@ -130,8 +160,8 @@ __global__ void __launch_bounds__(64, MINB) k_r4(fr_t* out, const fr_t* in, int 
 #pragma unroll
         for (int k = 0; k < 3; k++) {
             const uint4* s = reinterpret_cast<const uint4*>(&w[k]);
-            twp[k * 64 + j] = s[0];
-            twp[256 + k * 64 + j] = s[1];
+#pragma unroll
+            for (int p = 0; p < TP; p++) twp[p * 256 + k * 64 + j] = s[p];
         }
     }
     if (MODE >= 1) {
@@ -143,32 +173,33 @@ __global__ void __launch_bounds__(64, MINB) k_r4(fr_t* out, const fr_t* in, int 
 #pragma unroll
             for (int k = 0; k < 4; k++) x[k] = ld(k);
         }
-        fr_t v, d;
-        auto tw = [&](int k) -> fr_t {
+        fr_t d;
+        TW v;
+        auto tw = [&](int k) -> TW {
             if (MODE >= 3) {
-                fr_t r;
+                TW r;
                 uint4* q = reinterpret_cast<uint4*>(&r);
-                q[0] = twp[k * 64 + j];
-                q[1] = twp[256 + k * 64 + j];
+#pragma unroll
+                for (int p = 0; p < TP; p++) q[p] = twp[p * 256 + k * 64 + j];
                 return r;
             }
             return w[k];
         };
-        fe_sub(d, x[0], x[2]);
-        fe_add(x[0], x[0], x[2]);
+        op::sub(d, x[0], x[2]);
+        op::add(x[0], x[0], x[2]);
         v = tw(1);
-        fe_mul(x[2], d, v);
-        fe_sub(d, x[1], x[3]);
-        fe_add(x[1], x[1], x[3]);
+        op::mul(x[2], d, v);
+        op::sub(d, x[1], x[3]);
+        op::add(x[1], x[1], x[3]);
         v = tw(2);
-        fe_mul(x[3], d, v);
+        op::mul(x[3], d, v);
         v = tw(0);
-        fe_sub(d, x[0], x[1]);
-        fe_add(x[0], x[0], x[1]);
-        fe_mul(x[1], d, v);
-        fe_sub(d, x[2], x[3]);
-        fe_add(x[2], x[2], x[3]);
-        fe_mul(x[3], d, v);
+        op::sub(d, x[0], x[1]);
+        op::add(x[0], x[0], x[1]);
+        op::mul(x[1], d, v);
+        op::sub(d, x[2], x[3]);
+        op::add(x[2], x[2], x[3]);
+        op::mul(x[3], d, v);
         if (MODE >= 1) {
 #pragma unroll
             for (int k = 0; k < 4; k++) st(k, x[k]);
@@ -176,7 +207,10 @@ __global__ void __launch_bounds__(64, MINB) k_r4(fr_t* out, const fr_t* in, int 
         if (MODE >= 2) __syncthreads();
     }
 #pragma unroll
-    for (int k = 0; k < 4; k++) out[t * 4 + k] = x[k];
+    for (int k = 0; k < 4; k++) {
+        op::norm(x[k]);
+        out[t * 4 + k] = x[k];
+    }
 }
 
 // The accumulation's inner loop: acc += P_j with P_j gathered from pts by idx (the
@@ -401,6 +435,14 @@ int main() {
     bench_units("r4_shared_bar_tw minb=1", k_r4<3, 1>, 64, 4, 4, sms, 128);
     bench_units("r4_shared_bar_tw minb=10", k_r4<3, 10>, 64, 4, 4, sms, 128);
     bench_units("r4_shared_bar_tw minb=12", k_r4<3, 12>, 64, 4, 4, sms, 128);
+    // lazily reduced (the pass's default), and with Shoup's twiddle product
+    bench_units("r4_regs lazy minb=10", k_r4<0, 10, 1>, 64, 4, 4, sms, 128);
+    bench_units("r4_regs shoup minb=10", k_r4<0, 10, 2>, 64, 4, 4, sms, 128);
+    bench_units("r4_regs shoup minb=9", k_r4<0, 9, 2>, 64, 4, 4, sms, 128);
+    bench_units("r4_regs shoup minb=1", k_r4<0, 1, 2>, 64, 4, 4, sms, 128);
+    bench_units("r4_shared_bar_tw lazy minb=10", k_r4<3, 10, 1>, 64, 4, 4, sms, 128);
+    bench_units("r4_shared_bar_tw shoup minb=10", k_r4<3, 10, 2>, 64, 4, 4, sms, 128);
+    bench_units("r4_shared_bar_tw shoup minb=9", k_r4<3, 9, 2>, 64, 4, 4, sms, 128);
     bench_mul<fp_t, 4, true>("fp_sqr", sms, 512);
     bench_mul<fr_t, 2, true>("fr_sqr", sms, 1024);
     bench_madd<fp_t, true>("g1_madd_shared", sms, 64, 256);

@@ -316,10 +316,12 @@ print('lazy Fr add/sub modulo 2r, cases', 3 * len(cases), 'bad', bad, 'sums past
 failed += bad
 # Shoup's product by a fixed w < r with ws = floor(w*2^256/r): q falls short of
 # floor(a*w/r) by at most 1 with no carry lost, and a*w - q*r (computed modulo 2^256)
-# is exact and below 2r, for a < r.
+# is exact and below 2r, for a < 2r (the lazy butterflies' operands: lz_mul_shoup).
 ones = (1 << 256) - 1
 edge = [0, 1, 2, R - 1, R - 2, R // 2, R // 2 + 1, 1 << 224, (1 << 224) - 1, ones % R, ones // 3 % R]
-cases = [(x, y) for x in edge for y in edge] + [(random.randrange(R), random.randrange(R)) for _ in range(600)]
+edge_a = edge + [R, R + 1, 2 * R - 1, 2 * R - 2, ones // 3, (1 << 255) + 12345]
+cases = [(x, y) for x in edge_a for y in edge] + [(random.randrange(R), random.randrange(R)) for _ in range(600)]
+cases += [(random.randrange(2 * R), random.randrange(R)) for _ in range(600)]
 bad = 0
 lost[0] = 0
 short = [0, 0]
