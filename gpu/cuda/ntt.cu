@@ -341,12 +341,10 @@ __device__ __forceinline__ void ntt_pass(fr_t* __restrict__ a, size_t vstride, i
             }
         } else {
             ntt_r2_stages<SHTW, DIT, TW>(sh, tws, tw, K, hs_log, log_n, r, wsync);
-            for (uint32_t j = threadIdx.x; j < (1u << K); j += blockDim.x)
-                a[base + ((size_t)j << hs_log)] = sh.load(j);
+            for (uint32_t j = threadIdx.x; j < (1u << K); j += nthr) a[base + ((size_t)j << hs_log)] = sh.load(j);
         }
     }
 }
-
 
 // The pass as a kernel. Shoup's DIT form holds x, y and both twiddle words across the
 // product: 66-68 registers (7 blocks of 128 threads an SM), so it is held to 64 (8
@@ -534,7 +532,6 @@ bool ntt_async_pass(int hs_log) {
     if (e && (e[0] == '0' || e[0] == '1')) return e[0] == '1';
     return hs_log < 16;
 }
-
 
 // CUZK_NTT_WARPSYNC=0 keeps a block barrier between every two stages (A/B runs, tests).
 bool ntt_warp_sync() { return env_on("CUZK_NTT_WARPSYNC"); }
