@@ -687,7 +687,10 @@ func nttLogs(t *testing.T) []int {
 // half-size-2 stage's unit twiddle made (CUZK_NTT_UNIT2=0), values fully reduced
 // after every operation instead of lazily below 2r (CUZK_NTT_LAZY=0), and other
 // numbers of groups a block (CUZK_NTT_GROUPS; 2^16, 2^22 and 2^23 have passes of
-// several groups an offset). The library reads them at every call; the domains are
+// several groups an offset), and other stage counts in the pass of the largest
+// half-sizes (CUZK_NTT_FIRST; at 2^23 passes of 9 and 10 stages with Shoup's products),
+// and Shoup's products in the lower stages of the 8-stage Montgomery passes
+// (CUZK_NTT_MIXED; with CUZK_NTT_SHOUP=0 in every such pass but the last). The library reads them at every call; the domains are
 // made under each setting.
 // Up to 2^16 each size also runs on edge values (0, 1, r-1, r-2), whose sums and
 // differences reach the reductions' bounds.
@@ -697,7 +700,10 @@ func TestNTT(t *testing.T) {
 		"CUZK_NTT_SHOUP=1 CUZK_NTT_LAZY=0", "CUZK_NTT_SHOUP_MINB=9", "CUZK_NTT_SHOUP_PASSES=100",
 		"CUZK_NTT_SOA=0", "CUZK_NTT_R4=0", "CUZK_NTT_R4=1", "CUZK_NTT_R4MINB=0", "CUZK_NTT_R4MINB=12",
 		"CUZK_NTT_UNIT2=0", "CUZK_NTT_LAZY=0", "CUZK_NTT_GROUPS=1", "CUZK_NTT_GROUPS=2", "CUZK_NTT_GROUPS=8", "CUZK_NTT_GROUPS=16",
-		"CUZK_NTT_SHOUP=0 CUZK_NTT_GROUPS=4", "CUZK_NTT_SHOUP=1 CUZK_NTT_GROUPS=1"} {
+		"CUZK_NTT_SHOUP=0 CUZK_NTT_GROUPS=4", "CUZK_NTT_SHOUP=1 CUZK_NTT_GROUPS=1",
+		"CUZK_NTT_FIRST=7 CUZK_NTT_SHOUP_PASSES=011", "CUZK_NTT_FIRST=6 CUZK_NTT_SHOUP_PASSES=011 CUZK_NTT_R4=1",
+		"CUZK_NTT_FIRST=3 CUZK_NTT_SHOUP_PASSES=011", "CUZK_NTT_FIRST=6 CUZK_NTT_SHOUP_PASSES=011 CUZK_NTT_LAZY=0",
+		"CUZK_NTT_MIXED=1", "CUZK_NTT_MIXED=1 CUZK_NTT_MIXED_MINB=8", "CUZK_NTT_MIXED=1 CUZK_NTT_SHOUP=0"} {
 		name := strings.ReplaceAll(setting, " ", ",")
 		if name == "" {
 			name = "default"

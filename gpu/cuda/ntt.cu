@@ -29,6 +29,10 @@ constexpr bool kNttSkipUnit = true;
 constexpr uint32_t kNttOptWarpSync = 1, kNttOptUnit2 = 2;
 // opt >> kNttOptGroupShift: log2 of the groups a radix-4 block takes in turn (ntt_pass).
 constexpr int kNttOptGroupShift = 8;
+// A mixed pass (ntt_pass's MIXED) takes Shoup's pairs for the twiddles of its stages of
+// half-size 2^kNttLowLog and less: the 2^(kNttLowLog+1) - 1 staged entries below kNttLow.
+constexpr int kNttLowLog = 5;
+constexpr uint32_t kNttLow = (2u << kNttLowLog) - 1;
 
 // A switch that is on unless its variable starts with 0 (A/B runs, tests).
 bool env_on(const char* name) {
@@ -188,9 +192,11 @@ __device__ __forceinline__ void ntt_r4_unit(const SH& sh, const TWS& tws, uint32
 // The radix-4 steps of a pass on its staged elements sh and twiddles tws, nthr threads.
 // The steps stay a loop: unrolled for K = 8 at compile time (every size a constant) the
 // pass took 2,288 -> 5,720 SASS instructions and 2^24 3.89 -> 4.39 ms (H200, one run).
-template <bool DIT, class TW, bool LAZY, class SH, class TWS>
-__device__ __forceinline__ void ntt_r4_steps(const SH& sh, const TWS& tws, int K, uint32_t nthr, int hs_log,
-                                             bool wsync, bool unit2) {
+// MIXED: the steps whose stages have half-sizes up to 2^kNttLowLog take their twiddles
+// from twl, Shoup's pairs (ntt_pass's MIXED).
+template <bool DIT, class TW, bool LAZY, bool MIXED = false, class SH, class TWS, class TWL>
+__device__ __forceinline__ void ntt_r4_steps(const SH& sh, const TWS& tws, const TWL& twl, int K, uint32_t nthr,
+                                             int hs_log, bool wsync, bool unit2) {
     const uint32_t quarter = 1u << (K - 2);
     // steps as (log2 h, radix-4?): the lone stage of half-size 1 when K is odd
     const bool lone = K & 1;
@@ -213,6 +219,11 @@ __device__ __forceinline__ void ntt_r4_steps(const SH& sh, const TWS& tws, int K
                 ntt_bfly<DIT, TW, LAZY>(x, y, w, unit);
                 sh.store(j0, x);
                 sh.store(j0 + 1, y);
+            }
+        } else if (MIXED && !unit && h_log + 1 <= kNttLowLog) {
+            for (uint32_t u = threadIdx.x; u < quarter; u += nthr) {
+                const uint32_t jo = u & (h - 1);
+                ntt_r4_unit<DIT, false, false, fr_tw, LAZY>(sh, twl, ((u >> h_log) << (h_log + 2)) + jo, h, jo);
             }
         } else {
             for (uint32_t u = threadIdx.x; u < quarter; u += nthr) {
@@ -296,10 +307,19 @@ __device__ __forceinline__ void ntt_r2_stages(const SH& sh, const TWS& tws, cons
 // G = 2^(opt >> kNttOptGroupShift) groups a block (radix-4 only): groups blk*G .. blk*G
 // + G-1 of one offset r take the same twiddles, staged once. log_n: the twiddle table's
 // (a table of every 2^s-th twiddle passes log_n - s).
-template <bool SHTW, bool DIT, bool ASYNC, class TW, bool SOA, bool R4, bool LAZY = false>
+// MIXED (radix-4, K even, Montgomery's twiddles tw): the twiddles of the stages of
+// half-size 2^kNttLowLog and less come as Shoup's pairs from twl (a table of every
+// 2^(log_n - twl_log_n)-th twiddle) into a third shared array, and the steps of those
+// stages take Shoup's product; the pass's other stages keep Montgomery's. Made for
+// the pass of the largest half-sizes, whose twiddles are one per element and read
+// from device memory: three quarters of its products become Shoup's for a quarter
+// more twiddle bytes.
+template <bool SHTW, bool DIT, bool ASYNC, class TW, bool SOA, bool R4, bool LAZY = false, bool MIXED = false>
 __device__ __forceinline__ void ntt_pass(fr_t* __restrict__ a, size_t vstride, int log_n, int hs_log, int K,
-                                         const TW* __restrict__ tw, uint32_t opt) {
+                                         const TW* __restrict__ tw, uint32_t opt,
+                                         const fr_tw* __restrict__ twl = nullptr, int twl_log_n = 0) {
     static_assert(!LAZY || R4, "lazy butterflies only in the radix-4 pass");
+    static_assert(!MIXED || (R4 && SHTW && SOA && std::is_same<TW, fr_t>::value), "mixed: radix-4 Montgomery pass");
     extern __shared__ uint4 sh16[];
     const uint32_t nthr = blockDim.x;
     const bool wsync = opt & kNttOptWarpSync, unit2 = opt & kNttOptUnit2;
@@ -309,6 +329,7 @@ __device__ __forceinline__ void ntt_pass(fr_t* __restrict__ a, size_t vstride, i
     const uint32_t bb = blockIdx.x >> hs_log, r = blockIdx.x & (hs - 1);
     const sh_array<fr_t, SOA, SOA && R4> sh{sh16, 1u << K};
     const sh_array<TW, SOA> tws{sh16 + (sizeof(fr_t) / 16 << K), 1u << K};
+    const sh_array<fr_tw, true> twls{sh16 + ((sizeof(fr_t) + sizeof(TW)) / 16 << K), kNttLow + 1};
     for (uint32_t gi = 0; gi < (1u << g_log); gi++) {
         const uint32_t blk = (bb << g_log) + gi;
         const size_t base = ((size_t)blk << (hs_log + K)) + r;
@@ -323,6 +344,14 @@ __device__ __forceinline__ void ntt_pass(fr_t* __restrict__ a, size_t vstride, i
             for (uint32_t x = threadIdx.x; x < (1u << K) - 1; x += nthr) {
                 const int hl_log = 31 - __clz(x + 1);
                 const uint32_t jo = x + 1 - (1u << hl_log);
+                if (MIXED && x < kNttLow) {
+                    const fr_tw* src = &twl[(r + (jo << hs_log)) << (twl_log_n - 1 - hl_log - hs_log)];
+                    if (ASYNC)
+                        twls.copy_async(x, src);
+                    else
+                        twls.store(x, *src);
+                    continue;
+                }
                 const TW* src = &tw[(r + (jo << hs_log)) << (log_n - 1 - hl_log - hs_log)];
                 if (ASYNC)
                     tws.copy_async(x, src);
@@ -333,7 +362,7 @@ __device__ __forceinline__ void ntt_pass(fr_t* __restrict__ a, size_t vstride, i
         if (ASYNC) copy_async_wait();
         __syncthreads();
         if constexpr (R4) {
-            ntt_r4_steps<DIT, TW, LAZY>(sh, tws, K, nthr, hs_log, wsync, unit2);
+            ntt_r4_steps<DIT, TW, LAZY, MIXED>(sh, tws, twls, K, nthr, hs_log, wsync, unit2);
             for (uint32_t j = threadIdx.x; j < (1u << K); j += nthr) {
                 fr_t x = sh.load(j);
                 if constexpr (LAZY) lz_norm(x);
@@ -374,16 +403,41 @@ using ntt_pass_fn = void (*)(fr_t*, size_t, int, int, int, const TW*, uint32_t);
 // CUZK_NTT_R4MINB=0 or 12 picks the others (A/B runs, tests).
 // Shared memory is carved out to its maximum for it: the default share held the pass
 // to 9 blocks.
-template <int MINB, bool DIT, bool ASYNC, bool LAZY, class TW = fr_t>
-__global__ void __launch_bounds__(64, MINB) k_ntt_pass_r4b(fr_t* __restrict__ a, size_t vstride, int log_n,
-                                                          int hs_log, int K, const TW* __restrict__ tw, uint32_t opt) {
+// THREADS: the block size the bound is for (64 unless a Shoup pass of 9 or 10 stages).
+template <int MINB, bool DIT, bool ASYNC, bool LAZY, class TW = fr_t, int THREADS = 64>
+__global__ void __launch_bounds__(THREADS, MINB) k_ntt_pass_r4b(fr_t* __restrict__ a, size_t vstride, int log_n,
+                                                               int hs_log, int K, const TW* __restrict__ tw,
+                                                               uint32_t opt) {
     ntt_pass<true, DIT, ASYNC, TW, true, true, LAZY>(a, vstride, log_n, hs_log, K, tw, opt);
 }
 
-template <int MINB, bool LAZY, class TW = fr_t>
+// The mixed radix-4 Montgomery pass (ntt_pass's MIXED), lazy, 64 threads: at MINB 10
+// with the Montgomery pass's 96 registers, at 8 with Shoup's pass's 128.
+template <int MINB, bool DIT, bool ASYNC>
+__global__ void __launch_bounds__(64, MINB)
+    k_ntt_pass_mixed(fr_t* __restrict__ a, size_t vstride, int log_n, int hs_log, int K, const fr_t* __restrict__ tw,
+                     uint32_t opt, const fr_tw* __restrict__ twl, int twl_log_n) {
+    ntt_pass<true, DIT, ASYNC, fr_t, true, true, true, true>(a, vstride, log_n, hs_log, K, tw, opt, twl, twl_log_n);
+}
+
+using ntt_mixed_fn = void (*)(fr_t*, size_t, int, int, int, const fr_t*, uint32_t, const fr_tw*, int);
+
+template <int MINB>
+ntt_mixed_fn ntt_pass_mixed_of(bool dit, bool async) {
+    return dit ? (async ? k_ntt_pass_mixed<MINB, true, true> : k_ntt_pass_mixed<MINB, true, false>)
+               : (async ? k_ntt_pass_mixed<MINB, false, true> : k_ntt_pass_mixed<MINB, false, false>);
+}
+
+ntt_mixed_fn ntt_pass_mixed(bool dit, bool async, int minb) {
+    return minb == 8 ? ntt_pass_mixed_of<8>(dit, async) : ntt_pass_mixed_of<10>(dit, async);
+}
+
+template <int MINB, bool LAZY, class TW = fr_t, int THREADS = 64>
 ntt_pass_fn<TW> ntt_pass_r4b_of(bool dit, bool async) {
-    return dit ? (async ? k_ntt_pass_r4b<MINB, true, true, LAZY, TW> : k_ntt_pass_r4b<MINB, true, false, LAZY, TW>)
-               : (async ? k_ntt_pass_r4b<MINB, false, true, LAZY, TW> : k_ntt_pass_r4b<MINB, false, false, LAZY, TW>);
+    return dit ? (async ? k_ntt_pass_r4b<MINB, true, true, LAZY, TW, THREADS>
+                        : k_ntt_pass_r4b<MINB, true, false, LAZY, TW, THREADS>)
+               : (async ? k_ntt_pass_r4b<MINB, false, true, LAZY, TW, THREADS>
+                        : k_ntt_pass_r4b<MINB, false, false, LAZY, TW, THREADS>);
 }
 
 // Groups a radix-4 block takes in turn, sharing one staging of their twiddles
@@ -410,7 +464,11 @@ int ntt_shoup_minb() {
     return e && atoi(e) == 9 ? 9 : 8;
 }
 
-ntt_pass_fn<fr_tw> ntt_pass_r4b_shoup(bool dit, bool async, bool lazy, int minb) {
+// Passes of 9 and 10 stages (128 and 256 threads; 48 and 96 KiB of shared arrays: 4
+// and 2 blocks an SM) are held to the same 128 registers, lazy butterflies only.
+ntt_pass_fn<fr_tw> ntt_pass_r4b_shoup(bool dit, bool async, bool lazy, int minb, uint32_t threads = 64) {
+    if (threads == 128) return ntt_pass_r4b_of<4, true, fr_tw, 128>(dit, async);
+    if (threads == 256) return ntt_pass_r4b_of<2, true, fr_tw, 256>(dit, async);
     if (minb == 8)
         return lazy ? ntt_pass_r4b_of<8, true, fr_tw>(dit, async) : ntt_pass_r4b_of<8, false, fr_tw>(dit, async);
     return lazy ? ntt_pass_r4b_of<9, true, fr_tw>(dit, async) : ntt_pass_r4b_of<9, false, fr_tw>(dit, async);
@@ -591,13 +649,54 @@ bool ntt_shoup_full() {
     return (e && e[0] == '1') || getenv("CUZK_NTT_SHOUP_PASSES") || (f && f[0] == '1');
 }
 
+// Which Montgomery passes are mixed (ntt_pass's MIXED): with CUZK_NTT_MIXED=1, the
+// bounded radix-4 passes of 8 stages other than the transform's smallest half-sizes
+// (whose unit twiddles the mixed steps do not skip), if lazy (A/B runs, tests).
+// CUZK_NTT_MIXED_MINB=8: the mixed kernel held to 128 registers instead of 96.
+bool ntt_mixed_pass(int K, int hs_log) {
+    const char* e = getenv("CUZK_NTT_MIXED");
+    return e && e[0] == '1' && K == 8 && hs_log > 0 && ntt_lazy() && ntt_soa() && ntt_shared_twiddles() &&
+           ntt_radix4(K) && ntt_r4_minb() == 10;
+}
+
+int ntt_mixed_minb() {
+    const char* e = getenv("CUZK_NTT_MIXED_MINB");
+    return e && atoi(e) == 8 ? 8 : 10;
+}
+
 // The shape of pass p of a transform of 2^log_n: K stages on groups 2^hs_log apart.
 struct ntt_pass_shape {
     int K, hs_log, index;  // index: position from the largest half-sizes
 };
 
+// CUZK_NTT_FIRST=K: the pass of the largest half-sizes takes K stages (1..kMaxFused,
+// fewer than log_n), the others the rest, split evenly with the larger counts at the
+// smaller half-sizes, in both directions (A/B runs, tests). 0: the default plan.
+int ntt_first_stages(int log_n) {
+    const char* e = getenv("CUZK_NTT_FIRST");
+    const int k = e ? atoi(e) : 0;
+    return k >= 1 && k <= kMaxFused && k < log_n ? k : 0;
+}
+
 template <class F>
 void ntt_plan(int log_n, bool dit, F f) {
+    if (const int first = ntt_first_stages(log_n)) {
+        // Stage counts from the largest half-sizes: first, then the rest.
+        int Ks[32], passes = 1;
+        Ks[0] = first;
+        const int rest = log_n - first, rp = (rest + kMaxFused - 1) / kMaxFused;
+        for (int p = 0, done = 0; p < rp; p++, passes++) {
+            Ks[passes] = (rest - done) / (rp - p);
+            done += Ks[passes];
+        }
+        int done = 0;  // stages done so far
+        for (int i = 0; i < passes; i++) {
+            const int p = dit ? passes - 1 - i : i, K = Ks[p];
+            f(ntt_pass_shape{K, dit ? done : log_n - done - K, p});
+            done += K;
+        }
+        return;
+    }
     const int passes = (log_n + kMaxFused - 1) / kMaxFused;
     int done = 0;  // stages done so far
     for (int p = 0; p < passes; p++) {
@@ -615,10 +714,12 @@ int ntt_shoup_shift(int log_n) {
     int s = -1;
     for (bool dit : {false, true})
         ntt_plan(log_n, dit, [&](ntt_pass_shape ps) {
-            if (ntt_shoup_pass(log_n, ps.index, ps.K, ps.hs_log)) {
-                const int need = log_n - ps.hs_log - ps.K;
-                s = s < 0 ? need : std::min(s, need);
-            }
+            int need = -1;
+            if (ntt_shoup_pass(log_n, ps.index, ps.K, ps.hs_log))
+                need = log_n - ps.hs_log - ps.K;
+            else if (ntt_mixed_pass(ps.K, ps.hs_log))
+                need = log_n - 1 - kNttLowLog - ps.hs_log;
+            if (need >= 0) s = s < 0 ? need : std::min(s, need);
         });
     return s;
 }
@@ -672,6 +773,9 @@ cudaError_t ntt_set_shared_limits() {
                 carve(f, bytes);
             for (bool lazy : {false, true})
                 for (int minb : {8, 9}) carve(ntt_pass_r4b_shoup(dit, async, lazy, minb), shoup_bytes);
+            for (int minb : {8, 10})
+                carve(ntt_pass_mixed(dit, async, minb), bytes + (int)((kNttLow + 1) * sizeof(fr_tw)));
+            for (uint32_t threads : {128u, 256u}) carve(ntt_pass_r4b_shoup(dit, async, true, 8, threads), shoup_bytes);
         }
     }
     return e;
@@ -679,11 +783,21 @@ cudaError_t ntt_set_shared_limits() {
 
 // One pass of K stages on groups spaced 2^hs_log apart, twiddles from tw, a table of
 // every 2^tw_shift-th one.
+// twl: Shoup's table (every 2^twl_shift-th pair) for a mixed Montgomery pass, or null.
 template <class TW>
 void ntt_launch(cudaStream_t st, int log_n, fr_t* a, const TW* tw, int tw_shift, bool dit, int count, size_t vstride,
-                int hs_log, int K) {
+                int hs_log, int K, const fr_tw* twl = nullptr, int twl_shift = 0) {
     const bool shtw = ntt_shared_twiddles(), soa = ntt_soa(), async = ntt_async_pass(hs_log);
     const uint32_t opt = (ntt_warp_sync() ? kNttOptWarpSync : 0) | (ntt_unit2() ? kNttOptUnit2 : 0);
+    if constexpr (std::is_same<TW, fr_t>::value) {
+        if (twl && tw_shift == 0 && ntt_mixed_pass(K, hs_log) && twl_shift <= log_n - 1 - kNttLowLog - hs_log) {
+            dim3 groups(1u << (log_n - K), count);
+            const size_t shared = ntt_pass_shared<fr_t>(K, true) + (kNttLow + 1) * sizeof(fr_tw);
+            ntt_pass_mixed(dit, async, ntt_mixed_minb())<<<groups, 1u << (K - 2), shared, st>>>(
+                a, vstride, log_n, hs_log, K, tw, opt, twl, log_n - twl_shift);
+            return;
+        }
+    }
     const bool r4 = shtw && K >= 2 && ntt_radix4(K);
     ntt_pass_fn<TW> pass = ntt_pass_kernel<TW>(dit, shtw, async, soa, r4);
     const uint32_t threads = std::min<uint32_t>(1u << (K - (r4 ? 2 : 1)), 256);
@@ -694,6 +808,9 @@ void ntt_launch(cudaStream_t st, int log_n, fr_t* a, const TW* tw, int tw_shift,
             pass = minb == 10 ? ntt_pass_r4b<10>(dit, async, ntt_lazy()) : ntt_pass_r4b<12>(dit, async);
         else if (minb == 10)
             pass = ntt_pass_r4b_shoup(dit, async, ntt_lazy(), ntt_shoup_minb());
+    } else if constexpr (shoup) {
+        if (r4 && soa && minb == 10 && ntt_lazy() && (threads == 128 || threads == 256))
+            pass = ntt_pass_r4b_shoup(dit, async, true, 8, threads);
     }
     const int g_log = r4 ? ntt_group_log(log_n, hs_log, K, shoup) : 0;
     dim3 groups(1u << (log_n - K - g_log), count);
@@ -709,7 +826,7 @@ void ntt_passes(cudaStream_t st, int log_n, fr_t* a, const fr_t* tw, const fr_tw
         if (tws && log_n - ps.hs_log - ps.K >= tws_shift && ntt_shoup_pass(log_n, ps.index, ps.K, ps.hs_log))
             ntt_launch(st, log_n, a, tws, tws_shift, dit, count, vstride, ps.hs_log, ps.K);
         else
-            ntt_launch(st, log_n, a, tw, 0, dit, count, vstride, ps.hs_log, ps.K);
+            ntt_launch(st, log_n, a, tw, 0, dit, count, vstride, ps.hs_log, ps.K, tws, tws_shift);
     });
 }
 
