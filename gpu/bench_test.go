@@ -302,7 +302,7 @@ func benchNTT(t *testing.T, s *cudaStream, wb *devBuf, sc []fr.Element, logN int
 	}
 	flags := nttBenchFlags()
 	gpu := timeRuns(t, 5, func() error { return s.ntt(d, wb, 0, flags) })
-	nttSwitchAB(t, s, d, wb, sc[:n], logN, report)
+	nttSwitchAB(t, s, dom, d, wb, sc[:n], logN, report)
 	d.close()
 	var cpu time.Duration
 	if cpuRef {
@@ -325,9 +325,11 @@ func benchNTT(t *testing.T, s *cudaStream, wb *devBuf, sc []fr.Element, logN int
 // "CUZK_NTT_SHTW=0;CUZK_NTT_SHTW=0 CUZK_X=1" for a switch X a variant library reads.
 // CUZK_NTT_SHOUP=1 (Shoup's twiddle products in every pass) and CUZK_NTT_SHOUP_PASSES
 // need the domain made with full Shoup tables: run the benchmark with
-// CUZK_NTT_SHOUP_FULL=1 in its environment.
+// CUZK_NTT_SHOUP_FULL=1 in its environment, or with CUZK_GPU_BENCH_NTT_AB_DOMAINS=1,
+// which makes a domain for each setting under that setting (the tables each would
+// have in a process of its own).
 // The default and the settings are timed in turn, twice, so drift shows.
-func nttSwitchAB(t *testing.T, s *cudaStream, d *nttDomain, wb *devBuf, in []fr.Element, logN int, report reporter) {
+func nttSwitchAB(t *testing.T, s *cudaStream, dom *fft.Domain, d *nttDomain, wb *devBuf, in []fr.Element, logN int, report reporter) {
 	spec := os.Getenv("CUZK_GPU_BENCH_NTT_AB")
 	if spec == "" {
 		return
@@ -359,11 +361,27 @@ func nttSwitchAB(t *testing.T, s *cudaStream, d *nttDomain, wb *devBuf, in []fr.
 			}
 		}
 	}
+	doms := make([]*nttDomain, len(settings))
+	for i, setting := range settings {
+		doms[i] = d
+		if i == 0 || os.Getenv("CUZK_GPU_BENCH_NTT_AB_DOMAINS") != "1" {
+			continue
+		}
+		restore := apply(setting)
+		di, err := s.newDomain(dom)
+		restore()
+		if err != nil {
+			t.Fatalf("ntt 2^%d: domain under [%s]: %v", logN, setting, err)
+		}
+		defer di.close()
+		doms[i] = di
+	}
 	outs := make([][]fr.Element, len(settings))
 	flags := nttBenchFlags()
 	for round := range 2 {
 		for i, setting := range settings {
 			restore := apply(setting)
+			d := doms[i]
 			gpu := timeRuns(t, 5, func() error { return s.ntt(d, wb, 0, flags) })
 			name := setting
 			if name == "" {
