@@ -300,16 +300,38 @@ func benchNTT(t *testing.T, s *cudaStream, wb *devBuf, sc []fr.Element, logN int
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer d.close()
 	flags := nttBenchFlags()
 	gpu := timeRuns(t, 5, func() error { return s.ntt(d, wb, 0, flags) })
 	nttSwitchAB(t, s, dom, d, wb, sc[:n], logN, report)
-	d.close()
 	var cpu time.Duration
 	if cpuRef {
 		a := append([]fr.Element(nil), sc[:n]...)
+		dir := fft.DIF
+		if flags&nttDIT != 0 {
+			dir = fft.DIT
+		}
 		t0 := time.Now()
-		dom.FFT(a, fft.DIF)
+		dom.FFT(a, dir)
 		cpu = time.Since(t0)
+		// The default settings' output against gnark-crypto's at the benchmark's sizes
+		// (TestNTT stops at 2^23).
+		got := make([]fr.Element, n)
+		if err := s.uploadFr(wb, 0, sc[:n]); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.ntt(d, wb, 0, flags); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.downloadFr(wb, 0, got); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, a) {
+			t.Errorf("bench ntt 2^%d: result differs from gnark-crypto", logN)
+		}
+		if err := s.uploadFr(wb, 0, sc[:n]); err != nil {
+			t.Fatal(err)
+		}
 	}
 	report("ntt", logN, gpu, cpu)
 	if err := s.uploadFr(wb, 0, sc); err != nil { // restore the scalars

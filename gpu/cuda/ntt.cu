@@ -649,19 +649,28 @@ bool ntt_shoup_full() {
     return (e && e[0] == '1') || getenv("CUZK_NTT_SHOUP_PASSES") || (f && f[0] == '1');
 }
 
-// Which Montgomery passes are mixed (ntt_pass's MIXED): with CUZK_NTT_MIXED=1, the
-// bounded radix-4 passes of 8 stages other than the transform's smallest half-sizes
-// (whose unit twiddles the mixed steps do not skip), if lazy (A/B runs, tests).
-// CUZK_NTT_MIXED_MINB=8: the mixed kernel held to 128 registers instead of 96.
-bool ntt_mixed_pass(int K, int hs_log) {
+// Which Montgomery passes are mixed (ntt_pass's MIXED): the bounded radix-4 passes of
+// 8 stages other than the transform's smallest half-sizes (whose unit twiddles the
+// mixed steps do not skip), if lazy: at 2^24 the pass of the largest half-sizes, whose
+// stages of half-size 2^16..2^21 then take Shoup's pairs of every 4th twiddle (the
+// domain's Shoup tables grow from 4 MiB to 256 MiB, a sixth more than its other
+// tables). H100, one process, a domain per setting: 2^24 3.56 -> 3.46 ms DIF, 3.56-3.59
+// -> 3.51-3.52 DIT (docs/BENCHMARKS.md). Below 2^24 (2^16 and 2^17 have such a pass)
+// unmeasured, so off. CUZK_NTT_MIXED=0 or 1 turns it off or on at every size (A/B
+// runs, tests).
+bool ntt_mixed_pass(int log_n, int K, int hs_log) {
     const char* e = getenv("CUZK_NTT_MIXED");
-    return e && e[0] == '1' && K == 8 && hs_log > 0 && ntt_lazy() && ntt_soa() && ntt_shared_twiddles() &&
+    const bool on = e ? e[0] == '1' : log_n >= 24;
+    return on && K == 8 && hs_log > 0 && ntt_lazy() && ntt_soa() && ntt_shared_twiddles() &&
            ntt_radix4(K) && ntt_r4_minb() == 10;
 }
 
+// The mixed kernel is held to 128 registers (8 blocks an SM, Shoup's pass's bound):
+// 3.46 against 3.50 ms DIF at 96 (10 blocks), DIT within 0.01. CUZK_NTT_MIXED_MINB=10
+// for 96 (A/B runs, tests).
 int ntt_mixed_minb() {
     const char* e = getenv("CUZK_NTT_MIXED_MINB");
-    return e && atoi(e) == 8 ? 8 : 10;
+    return e && atoi(e) == 10 ? 10 : 8;
 }
 
 // The shape of pass p of a transform of 2^log_n: K stages on groups 2^hs_log apart.
@@ -669,12 +678,19 @@ struct ntt_pass_shape {
     int K, hs_log, index;  // index: position from the largest half-sizes
 };
 
-// CUZK_NTT_FIRST=K: the pass of the largest half-sizes takes K stages (1..kMaxFused,
-// fewer than log_n), the others the rest, split evenly with the larger counts at the
-// smaller half-sizes, in both directions (A/B runs, tests). 0: the default plan.
+// The pass of the largest half-sizes takes K stages (1..kMaxFused, fewer than log_n),
+// the others the rest, split evenly with the larger counts at the smaller half-sizes,
+// in both directions. By default K = log_n - 16 at 2^22 and 2^23, so that the other
+// two passes are Shoup's 8-stage passes: 2^22 takes 6, 8, 8 instead of 7, 7, 8, whose
+// 7-stage passes take Montgomery's product (H100: 0.95-1.01 -> 0.88-0.89 ms, both
+// directions); 2^23's even split is 7, 8, 8 already. Not at 2^24: that first pass, 2^16
+// offsets apart, is bound by its strided loads rather than its products (6 stages 1.68
+// ms, 8 stages 1.70), and 9- and 10-stage Shoup passes are slower than two of 8 (7, 8,
+// 9: 3.73 ms against 3.56). 2^20 and 2^21 are unmeasured and keep the even split.
+// CUZK_NTT_FIRST=K sets it at every size, 0 gives the even split (A/B runs, tests).
 int ntt_first_stages(int log_n) {
     const char* e = getenv("CUZK_NTT_FIRST");
-    const int k = e ? atoi(e) : 0;
+    const int k = e ? atoi(e) : (log_n >= 22 && log_n <= 23 ? log_n - 16 : 0);
     return k >= 1 && k <= kMaxFused && k < log_n ? k : 0;
 }
 
@@ -717,7 +733,7 @@ int ntt_shoup_shift(int log_n) {
             int need = -1;
             if (ntt_shoup_pass(log_n, ps.index, ps.K, ps.hs_log))
                 need = log_n - ps.hs_log - ps.K;
-            else if (ntt_mixed_pass(ps.K, ps.hs_log))
+            else if (ntt_mixed_pass(log_n, ps.K, ps.hs_log))
                 need = log_n - 1 - kNttLowLog - ps.hs_log;
             if (need >= 0) s = s < 0 ? need : std::min(s, need);
         });
@@ -790,7 +806,7 @@ void ntt_launch(cudaStream_t st, int log_n, fr_t* a, const TW* tw, int tw_shift,
     const bool shtw = ntt_shared_twiddles(), soa = ntt_soa(), async = ntt_async_pass(hs_log);
     const uint32_t opt = (ntt_warp_sync() ? kNttOptWarpSync : 0) | (ntt_unit2() ? kNttOptUnit2 : 0);
     if constexpr (std::is_same<TW, fr_t>::value) {
-        if (twl && tw_shift == 0 && ntt_mixed_pass(K, hs_log) && twl_shift <= log_n - 1 - kNttLowLog - hs_log) {
+        if (twl && tw_shift == 0 && ntt_mixed_pass(log_n, K, hs_log) && twl_shift <= log_n - 1 - kNttLowLog - hs_log) {
             dim3 groups(1u << (log_n - K), count);
             const size_t shared = ntt_pass_shared<fr_t>(K, true) + (kNttLow + 1) * sizeof(fr_tw);
             ntt_pass_mixed(dit, async, ntt_mixed_minb())<<<groups, 1u << (K - 2), shared, st>>>(
