@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"cmp"
 	"math/big"
 	"math/bits"
 	"math/rand/v2"
@@ -853,7 +854,22 @@ func TestComputeH(t *testing.T) {
 // TestComputeHBatch runs H for several solutions in one call, their a vectors spaced
 // apart inside one buffer as the backend's batch slots are, and checks each against
 // gnark's computeH and that nothing between the vectors changed.
+// It runs with the default NTT settings and with the mixed first pass at every size
+// (CUZK_NTT_MIXED=1: at 2^16 and 2^17 the batched launch then takes it, as 2^24's
+// single solutions do by default).
 func TestComputeHBatch(t *testing.T) {
+	for _, setting := range []string{"", "CUZK_NTT_MIXED=1"} {
+		name := cmp.Or(setting, "default")
+		t.Run(name, func(t *testing.T) {
+			if k, v, ok := strings.Cut(setting, "="); ok {
+				t.Setenv(k, v)
+			}
+			testComputeHBatch(t)
+		})
+	}
+}
+
+func testComputeHBatch(t *testing.T) {
 	c, s := testDevice(t)
 	rng := rand.New(rand.NewPCG(21, 22))
 	maxLog := maxLogFor(t, 16)
