@@ -317,27 +317,24 @@ func benchNTT(t *testing.T, s *cudaStream, wb *devBuf, sc []fr.Element, logN int
 		cpu = time.Since(t0)
 		// The default settings' output against gnark-crypto's at the benchmark's sizes
 		// (TestNTT stops at 2^23).
-		got := make([]fr.Element, n)
-		if err := s.uploadFr(wb, 0, sc[:n]); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.ntt(d, wb, 0, flags); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.downloadFr(wb, 0, got); err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(got, a) {
+		if got := nttOnce(t, s, d, wb, sc[:n], flags); !slices.Equal(got, a) {
 			t.Errorf("bench ntt 2^%d: result differs from gnark-crypto", logN)
-		}
-		if err := s.uploadFr(wb, 0, sc[:n]); err != nil {
-			t.Fatal(err)
 		}
 	}
 	report("ntt", logN, gpu, cpu)
 	if err := s.uploadFr(wb, 0, sc); err != nil { // restore the scalars
 		t.Fatal(err)
 	}
+}
+
+// nttOnce transforms in on the device (its copy in wb) and returns the output.
+func nttOnce(t *testing.T, s *cudaStream, d *nttDomain, wb *devBuf, in []fr.Element, flags int) []fr.Element {
+	t.Helper()
+	out := make([]fr.Element, len(in))
+	if err := firstErr(s.uploadFr(wb, 0, in), s.ntt(d, wb, 0, flags), s.downloadFr(wb, 0, out)); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // nttSwitchAB times the forward NTT with other settings of the library's NTT switches
@@ -412,16 +409,7 @@ func nttSwitchAB(t *testing.T, s *cudaStream, dom *fft.Domain, d *nttDomain, wb 
 			}
 			report(fmt.Sprintf("ntt [%s] round %d", name, round+1), logN, gpu, 0)
 			if round == 0 {
-				if err := s.uploadFr(wb, 0, in); err != nil {
-					t.Fatal(err)
-				}
-				if err := s.ntt(d, wb, 0, flags); err != nil {
-					t.Fatal(err)
-				}
-				outs[i] = make([]fr.Element, len(in))
-				if err := s.downloadFr(wb, 0, outs[i]); err != nil {
-					t.Fatal(err)
-				}
+				outs[i] = nttOnce(t, s, d, wb, in, flags)
 			}
 			restore()
 		}
