@@ -693,7 +693,9 @@ func nttLogs(t *testing.T) []int {
 // and Shoup's products in the lower stages of the 8-stage Montgomery passes below 2^24,
 // where they are off by default (CUZK_NTT_MIXED=1: the first pass at 2^16 and 2^17,
 // and with CUZK_NTT_SHOUP=0 every 8-stage pass but the last; at 96 registers with
-// CUZK_NTT_MIXED_MINB=10; the benchmark checks 2^24's default against gnark-crypto).
+// CUZK_NTT_MIXED_MINB=10; the benchmark checks 2^24's default against gnark-crypto;
+// through registers with and without the L2 prefetch with CUZK_NTT_ASYNC=0, as 2^24's
+// first pass loads, and CUZK_NTT_L2PF=0).
 // The library reads them at every call; the domains are made under each setting.
 // Up to 2^16 each size also runs on edge values (0, 1, r-1, r-2), whose sums and
 // differences reach the reductions' bounds.
@@ -706,7 +708,8 @@ func TestNTT(t *testing.T) {
 		"CUZK_NTT_SHOUP=0 CUZK_NTT_GROUPS=4", "CUZK_NTT_SHOUP=1 CUZK_NTT_GROUPS=1",
 		"CUZK_NTT_FIRST=7 CUZK_NTT_SHOUP_PASSES=011", "CUZK_NTT_FIRST=6 CUZK_NTT_SHOUP_PASSES=011 CUZK_NTT_R4=1",
 		"CUZK_NTT_FIRST=3 CUZK_NTT_SHOUP_PASSES=011", "CUZK_NTT_FIRST=6 CUZK_NTT_SHOUP_PASSES=011 CUZK_NTT_LAZY=0",
-		"CUZK_NTT_FIRST=0", "CUZK_NTT_MIXED=1", "CUZK_NTT_MIXED=1 CUZK_NTT_MIXED_MINB=10", "CUZK_NTT_MIXED=1 CUZK_NTT_SHOUP=0"} {
+		"CUZK_NTT_FIRST=0", "CUZK_NTT_MIXED=1", "CUZK_NTT_MIXED=1 CUZK_NTT_MIXED_MINB=10", "CUZK_NTT_MIXED=1 CUZK_NTT_SHOUP=0",
+		"CUZK_NTT_MIXED=1 CUZK_NTT_ASYNC=0", "CUZK_NTT_MIXED=1 CUZK_NTT_ASYNC=0 CUZK_NTT_L2PF=0"} {
 		name := strings.ReplaceAll(setting, " ", ",")
 		if name == "" {
 			name = "default"

@@ -53,6 +53,14 @@ typedef fe_shoup<fr_params> fr_tw;
 __device__ __forceinline__ void tw_mul(fr_t& r, const fr_t& a, const fr_t& w) { fe_mul(r, a, w); }
 __device__ __forceinline__ void tw_mul(fr_t& r, const fr_t& a, const fr_tw& w) { fe_mul_shoup(r, a, w); }
 
+// A 16-byte global load asking L2 to fetch the 128 bytes around it (PTX's prefetch
+// size): for the mixed pass's loads through registers (ntt_pass's PF).
+__device__ __forceinline__ uint4 ld_l2_128(const uint4* p) {
+    uint4 v;
+    asm("ld.global.L2::128B.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    return v;
+}
+
 // Global -> shared copies without registers use 16-byte cp.async.cg (L1 bypassed:
 // each element is read once a pass). Elements are 16-byte aligned (field.cuh).
 __device__ __forceinline__ void copy_async_wait() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
@@ -89,6 +97,13 @@ struct sh_array {
         const uint4* s = reinterpret_cast<const uint4*>(&v);
 #pragma unroll
         for (int k = 0; k < P; k++) *piece(j, k) = s[k];
+    }
+    // Entry j from global memory through registers, each piece's load asking L2 for
+    // its 128 bytes (ld_l2_128).
+    __device__ __forceinline__ void store_l2_128(uint32_t j, const T* src) const {
+        const uint4* s = reinterpret_cast<const uint4*>(src);
+#pragma unroll
+        for (int k = 0; k < P; k++) *piece(j, k) = ld_l2_128(s + k);
     }
     // Entry j from global memory by cp.async (copy_async_wait, then a barrier).
     __device__ __forceinline__ void copy_async(uint32_t j, const T* src) const {
@@ -314,7 +329,10 @@ __device__ __forceinline__ void ntt_r2_stages(const SH& sh, const TWS& tws, cons
 // the pass of the largest half-sizes, whose twiddles are one per element and read
 // from device memory: three quarters of its products become Shoup's for a quarter
 // more twiddle bytes.
-template <bool SHTW, bool DIT, bool ASYNC, class TW, bool SOA, bool R4, bool LAZY = false, bool MIXED = false>
+// PF (without ASYNC): the loads through registers ask L2 for the 128 bytes around each
+// (ntt_l2_prefetch).
+template <bool SHTW, bool DIT, bool ASYNC, class TW, bool SOA, bool R4, bool LAZY = false, bool MIXED = false,
+          bool PF = false>
 __device__ __forceinline__ void ntt_pass(fr_t* __restrict__ a, size_t vstride, int log_n, int hs_log, int K,
                                          const TW* __restrict__ tw, uint32_t opt,
                                          const fr_tw* __restrict__ twl = nullptr, int twl_log_n = 0) {
@@ -337,6 +355,8 @@ __device__ __forceinline__ void ntt_pass(fr_t* __restrict__ a, size_t vstride, i
         for (uint32_t j = threadIdx.x; j < (1u << K); j += nthr) {
             if (ASYNC)
                 sh.copy_async(j, &a[base + ((size_t)j << hs_log)]);
+            else if (PF)
+                sh.store_l2_128(j, &a[base + ((size_t)j << hs_log)]);
             else
                 sh.store(j, a[base + ((size_t)j << hs_log)]);
         }
@@ -348,6 +368,8 @@ __device__ __forceinline__ void ntt_pass(fr_t* __restrict__ a, size_t vstride, i
                     const fr_tw* src = &twl[(r + (jo << hs_log)) << (twl_log_n - 1 - hl_log - hs_log)];
                     if (ASYNC)
                         twls.copy_async(x, src);
+                    else if (PF)
+                        twls.store_l2_128(x, src);
                     else
                         twls.store(x, *src);
                     continue;
@@ -355,6 +377,8 @@ __device__ __forceinline__ void ntt_pass(fr_t* __restrict__ a, size_t vstride, i
                 const TW* src = &tw[(r + (jo << hs_log)) << (log_n - 1 - hl_log - hs_log)];
                 if (ASYNC)
                     tws.copy_async(x, src);
+                else if (PF)
+                    tws.store_l2_128(x, src);
                 else
                     tws.store(x, *src);
             }
@@ -413,23 +437,28 @@ __global__ void __launch_bounds__(THREADS, MINB) k_ntt_pass_r4b(fr_t* __restrict
 
 // The mixed radix-4 Montgomery pass (ntt_pass's MIXED), lazy, 64 threads: at MINB 10
 // with the Montgomery pass's 96 registers, at 8 with Shoup's pass's 128.
-template <int MINB, bool DIT, bool ASYNC>
+// PF: ntt_pass's (loads through registers only).
+template <int MINB, bool DIT, bool ASYNC, bool PF = false>
 __global__ void __launch_bounds__(64, MINB)
     k_ntt_pass_mixed(fr_t* __restrict__ a, size_t vstride, int log_n, int hs_log, int K, const fr_t* __restrict__ tw,
                      uint32_t opt, const fr_tw* __restrict__ twl, int twl_log_n) {
-    ntt_pass<true, DIT, ASYNC, fr_t, true, true, true, true>(a, vstride, log_n, hs_log, K, tw, opt, twl, twl_log_n);
+    ntt_pass<true, DIT, ASYNC, fr_t, true, true, true, true, PF>(a, vstride, log_n, hs_log, K, tw, opt, twl,
+                                                                 twl_log_n);
 }
 
 using ntt_mixed_fn = void (*)(fr_t*, size_t, int, int, int, const fr_t*, uint32_t, const fr_tw*, int);
 
 template <int MINB>
-ntt_mixed_fn ntt_pass_mixed_of(bool dit, bool async) {
+ntt_mixed_fn ntt_pass_mixed_of(bool dit, bool async, bool pf) {
+    if (!async && pf)
+        return dit ? k_ntt_pass_mixed<MINB, true, false, true> : k_ntt_pass_mixed<MINB, false, false, true>;
     return dit ? (async ? k_ntt_pass_mixed<MINB, true, true> : k_ntt_pass_mixed<MINB, true, false>)
                : (async ? k_ntt_pass_mixed<MINB, false, true> : k_ntt_pass_mixed<MINB, false, false>);
 }
 
-ntt_mixed_fn ntt_pass_mixed(bool dit, bool async, int minb) {
-    return minb == 8 ? ntt_pass_mixed_of<8>(dit, async) : ntt_pass_mixed_of<10>(dit, async);
+// pf: the L2 prefetch of the loads through registers (ntt_l2_prefetch).
+ntt_mixed_fn ntt_pass_mixed(bool dit, bool async, int minb, bool pf) {
+    return minb == 8 ? ntt_pass_mixed_of<8>(dit, async, pf) : ntt_pass_mixed_of<10>(dit, async, pf);
 }
 
 template <int MINB, bool LAZY, class TW = fr_t, int THREADS = 64>
@@ -673,6 +702,15 @@ int ntt_mixed_minb() {
     return e && atoi(e) == 10 ? 10 : 8;
 }
 
+// The mixed pass's loads through registers (at 2^24 the first pass's, 2^16 offsets
+// apart: each 32-byte element and twiddle a lone sector, whose neighbours the blocks of
+// the neighbouring offsets read) ask L2 for the 128 bytes around each. H100, own
+// processes in turn: 2^24 DIF 3.45-3.47 -> 3.41-3.42 ms, DIT 3.51-3.54 -> 3.46-3.48;
+// 256 bytes measured no better than 128 (docs/BENCHMARKS.md). A kernel of its own: as
+// a run-time flag in every pass the branches cost more than it saved.
+// CUZK_NTT_L2PF=0 turns it off (A/B runs, tests).
+bool ntt_l2_prefetch() { return env_on("CUZK_NTT_L2PF"); }
+
 // The shape of pass p of a transform of 2^log_n: K stages on groups 2^hs_log apart.
 struct ntt_pass_shape {
     int K, hs_log, index;  // index: position from the largest half-sizes
@@ -686,7 +724,8 @@ struct ntt_pass_shape {
 // directions); 2^23's even split is 7, 8, 8 already. Not at 2^24: that first pass, 2^16
 // offsets apart, is bound by its strided loads rather than its products (6 stages 1.68
 // ms, 8 stages 1.70), and 9- and 10-stage Shoup passes are slower than two of 8 (7, 8,
-// 9: 3.73 ms against 3.56). 2^20 and 2^21 are unmeasured and keep the even split.
+// 9: 3.73 ms against 3.56). Nor at 2^20 and 2^21, where the rule's first passes (4
+// stages at 2^20: 0.38 ms, 5 at 2^21: 0.57; H100) lose to the even split's 0.27, 0.49.
 // CUZK_NTT_FIRST=K sets it at every size, 0 gives the even split (A/B runs, tests).
 int ntt_first_stages(int log_n) {
     const char* e = getenv("CUZK_NTT_FIRST");
@@ -790,7 +829,8 @@ cudaError_t ntt_set_shared_limits() {
             for (bool lazy : {false, true})
                 for (int minb : {8, 9}) carve(ntt_pass_r4b_shoup(dit, async, lazy, minb), shoup_bytes);
             for (int minb : {8, 10})
-                carve(ntt_pass_mixed(dit, async, minb), bytes + (int)((kNttLow + 1) * sizeof(fr_tw)));
+                for (bool pf : {false, true})
+                    carve(ntt_pass_mixed(dit, async, minb, pf), bytes + (int)((kNttLow + 1) * sizeof(fr_tw)));
             for (uint32_t threads : {128u, 256u}) carve(ntt_pass_r4b_shoup(dit, async, true, 8, threads), shoup_bytes);
         }
     }
@@ -809,7 +849,7 @@ void ntt_launch(cudaStream_t st, int log_n, fr_t* a, const TW* tw, int tw_shift,
         if (twl && tw_shift == 0 && ntt_mixed_pass(log_n, K, hs_log) && twl_shift <= log_n - 1 - kNttLowLog - hs_log) {
             dim3 groups(1u << (log_n - K), count);
             const size_t shared = ntt_pass_shared<fr_t>(K, true) + (kNttLow + 1) * sizeof(fr_tw);
-            ntt_pass_mixed(dit, async, ntt_mixed_minb())<<<groups, 1u << (K - 2), shared, st>>>(
+            ntt_pass_mixed(dit, async, ntt_mixed_minb(), ntt_l2_prefetch())<<<groups, 1u << (K - 2), shared, st>>>(
                 a, vstride, log_n, hs_log, K, tw, opt, twl, log_n - twl_shift);
             return;
         }
