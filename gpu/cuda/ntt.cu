@@ -105,6 +105,17 @@ struct sh_array {
 #pragma unroll
         for (int k = 0; k < P; k++) *piece(j, k) = ld_l2_128(s + k);
     }
+    // Entry j from global memory by cp.async (ASYNC; copy_async_wait, then a barrier),
+    // else through registers, with L2's 128 bytes asked for where PF.
+    template <bool ASYNC, bool PF>
+    __device__ __forceinline__ void fetch(uint32_t j, const T* src) const {
+        if constexpr (ASYNC)
+            copy_async(j, src);
+        else if constexpr (PF)
+            store_l2_128(j, src);
+        else
+            store(j, *src);
+    }
     // Entry j from global memory by cp.async (copy_async_wait, then a barrier).
     __device__ __forceinline__ void copy_async(uint32_t j, const T* src) const {
         const char* s = reinterpret_cast<const char*>(src);
@@ -352,35 +363,18 @@ __device__ __forceinline__ void ntt_pass(fr_t* __restrict__ a, size_t vstride, i
         const uint32_t blk = (bb << g_log) + gi;
         const size_t base = ((size_t)blk << (hs_log + K)) + r;
         if (gi) __syncthreads();  // the previous group's elements are stored
-        for (uint32_t j = threadIdx.x; j < (1u << K); j += nthr) {
-            if (ASYNC)
-                sh.copy_async(j, &a[base + ((size_t)j << hs_log)]);
-            else if (PF)
-                sh.store_l2_128(j, &a[base + ((size_t)j << hs_log)]);
-            else
-                sh.store(j, a[base + ((size_t)j << hs_log)]);
-        }
+        for (uint32_t j = threadIdx.x; j < (1u << K); j += nthr)
+            sh.template fetch<ASYNC, PF>(j, &a[base + ((size_t)j << hs_log)]);
         if (SHTW && gi == 0) {
             for (uint32_t x = threadIdx.x; x < (1u << K) - 1; x += nthr) {
                 const int hl_log = 31 - __clz(x + 1);
                 const uint32_t jo = x + 1 - (1u << hl_log);
                 if (MIXED && x < kNttLow) {
-                    const fr_tw* src = &twl[(r + (jo << hs_log)) << (twl_log_n - 1 - hl_log - hs_log)];
-                    if (ASYNC)
-                        twls.copy_async(x, src);
-                    else if (PF)
-                        twls.store_l2_128(x, src);
-                    else
-                        twls.store(x, *src);
+                    twls.template fetch<ASYNC, PF>(
+                        x, &twl[(r + (jo << hs_log)) << (twl_log_n - 1 - hl_log - hs_log)]);
                     continue;
                 }
-                const TW* src = &tw[(r + (jo << hs_log)) << (log_n - 1 - hl_log - hs_log)];
-                if (ASYNC)
-                    tws.copy_async(x, src);
-                else if (PF)
-                    tws.store_l2_128(x, src);
-                else
-                    tws.store(x, *src);
+                tws.template fetch<ASYNC, PF>(x, &tw[(r + (jo << hs_log)) << (log_n - 1 - hl_log - hs_log)]);
             }
         }
         if (ASYNC) copy_async_wait();
