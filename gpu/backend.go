@@ -664,7 +664,7 @@ func (b *CUDA) proveG1(ctx context.Context, k *cudaKey, sols []*synth.Solution, 
 		t2 := time.Now()
 		// G2 starts after H, not once W is uploaded: started earlier it held the SMs
 		// that H then waited for, so ntt_ms read ~390 ms for ~15 ms of H at 2^22, for a
-		// proof 0.5-2% faster (docs/BENCHMARKS.md).
+		// proof 0.5-2% faster (docs/lab/BENCHMARKS.md).
 		jobs <- g2job{i, slot}
 
 		var err error

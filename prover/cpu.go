@@ -21,7 +21,7 @@ type CPU struct {
 }
 
 // cpuTuning holds the CPU backend's scheduling choices. Alternatives measured A/B
-// against gnark in one run and dropped for not winning (docs/BENCHMARKS.md, "CPU
+// against gnark in one run and dropped for not winning (docs/lab/BENCHMARKS.md, "CPU
 // prover"): the a/b/c transforms on one goroutine each; all MSMs at once with gnark's
 // task counts (lost ~15%); a two-lane pool of single-task MSMs, with or without H
 // overlapped with the G2 MSM. splitKZ stays switchable for BenchmarkCPUTuning.

@@ -18,7 +18,7 @@ import (
 // whose constructors it calls on the leader alone, so the tick is a periodic job that
 // inserts nothing: its constructor wakes maintain. A job row per period would do the
 // same work on some worker, but every worker would then poll one more queue, costing
-// more queries than the upkeep it saves (docs/BENCHMARKS.md), and the rows would mix
+// more queries than the upkeep it saves (docs/lab/BENCHMARKS.md), and the rows would mix
 // with the proof jobs that operators count.
 
 // stoppedWorkersKept is how long a stopped worker stays in cuzk.workers (for the

@@ -134,7 +134,7 @@ func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Prover, log 
 			// refilling the slots freed since the last. Small proofs in batches of 16 finish
 			// at ~400/s on one GPU, so 100 ms was 40 jobs drained between fetches, and the
 			// device waited on an empty channel for 5-12 ms at a time in an execution trace
-			// (docs/BENCHMARKS.md). 20 ms caps a busy worker at 50 fetch queries/s.
+			// (docs/lab/BENCHMARKS.md). 20 ms caps a busy worker at 50 fetch queries/s.
 			jobs.Queue: {MaxWorkers: w.maxClaimed(), FetchPollInterval: cfg.PollInterval, FetchCooldown: fetchCooldown},
 		},
 		PeriodicJobs:         []*river.PeriodicJob{w.leaderTick()},

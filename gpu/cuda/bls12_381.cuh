@@ -50,7 +50,7 @@ __device__ __forceinline__ void fe_dbl(fp2_t& r, const fp2_t& a) { fe_add(r, a, 
 // Code size of G2's point operations (A/B). Every Fp product inlined, G2's mixed
 // addition is tens of thousands of instructions, and Nsight Compute on the H200 found
 // its accumulation kernel stalled half the time on instruction fetch (2026-12-02,
-// docs/BENCHMARKS.md). CUZK_FP2_FP_CALL (msm_g2.cu's default) makes the Fp products
+// docs/lab/BENCHMARKS.md). CUZK_FP2_FP_CALL (msm_g2.cu's default) makes the Fp products
 // inside Fp2 arithmetic calls of one function (making the Fp2 product and square the
 // calls instead measured 9% slower). Operands pass by value, so they stay in registers.
 #if defined(CUZK_FP2_FP_CALL)
@@ -72,7 +72,7 @@ __device__ __forceinline__ void fp2_fp_mul(fp_t& r, const fp_t& a, const fp_t& b
 // (2p < 2^382); a0*b1 + a1*b0 < 2p^2 and a0*b0 - a1*b1 (+ p*2^384 when negative) stay
 // below p*2^384, where the reduction's result is below 2p. gen/check_mont_chain.py
 // checks each step on integers. Not the default: measured on the H200 (2026-12-02,
-// docs/BENCHMARKS.md) the product alone is 4% faster (6.86 vs 6.57 G/s), but inside
+// docs/lab/BENCHMARKS.md) the product alone is 4% faster (6.86 vs 6.57 G/s), but inside
 // G2's mixed addition its wider temporaries spill (760 vs 288 bytes of local memory):
 // the addition 11% slower from shared memory, 28% gathered, G2 MSM 2^24 +15%.
 __device__ __forceinline__ void fe_mul(fp2_t& r, const fp2_t& a, const fp2_t& b) {

@@ -1,6 +1,6 @@
 // msm_g1.cu: the G1 (Fp) instantiation of the MSM (see msm.cuh).
 // The G1 point operations are inlined into the kernels (measured on the H200: G1 MSM
-// 2^22 100.5 -> 80.7 ms; docs/BENCHMARKS.md); define CUZK_NOINLINE_G1 to make them
+// 2^22 100.5 -> 80.7 ms; docs/lab/BENCHMARKS.md); define CUZK_NOINLINE_G1 to make them
 // calls, as the G2 ones are.
 #if !defined(CUZK_NOINLINE_G1)
 #define CUZK_POINT_FN __forceinline__

@@ -2,7 +2,7 @@
 // The point operations stay calls (xyzz.cuh: inlined, this unit did not build in 9
 // minutes on 16 cores). With the carry-chain product they once read out of bounds when
 // given references into global memory (compute-sanitizer on the H200); the kernels now
-// pass them copies, and the chains give G2 2^24 1,332 -> 899 ms (docs/BENCHMARKS.md).
+// pass them copies, and the chains give G2 2^24 1,332 -> 899 ms (docs/lab/BENCHMARKS.md).
 // -DCUZK_G2_MUL_CIOS keeps the C++ product here for A/B runs; -DCUZK_G2_INLINE inlines
 // the point operations.
 #if defined(CUZK_G2_MUL_CIOS) && !defined(CUZK_MUL_CIOS)
@@ -15,7 +15,7 @@
 // inlined, G2's mixed addition was so much code that its accumulation stalled half the
 // time on instruction fetch (Nsight Compute). Measured on the H200, same compiler, in
 // one call: G2 MSM 2^22 247.5 -> 120.3 ms, 2^24 850.6 -> 431.3, one 2^22 proof 417.6 ->
-// 312.2 (docs/BENCHMARKS.md). -DCUZK_FP2_FP_INLINE inlines them again (A/B runs).
+// 312.2 (docs/lab/BENCHMARKS.md). -DCUZK_FP2_FP_INLINE inlines them again (A/B runs).
 #if !defined(CUZK_FP2_FP_INLINE) && !defined(CUZK_FP2_FP_CALL)
 #define CUZK_FP2_FP_CALL
 #endif

@@ -13,7 +13,7 @@ namespace {
 
 constexpr int kMaxFused = 10;  // 2^10 elements * 32 B = 32 KiB of shared memory per block
 // Twiddles staged in shared memory: 2^24 forward NTT 8.80 -> 7.74 ms, 2^22 2.03 -> 1.85 ms
-// (H200, same run; docs/BENCHMARKS.md).
+// (H200, same run; docs/lab/BENCHMARKS.md).
 constexpr bool kNttSharedTwiddles = true;
 
 // The products of the stage of half-size 1 skipped (its twiddles are all 1);
@@ -468,7 +468,7 @@ ntt_pass_fn<TW> ntt_pass_r4b_of(bool dit, bool async) {
 // Montgomery's (whose 32-byte twiddles cost less to stage than the blocks' lost
 // overlap: 2^24 3.89 -> 4.01 ms at 4). CUZK_NTT_GROUPS=1, 2, 4, 8 or 16 for both (A/B
 // runs, tests). H200, 2^24 with Shoup's passes: 3.90 ms at 16 (whole waves fewer),
-// 3.58 at 4 (docs/BENCHMARKS.md).
+// 3.58 at 4 (docs/lab/BENCHMARKS.md).
 int ntt_group_log(int log_n, int hs_log, int K, bool shoup) {
     const char* e = getenv("CUZK_NTT_GROUPS");
     const int g = e ? atoi(e) : shoup ? 4 : 1;
@@ -601,7 +601,7 @@ bool ntt_shared_twiddles() {
 }
 
 // Which passes load by cp.async (k_ntt_pass's ASYNC). Measured per pass at 2^24 (H200,
-// ncu; docs/BENCHMARKS.md): the passes of half-size step 2^8 and 1 take 1.43 -> 1.38
+// ncu; docs/lab/BENCHMARKS.md): the passes of half-size step 2^8 and 1 take 1.43 -> 1.38
 // and 1.25 -> 1.22 ms with it, the pass of step 2^16 1.46 -> 1.65 ms (its twiddles and
 // elements come from all over device memory, and cp.async's 16-byte requests are 19%
 // more L2 requests than the loads'); at 2^22, with steps 2^15, 2^8 and 1, all three
@@ -623,7 +623,7 @@ bool ntt_unit2() { return env_on("CUZK_NTT_UNIT2"); }
 
 // Lazily reduced butterflies in the bounded radix-4 pass (ntt_bfly's LAZY) unless
 // CUZK_NTT_LAZY=0 (A/B runs, tests). H200, one run: 2^24 4.02 -> 3.91 ms, the passes'
-// instructions 4% fewer (docs/BENCHMARKS.md).
+// instructions 4% fewer (docs/lab/BENCHMARKS.md).
 bool ntt_lazy() { return env_on("CUZK_NTT_LAZY"); }
 
 // The shared arrays piece by piece (sh_array's SOA) unless CUZK_NTT_SOA=0 (A/B runs,
@@ -647,7 +647,7 @@ bool ntt_radix4(int K) {
 // 4 groups each and stage the twiddles once (ntt_group_log). The pass of the largest
 // half-sizes, a distinct twiddle per element read from device memory, keeps
 // Montgomery's, and so do the radix-2 passes of 7 stages (2^22's DIT took 0.95 -> 1.30
-// ms with them). H200, 2^24: 3.88 -> 3.57 ms DIF and DIT (docs/BENCHMARKS.md).
+// ms with them). H200, 2^24: 3.88 -> 3.57 ms DIF and DIT (docs/lab/BENCHMARKS.md).
 // CUZK_NTT_SHOUP=0: no pass; 1: every pass; CUZK_NTT_SHOUP_PASSES="011": by position,
 // counted from the largest half-sizes (DIF's launch order, DIT's reversed). Both need
 // a domain made with full tables (ntt_shoup_full).
@@ -678,7 +678,7 @@ bool ntt_shoup_full() {
 // stages of half-size 2^16..2^21 then take Shoup's pairs of every 4th twiddle (the
 // domain's Shoup tables grow from 4 MiB to 256 MiB, a sixth more than its other
 // tables). H100, one process, a domain per setting: 2^24 3.56 -> 3.46 ms DIF, 3.56-3.59
-// -> 3.51-3.52 DIT (docs/BENCHMARKS.md). Below 2^24 (2^16 and 2^17 have such a pass)
+// -> 3.51-3.52 DIT (docs/lab/BENCHMARKS.md). Below 2^24 (2^16 and 2^17 have such a pass)
 // unmeasured, so off. CUZK_NTT_MIXED=0 or 1 turns it off or on at every size (A/B
 // runs, tests).
 bool ntt_mixed_pass(int log_n, int K, int hs_log) {
@@ -700,7 +700,7 @@ int ntt_mixed_minb() {
 // apart: each 32-byte element and twiddle a lone sector, whose neighbours the blocks of
 // the neighbouring offsets read) ask L2 for the 128 bytes around each. H100, own
 // processes in turn: 2^24 DIF 3.45-3.47 -> 3.41-3.42 ms, DIT 3.51-3.54 -> 3.46-3.48;
-// 256 bytes measured no better than 128 (docs/BENCHMARKS.md). A kernel of its own: as
+// 256 bytes measured no better than 128 (docs/lab/BENCHMARKS.md). A kernel of its own: as
 // a run-time flag in every pass the branches cost more than it saved.
 // CUZK_NTT_L2PF=0 turns it off (A/B runs, tests).
 bool ntt_l2_prefetch() { return env_on("CUZK_NTT_L2PF"); }

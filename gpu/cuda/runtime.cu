@@ -159,7 +159,7 @@ int fault_point(cudaStream_t st) {
 // Bytes staged per fill of stream_upload_gather: small enough that copies into later
 // fills overlap the DMA out of earlier ones for most of an upload (one fill of a
 // whole 32 MiB half left the copy and the DMA one after the other: 3.9 ms for a batch
-// of 16 solutions of 2^14 in a worker's execution trace, docs/BENCHMARKS.md).
+// of 16 solutions of 2^14 in a worker's execution trace, docs/lab/BENCHMARKS.md).
 // CUZK_GPU_GATHER_FILL_MB overrides it (A/B runs), read when the stream is made.
 static size_t gather_fill_bytes(size_t pinned) {
     size_t fill = 4u << 20;

@@ -23,7 +23,7 @@ CUZK_HOST_DEVICE constexpr int msm_windows(int c) { return (255 + c - 1) / c; }
 inline double reduce_ratio(bool g2) { return g2 ? 5.6 : 12.5; }
 
 // Window size by measurement: the fastest c at 2^k points (H200, 2026-12-03, c swept
-// with CUZK_MSM_C, windows of ceil(255/c); docs/BENCHMARKS.md) for k = 12, 14, ..., 24;
+// with CUZK_MSM_C, windows of ceil(255/c); docs/lab/BENCHMARKS.md) for k = 12, 14, ..., 24;
 // the odd k between, not measured, take a c between their neighbours'. n picks the
 // entry of log2(n) rounded. The times are flat near the optimum (G1 2^20: 12.73 ms at
 // c = 17, 12.86 at 16, 13.01 at 15), and the fitted cost model below picked windows
@@ -53,7 +53,7 @@ inline int msm_model_c(size_t n, bool g2) {
 // A batch of nbatch > 1 vectors fills the device with their accumulations together,
 // so a vector of n points takes narrower windows than a lone MSM of n points, which
 // leaves most SMs idle and trades them for fewer windows. Measured on the H200 for
-// batches of 16 (G1:G2 window sizes forced, ms per proof; docs/BENCHMARKS.md): 2^12
+// batches of 16 (G1:G2 window sizes forced, ms per proof; docs/lab/BENCHMARKS.md): 2^12
 // 9:9 0.91 against the single table's 10:12 1.15; 2^14 10:10 2.14 against 2.26; 2^16
 // 10:11 6.72 against 6.77. Batches are of at most 2^20 points, so n < 2^17 here.
 constexpr int kBatchWindowG1[5] = {9, 9, 10, 10, 10};
