@@ -84,7 +84,7 @@ func newCompiled(name string, sys *cs.R1CS, builtin bool) (*Compiled, error) {
 		return nil, errors.New("circuit " + name + ": first public wire is not the constant one")
 	}
 	if missing := missingHints(sys); len(missing) > 0 {
-		return nil, fmt.Errorf("circuit %s: needs solver hints not linked into this binary (README, Keys and versions, says how to add one): %v", name, missing)
+		return nil, fmt.Errorf("circuit %s: needs solver hints not linked into this binary (docs/operating.md, Keys and versions, says how to add one): %v", name, missing)
 	}
 	c := &Compiled{Name: name, CS: sys, Builtin: builtin}
 	c.schema = newInputSchema(sys.Public[1:], sys.Secret)

@@ -16,15 +16,20 @@ import (
 // deprecated NVML function it wraps (about 145 lines on a first build).
 const quietCFlag = "-Wno-deprecated-declarations"
 
-// readmeShellCommands are the command lines of the README's sh blocks, comments cut.
+// readmeShellCommands are the command lines of the sh blocks of the README and of the
+// pages that took over its text (operating, SQL, GPU hosts), comments cut.
 func readmeShellCommands(t *testing.T) []string {
 	t.Helper()
-	b, err := os.ReadFile(readmeFile)
-	if err != nil {
-		t.Fatal(err)
+	var text strings.Builder
+	for _, f := range []string{readmeFile, operatingDoc, sqlDoc, gpuDoc} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text.Write(b)
 	}
 	var cmds []string
-	for _, m := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(string(b), -1) {
+	for _, m := range regexp.MustCompile("(?s)```sh\n(.*?)```").FindAllStringSubmatch(text.String(), -1) {
 		for _, l := range strings.Split(m[1], "\n") {
 			l, _, _ = strings.Cut(l, "#")
 			if l = strings.TrimSpace(l); l != "" {
@@ -35,7 +40,7 @@ func readmeShellCommands(t *testing.T) []string {
 	return cmds
 }
 
-// TestReadmeBuildCommandsAreQuiet: every command of the README that compiles cuzk
+// TestReadmeBuildCommandsAreQuiet: every command of those pages that compiles cuzk
 // either is a Makefile target or carries the C flag itself, the Makefile's targets pass
 // the flag to go, and with it go-nvml compiles without a warning from an empty cache.
 func TestReadmeBuildCommandsAreQuiet(t *testing.T) {
@@ -45,7 +50,7 @@ func TestReadmeBuildCommandsAreQuiet(t *testing.T) {
 	var targets []string
 	for _, c := range readmeShellCommands(t) {
 		if goCmd.MatchString(c) && !strings.Contains(c, "CGO_CFLAGS=") {
-			t.Errorf("README command %q compiles cuzk without CGO_CFLAGS=...%s: go-nvml prints ~145 warning lines", c, quietCFlag)
+			t.Errorf("documented command %q compiles cuzk without CGO_CFLAGS=...%s: go-nvml prints ~145 warning lines", c, quietCFlag)
 		}
 		if m := makeCmd.FindStringSubmatch(c); m != nil {
 			targets = append(targets, m[1])
@@ -53,10 +58,10 @@ func TestReadmeBuildCommandsAreQuiet(t *testing.T) {
 	}
 	for _, want := range []string{"demo", "install", "build", "test"} {
 		if !strings.Contains(" "+strings.Join(targets, " ")+" ", " "+want+" ") {
-			t.Errorf("README does not show `make %s` (found %q)", want, targets)
+			t.Errorf("the README and docs do not show `make %s` (found %q)", want, targets)
 		}
 	}
-	// Each target the README shows, run with a stand-in for go that records the C flags.
+	// Each target they show, run with a stand-in for go that records the C flags.
 	dir := t.TempDir()
 	fakeGo, record := filepath.Join(dir, "go"), filepath.Join(dir, "cflags")
 	if err := os.WriteFile(fakeGo, []byte("#!/bin/sh\nprintf '%s\\n' \"$CGO_CFLAGS\" >> "+record+"\n"), 0o755); err != nil {
@@ -102,18 +107,18 @@ func TestReadmeBuildCommandsAreQuiet(t *testing.T) {
 	}
 }
 
-// TestReadmeMonthQueryIsCurrent: the cookbook's month query counts attempts of the
+// TestReadmeMonthQueryIsCurrent: docs/sql.md's month query counts attempts of the
 // hour that is still open, whether or not a worker keeps the hourly rollup filled,
 // and counts a rolled-up hour once.
 func TestReadmeMonthQueryIsCurrent(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile(readmeFile)
+	b, err := os.ReadFile(sqlDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := regexp.MustCompile(`(?s)-- a month, per day[^\n]*\n(.*?);`).FindStringSubmatch(string(b))
 	if m == nil {
-		t.Fatal("README.md lacks the cookbook's month query (-- a month, per day …;)")
+		t.Fatal("docs/sql.md lacks the cookbook's month query (-- a month, per day …;)")
 	}
 	query := m[1]
 	db := pgtest.New(t)

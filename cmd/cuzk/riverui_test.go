@@ -17,17 +17,17 @@ import (
 
 const riverStatesBegin = "<!-- River job states: checked by TestRiverUIShowsRequests -->"
 
-// readmeRiverStates is the README's table of which River job state each finished cuzk
+// readmeRiverStates is docs/operating.md's table of which River job state each finished cuzk
 // state shows as: cuzk state -> River state.
 func readmeRiverStates(t *testing.T) map[string]string {
 	t.Helper()
-	b, err := os.ReadFile(readmeFile)
+	b, err := os.ReadFile(operatingDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, table, ok := strings.Cut(string(b), riverStatesBegin)
 	if !ok {
-		t.Fatalf("README lacks %q", riverStatesBegin)
+		t.Fatalf("docs/operating.md lacks %q", riverStatesBegin)
 	}
 	row := regexp.MustCompile("(?m)^\\| `(\\w+)` \\| `(\\w+)`")
 	out := map[string]string{}
@@ -48,7 +48,7 @@ type riverJob struct {
 // TestRiverUIShowsRequests runs requests inserted through SQL to succeeded, failed and
 // cancelled with a real worker: each River job names its request and circuit in its
 // args, River UI serves them in its job list and job page, and the River state of each
-// is the one the README's table gives.
+// is the one docs/operating.md's table gives.
 func TestRiverUIShowsRequests(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
@@ -61,7 +61,7 @@ func TestRiverUIShowsRequests(t *testing.T) {
 	requests := map[string]string{"ui-ok": "succeeded", "ui-bad": "failed", "ui-cancel": "cancelled"}
 	for st := range requests {
 		if want[requests[st]] == "" {
-			t.Fatalf("README's River state table has no row for %s (rows: %v)", requests[st], want)
+			t.Fatalf("docs/operating.md's River state table has no row for %s (rows: %v)", requests[st], want)
 		}
 	}
 	psql(t, db.URL, fmt.Sprintf(`
@@ -96,7 +96,7 @@ func TestRiverUIShowsRequests(t *testing.T) {
 			t.Errorf("%s: job args name request %q circuit %q", rid, argsRID, argsCircuit)
 		}
 		if state != want[st] {
-			t.Errorf("%s is %s and its River job %s; the README says %s", rid, st, state, want[st])
+			t.Errorf("%s is %s and its River job %s; docs/operating.md says %s", rid, st, state, want[st])
 		}
 		jobOf[rid] = id
 	}

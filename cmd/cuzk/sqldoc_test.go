@@ -16,7 +16,10 @@ import (
 	"github.com/cuzk/cuzk/internal/pgtest"
 )
 
-const sqlDoc = "../../docs/sql.md"
+const (
+	sqlDoc = "../../docs/sql.md"
+	gpuDoc = "../../docs/gpu.md"
+)
 
 // docBlock is one fenced code block of a page: its language, its text and the
 // section (## heading) it is in.
