@@ -193,6 +193,24 @@ func LastHeartbeat(ctx context.Context, db DB, worker string) (b LastBeat, ok bo
 	return b, true, nil
 }
 
+// BudgetFits says whether a live worker other than self advertises a memory budget
+// (its config's mem_budget) of at least need bytes: one not stopped, seen within
+// liveWithin.
+func BudgetFits(ctx context.Context, db DB, self string, need int64, liveWithin time.Duration) (bool, error) {
+	var fits bool
+	err := db.QueryRow(ctx, `
+		SELECT EXISTS (SELECT 1 FROM cuzk.workers
+		                WHERE worker <> $1 AND stopped_at IS NULL
+		                  AND last_seen_at > now() - make_interval(secs => $3)
+		                  AND jsonb_typeof(config->'mem_budget') = 'number'
+		                  AND (config->>'mem_budget')::numeric >= $2)`,
+		self, need, liveWithin.Seconds()).Scan(&fits)
+	if err != nil {
+		return false, fmt.Errorf("look for a live worker with a memory budget of %d bytes: %w", need, err)
+	}
+	return fits, nil
+}
+
 // nameLockClass is the first key of the two-key advisory lock on a worker's name
 // (the second is hashtext(name)); the two-key space is apart from the one-key locks
 // that migrations use.
