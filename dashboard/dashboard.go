@@ -147,18 +147,23 @@ func shortDuration(d time.Duration) string {
 	}
 }
 
-// parseWindow accepts Go durations and whole days ("7d").
+// maxWindow is the longest window a page may ask for: ten years is more history than
+// any deployment keeps, and a bound keeps days times 24h from overflowing a Duration.
+const maxWindow = 3650 * 24 * time.Hour
+
+// parseWindow accepts Go durations and whole days ("7d"), from 1m to maxWindow.
 func parseWindow(s string) (time.Duration, error) {
+	bad := fmt.Errorf("window %q: want a duration from 1m to %s, like 6h or 7d", s, shortDuration(maxWindow))
 	if n, ok := strings.CutSuffix(s, "d"); ok {
 		days, err := strconv.Atoi(n)
-		if err != nil || days < 1 {
-			return 0, fmt.Errorf("window %q: want a duration like 6h or 7d", s)
+		if err != nil || days < 1 || days > int(maxWindow/(24*time.Hour)) {
+			return 0, bad
 		}
 		return time.Duration(days) * 24 * time.Hour, nil
 	}
 	d, err := time.ParseDuration(s)
-	if err != nil || d < time.Minute {
-		return 0, fmt.Errorf("window %q: want a duration of at least 1m, like 6h or 7d", s)
+	if err != nil || d < time.Minute || d > maxWindow {
+		return 0, bad
 	}
 	return d, nil
 }

@@ -135,6 +135,15 @@ func TestDashboardFromDatabase(t *testing.T) {
 	if code, _ := get(t, srv.URL+"/?window=banana"); code != http.StatusBadRequest {
 		t.Errorf("?window=banana: %d, want 400", code)
 	}
+	// Days past a Duration's range (106752d overflows it) and windows past ten years.
+	for _, w := range []string{"106752d", "3651d", "87601h", "9223372036854775807d"} {
+		if code, body := get(t, srv.URL+"/?window="+w); code != http.StatusBadRequest || !strings.Contains(body, "3650d") {
+			t.Errorf("?window=%s: %d %q, want 400 naming the longest window", w, code, body)
+		}
+	}
+	if code, body := get(t, srv.URL+"/?window=3650d"); code != http.StatusOK || !strings.Contains(body, "showing 3650d") {
+		t.Errorf("?window=3650d: %d, want 200 showing 3650d", code)
+	}
 	if resp, err := http.Post(srv.URL+"/", "text/plain", nil); err != nil || resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("POST /: %v %v, want 405", resp, err)
 	} else {

@@ -229,8 +229,8 @@ func historyByHour(ctx context.Context, db store.DB, d *Data, get func(string) *
 		return err
 	}
 	known := map[string]bool{}
-	for name, constraints := range sizes {
-		get(name).Constraints = constraints
+	for name, size := range sizes {
+		get(name).Constraints = size.Constraints
 		known[name] = true
 	}
 	ps, err := periodStats(ctx, db, d, d.Now.Add(-d.Window))

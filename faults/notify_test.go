@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cuzk/cuzk/internal/pgtest"
@@ -94,4 +95,53 @@ func TestForgedPauseNotificationIsIgnored(t *testing.T) {
 	if log := w.output(); !strings.Contains(log, "control notification not backed by the database") {
 		t.Errorf("worker log does not say it ignored the forged pause:\n%s", log)
 	}
+}
+
+// Cancels made through cuzk.cancel_proof of queued requests are the database's own: the worker logs no forgery for them (a fleet cancelling many
+// queued requests would otherwise fill its log). A forged cancel sent afterwards is
+// still logged, so the worker was listening all along.
+func TestLegitimateCancelsAreNotLoggedAsForged(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	out := e.outsider()
+	ids := e.submit("legit-cancel", big, 6, 5)
+	release := e.holdProofs() // the worker keeps the three it holds while the rest are cancelled
+	w := e.start("legit-a")
+	var queued, running []string
+	e.waitFor(time.Minute, "three jobs running, three queued", func(ctx context.Context) (bool, string, error) {
+		queued, running = nil, nil
+		rows, err := e.pool.Query(ctx, `SELECT j.args->>'request_id', j.state FROM river_job j WHERE j.args->>'request_id' = ANY($1)`, ids)
+		if err != nil {
+			return false, "", err
+		}
+		var id, state string
+		_, err = pgx.ForEachRow(rows, []any{&id, &state}, func() error {
+			switch state {
+			case "running":
+				running = append(running, id)
+			case "available":
+				queued = append(queued, id)
+			}
+			return nil
+		})
+		return len(running) == 3 && len(queued) == 3, fmt.Sprintf("running %v, available %v", running, queued), err
+	})
+	for _, id := range queued {
+		if !scalar[bool](t, e.pool, `SELECT cuzk.cancel_proof($1)`, id) {
+			t.Fatalf("cancel_proof(%s) returned false", id)
+		}
+	}
+	release()
+	e.waitStates(time.Minute, "succeeded", running)
+	e.waitStates(time.Minute, "cancelled", queued)
+	jobID := scalar[int64](t, e.pool, `SELECT job_id FROM cuzk.proof_requests WHERE request_id = $1`, running[0])
+	notifyControl(t, out, fmt.Sprintf(`{"action":"cancel","job_id":%d,"queue":"cuzk"}`, jobID))
+	const forged = "control notification not backed by the database"
+	e.waitFor(time.Minute, "the forged cancel logged", func(context.Context) (bool, string, error) {
+		return strings.Contains(w.output(), forged), "not logged yet", nil
+	})
+	if n := strings.Count(w.output(), forged); n != 1 {
+		t.Errorf("%d forgery lines, want 1 (the outsider's):\n%s", n, w.output())
+	}
+	w.alive(t)
 }

@@ -51,6 +51,8 @@ WORK=$(mktemp -d /tmp/cuzk-e2e.XXXXXX)
 chmod 755 "$WORK" # the server's user must reach the bundled binaries
 LOG=$WORK/logs
 mkdir -p "$LOG"
+# The token --pprof asks for (fetch sends it).
+(umask 077 && head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$LOG/http-token")
 REPORT=$OUT/report.txt
 : >"$REPORT"
 note() { echo "$*" | tee -a "$REPORT"; }
@@ -210,7 +212,7 @@ start_worker() {
 	WPORT=$port
 	HWM_KB=0
 	local pp=()
-	[ -n "${E2E_TRACE_S:-}" ] && pp=(--pprof)
+	[ -n "${E2E_TRACE_S:-}" ] && pp=(--pprof --http-token-file "$LOG/http-token")
 	"$CUZK" worker --backend "$BACKEND" --http "127.0.0.1:$port" "${pp[@]}" "$@" >"$WLOG" 2>&1 &
 	WPID=$!
 	until grep -qs "worker started" "$WLOG"; do
@@ -258,7 +260,7 @@ submit() {
 
 # fetch PATH FILE: GET PATH from the running worker into FILE (the raw response).
 fetch() {
-	(exec 3<>"/dev/tcp/127.0.0.1/$WPORT" && printf 'GET %s HTTP/1.0\r\n\r\n' "$1" >&3 && cat <&3 >"$2") 2>/dev/null
+	(exec 3<>"/dev/tcp/127.0.0.1/$WPORT" && printf 'GET %s HTTP/1.0\r\nAuthorization: Bearer %s\r\n\r\n' "$1" "$(cat "$LOG/http-token")" >&3 && cat <&3 >"$2") 2>/dev/null
 }
 
 # prove LABEL CIRCUIT N: submit, then wait until every request is succeeded or failed.

@@ -85,16 +85,20 @@ func keyVersion(ctx context.Context, db DB, circuit, vkDigest string) (*int, err
 	return &v, nil
 }
 
-// CircuitSizes is the number of constraints of every registered circuit, by name.
-func CircuitSizes(ctx context.Context, db DB) (map[string]int64, error) {
-	rows, err := db.Query(ctx, "SELECT name, constraints FROM cuzk.circuits")
+// CircuitSize is a registered circuit's size: its constraints, and the memory one
+// synthesis of it reserves (0 where none was recorded).
+type CircuitSize struct{ Constraints, MemEstimateBytes int64 }
+
+// CircuitSizes is the size of every registered circuit, by name.
+func CircuitSizes(ctx context.Context, db DB) (map[string]CircuitSize, error) {
+	rows, err := db.Query(ctx, "SELECT name, constraints, coalesce(mem_estimate_bytes, 0) FROM cuzk.circuits")
 	if err != nil {
 		return nil, fmt.Errorf("read circuit sizes: %w", err)
 	}
-	sizes := map[string]int64{}
+	sizes := map[string]CircuitSize{}
 	var name string
-	var n int64
-	if _, err := pgx.ForEachRow(rows, []any{&name, &n}, func() error { sizes[name] = n; return nil }); err != nil {
+	var c CircuitSize
+	if _, err := pgx.ForEachRow(rows, []any{&name, &c.Constraints, &c.MemEstimateBytes}, func() error { sizes[name] = c; return nil }); err != nil {
 		return sizes, fmt.Errorf("read circuit sizes: %w", err)
 	}
 	return sizes, nil

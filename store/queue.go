@@ -10,19 +10,26 @@ import (
 
 // River's own tables, read where River's API has no call for it.
 
-// CancelRequested says whether job is running in queue with a cancel requested
-// (cancel_attempted_at in its metadata, as cuzk.cancel_proof and River's JobCancel
-// write it).
-func CancelRequested(ctx context.Context, db DB, jobID int64, queue string) (bool, error) {
-	var ok bool
+// CancelRequest is what River's job row says about a cancel: Requested when
+// cancel_attempted_at is in its metadata (as cuzk.cancel_proof and River's JobCancel
+// write it), Running when the job is still running, so that a worker has one to stop.
+type CancelRequest struct{ Requested, Running bool }
+
+// CancelRequested reads job's cancel state in queue; a job not in queue (or none) has
+// no cancel requested.
+func CancelRequested(ctx context.Context, db DB, jobID int64, queue string) (CancelRequest, error) {
+	var c CancelRequest
 	err := db.QueryRow(ctx, `
-		SELECT EXISTS (SELECT 1 FROM public.river_job
-		                WHERE id = $1 AND queue = $2 AND state = 'running' AND metadata ? 'cancel_attempted_at')`,
-		jobID, queue).Scan(&ok)
-	if err != nil {
-		return false, fmt.Errorf("read cancel request of job %d: %w", jobID, err)
+		SELECT metadata ? 'cancel_attempted_at', state = 'running'
+		  FROM public.river_job WHERE id = $1 AND queue = $2`,
+		jobID, queue).Scan(&c.Requested, &c.Running)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return CancelRequest{}, nil
 	}
-	return ok, nil
+	if err != nil {
+		return CancelRequest{}, fmt.Errorf("read cancel request of job %d: %w", jobID, err)
+	}
+	return c, nil
 }
 
 // QueuePaused says whether River's queue is paused; ok is false when River has no row

@@ -165,21 +165,50 @@ type LastBeat struct {
 	Host          string
 	PID           int
 	LastSeenAt    time.Time
+	Age           time.Duration // since LastSeenAt, by the database's clock
 	Stopped       bool
+	// HeartbeatEvery is the interval the worker declared in its config ("heartbeat");
+	// 0 when it declared none.
+	HeartbeatEvery time.Duration
 }
 
 // LastHeartbeat reads worker's row; ok is false when it has none.
 func LastHeartbeat(ctx context.Context, db DB, worker string) (b LastBeat, ok bool, err error) {
+	var age float64
+	var every string
 	err = db.QueryRow(ctx, `
-		SELECT coalesce(river_client_id, ''), host, pid, last_seen_at, stopped_at IS NOT NULL
-		  FROM cuzk.workers WHERE worker = $1`, worker).Scan(&b.RiverClientID, &b.Host, &b.PID, &b.LastSeenAt, &b.Stopped)
+		SELECT coalesce(river_client_id, ''), host, pid, last_seen_at, extract(epoch FROM now() - last_seen_at)::float8,
+		       stopped_at IS NOT NULL, coalesce(config->>'heartbeat', '')
+		  FROM cuzk.workers WHERE worker = $1`, worker).Scan(&b.RiverClientID, &b.Host, &b.PID, &b.LastSeenAt, &age, &b.Stopped, &every)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return LastBeat{}, false, nil
 	}
 	if err != nil {
 		return LastBeat{}, false, fmt.Errorf("read the last heartbeat of worker %q: %w", worker, err)
 	}
+	b.Age = time.Duration(age * float64(time.Second))
+	if d, err := time.ParseDuration(every); err == nil && d > 0 {
+		b.HeartbeatEvery = d
+	}
 	return b, true, nil
+}
+
+// BudgetFits says whether a live worker other than self advertises a memory budget
+// (its config's mem_budget) of at least need bytes: one not stopped, seen within
+// liveWithin.
+func BudgetFits(ctx context.Context, db DB, self string, need int64, liveWithin time.Duration) (bool, error) {
+	var fits bool
+	err := db.QueryRow(ctx, `
+		SELECT EXISTS (SELECT 1 FROM cuzk.workers
+		                WHERE worker <> $1 AND stopped_at IS NULL
+		                  AND last_seen_at > now() - make_interval(secs => $3)
+		                  AND jsonb_typeof(config->'mem_budget') = 'number'
+		                  AND (config->>'mem_budget')::numeric >= $2)`,
+		self, need, liveWithin.Seconds()).Scan(&fits)
+	if err != nil {
+		return false, fmt.Errorf("look for a live worker with a memory budget of %d bytes: %w", need, err)
+	}
+	return fits, nil
 }
 
 // nameLockClass is the first key of the two-key advisory lock on a worker's name
@@ -196,4 +225,36 @@ func TryNameLock(ctx context.Context, conn DB, worker string) (bool, error) {
 		return false, fmt.Errorf("try the name lock of worker %q: %w", worker, err)
 	}
 	return held, nil
+}
+
+// NameLockHolder is a session that holds a worker name's advisory lock.
+type NameLockHolder struct {
+	PID         int
+	Login       string // "" where the server does not say
+	Application string
+	Client      string // client address; "" for a local socket
+	// Worker says whether the holder's login may write cuzk.workers (cuzk_worker, the
+	// schema's owner, a superuser). Advisory locks need no privilege: a session of any
+	// other login that holds the lock says nothing about a worker's liveness.
+	Worker bool
+}
+
+// NameLockHolders lists the sessions holding worker's name lock in this database.
+func NameLockHolders(ctx context.Context, db DB, worker string) ([]NameLockHolder, error) {
+	rows, err := db.Query(ctx, `
+		SELECT l.pid, coalesce(a.usename::text, ''), coalesce(a.application_name, ''), coalesce(host(a.client_addr), ''),
+		       coalesce(has_table_privilege(a.usesysid, 'cuzk.workers', 'UPDATE'), false)
+		  FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+		 WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
+		   AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		   AND l.classid = $1::oid AND l.objid = hashtext($2)::oid
+		 ORDER BY l.pid`, int32(nameLockClass), worker)
+	if err != nil {
+		return nil, fmt.Errorf("read the holders of worker %q's name lock: %w", worker, err)
+	}
+	holders, err := pgx.CollectRows(rows, pgx.RowToStructByPos[NameLockHolder])
+	if err != nil {
+		return nil, fmt.Errorf("read the holders of worker %q's name lock: %w", worker, err)
+	}
+	return holders, nil
 }

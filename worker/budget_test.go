@@ -147,3 +147,24 @@ func TestAllDoneWaitsForEveryContext(t *testing.T) {
 	cancel()
 	<-one.Done() // a batch of one follows its request
 }
+
+// A request put back for a worker with a larger budget comes back after 1 s, doubling
+// with each snooze River recorded, and never later than a minute.
+func TestBudgetSnoozeDelayIsBounded(t *testing.T) {
+	for _, c := range []struct {
+		metadata string
+		want     time.Duration
+	}{
+		{`{}`, time.Second},
+		{``, time.Second},
+		{`{"snoozes": 1}`, 2 * time.Second},
+		{`{"snoozes": 5}`, 32 * time.Second},
+		{`{"snoozes": 6}`, time.Minute},
+		{`{"snoozes": 1000000}`, time.Minute},
+		{`{"snoozes": -3}`, time.Second},
+	} {
+		if got := budgetSnoozeDelay([]byte(c.metadata)); got != c.want {
+			t.Errorf("metadata %s: %s, want %s", c.metadata, got, c.want)
+		}
+	}
+}

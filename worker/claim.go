@@ -95,6 +95,13 @@ func (w *Worker) work(ctx context.Context, job *river.Job[jobs.ProveArgs]) error
 	if job.CreatedAt.After(queuedAt) {
 		queuedAt = job.CreatedAt
 	}
+	if need, ok := w.memNeeds.Load(job.Args.Circuit); ok && need.(int64) > w.budget.Total() {
+		// Put back before an attempt begins, so that the bounce leaves no attempt row;
+		// the attempt fails below with the budget's error when no worker could take it.
+		if snooze := w.budgetSnooze(ctx, job, need.(int64), log); snooze != nil {
+			return snooze
+		}
+	}
 	// A database that is restarting costs a moment, not one of the request's attempts.
 	var req *store.Request
 	err := w.retryDB(ctx, log, "begin attempt", func(ctx context.Context) (err error) {
@@ -152,14 +159,15 @@ func (w *Worker) timeout(circuit string) (time.Duration, bool) {
 }
 
 // loadTimeouts caches each registered circuit's job timeout (proveWorker.Timeout has
-// no context to query with).
+// no context to query with) and the memory its synthesis reserves (memNeed).
 func (w *Worker) loadTimeouts(ctx context.Context) {
 	sizes, err := store.CircuitSizes(ctx, w.pool)
 	if err != nil {
 		w.log.Warn("loading circuit sizes for job timeouts", "err", err)
 	}
 	for name, n := range sizes {
-		w.timeouts.Store(name, jobs.Timeout(n))
+		w.timeouts.Store(name, jobs.Timeout(n.Constraints))
+		w.memNeeds.Store(name, n.MemEstimateBytes)
 	}
 	if err == nil {
 		w.timeoutsAt.Store(time.Now().UnixNano())

@@ -99,12 +99,21 @@ func (w *Worker) fail(ctx context.Context, it *item, log *slog.Logger) error {
 	var commit *prover.CommitmentError
 	permanent := synth.IsBadInput(err) || errors.As(err, &tooLarge) || errors.As(err, &commit)
 	cause := context.Cause(ctx)
+	// A request this worker's budget cannot hold that another's can (when the circuit's
+	// recorded estimate did not already put it back in work) goes back for that one.
+	var snooze error
+	if tooLarge != nil && cause == nil {
+		snooze = w.budgetSnooze(ctx, it.job, tooLarge.Need, log)
+	}
 	final := permanent || it.job.Attempt >= it.job.MaxAttempts
 	handBack := false
 
 	switch {
 	case errors.Is(cause, rivertype.ErrJobCancelledRemotely):
 		it.att.Outcome, final = "cancelled", true
+	case snooze != nil:
+		it.att.Outcome, permanent, final, handBack = "interrupted", false, false, true
+		err = fmt.Errorf("put back for a worker whose memory budget holds it: %w", err)
 	case !permanent && (errors.Is(err, errHandBack) || ctx.Err() != nil && w.drainCtx.Err() != nil):
 		// Shutdown: before synthesis began, or in flight when the grace period ran out.
 		it.att.Outcome, final, handBack = "interrupted", false, true
@@ -149,6 +158,8 @@ func (w *Worker) fail(ctx context.Context, it *item, log *slog.Logger) error {
 	}
 	w.observe(&it.att)
 	switch {
+	case snooze != nil:
+		return snooze
 	case handBack:
 		log.Info("attempt handed back", "err", err)
 		return river.JobSnooze(0) // available again at once, attempt not counted

@@ -24,7 +24,9 @@ func (w *Worker) heartbeat(ctx context.Context) {
 		PerfConfig
 		RescueAfter string `json:"rescue_after"`
 		DeadAfter   string `json:"dead_after"`
-	}{w.perfConfig(), w.cfg.RescueAfter.String(), w.cfg.DeadAfter.String()})
+		// A process restarted under the name reads it to tell a dead predecessor (identity.go).
+		Heartbeat string `json:"heartbeat"`
+	}{w.perfConfig(), w.cfg.RescueAfter.String(), w.cfg.DeadAfter.String(), w.cfg.HeartbeatEvery.String()})
 	backend := w.devices[0].Backend.Name()
 	beat := func() {
 		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

@@ -81,12 +81,15 @@ func (l *trustedListener) trusted(ctx context.Context, n *riverdriver.Notificati
 		if err := json.Unmarshal([]byte(n.Payload), &m); err != nil {
 			return false
 		}
-		ok, err := l.backed(ctx, &m)
+		ok, forged, err := l.backed(ctx, &m)
 		if err != nil {
 			l.log.Warn("checking a control notification against the database; dropped", "action", m.Action, "job_id", m.JobID, "err", err)
 			return false
 		}
-		if !ok {
+		// A cancel of a job that is no longer running (cancelled while queued, or
+		// finished since) is the database's own and needs nothing: only what the
+		// database never said is worth a line.
+		if forged {
 			l.log.Warn("control notification not backed by the database; ignored",
 				"action", m.Action, "job_id", m.JobID, "queue", m.Queue)
 		}
@@ -103,10 +106,12 @@ func (l *trustedListener) trusted(ctx context.Context, n *riverdriver.Notificati
 	}
 }
 
-// backed says whether the job and queue rows agree with a control message.
-func (l *trustedListener) backed(ctx context.Context, m *controlMessage) (bool, error) {
+// backed says whether the job and queue rows agree with a control message (ok: River
+// may act on it) and whether they contradict it (forged: nothing in the database asked
+// for it).
+func (l *trustedListener) backed(ctx context.Context, m *controlMessage) (ok, forged bool, err error) {
 	if m.Queue != jobs.Queue && !(m.Queue == "*" && (m.Action == "pause" || m.Action == "resume")) {
-		return false, nil
+		return false, true, nil
 	}
 	// Not the wait's context: River interrupts the wait every few seconds (to ping the
 	// connection), and a legitimate message must not be lost to that.
@@ -114,10 +119,12 @@ func (l *trustedListener) backed(ctx context.Context, m *controlMessage) (bool, 
 	defer cancel()
 	switch m.Action {
 	case "cancel":
-		return store.CancelRequested(ctx, l.pool, m.JobID, jobs.Queue)
+		c, err := store.CancelRequested(ctx, l.pool, m.JobID, jobs.Queue)
+		return c.Requested && c.Running, !c.Requested, err
 	case "pause", "resume":
-		paused, ok, err := store.QueuePaused(ctx, l.pool, jobs.Queue)
-		return ok && paused == (m.Action == "pause"), err
+		paused, found, err := store.QueuePaused(ctx, l.pool, jobs.Queue)
+		ok := found && paused == (m.Action == "pause")
+		return ok, !ok, err
 	}
-	return false, nil
+	return false, true, nil
 }

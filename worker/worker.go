@@ -63,6 +63,7 @@ type Worker struct {
 	assembling    sync.WaitGroup // batches' proofs being assembled after their device work (prove.go)
 
 	timeouts        sync.Map      // circuit -> time.Duration (claim.go)
+	memNeeds        sync.Map      // circuit -> int64: bytes its synthesis reserves, 0 when unknown (claim.go)
 	timeoutsAt      atomic.Int64  // when timeouts was last read, Unix ns
 	timeoutsLoading atomic.Bool   // a background read of timeouts is under way
 	leaderTicks     chan struct{} // maintenance due, while this client is River's leader (maintain.go)

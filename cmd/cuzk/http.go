@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"strings"
 	"time"
 
@@ -24,10 +27,70 @@ import (
 
 // httpFlags configure the worker's HTTP endpoints.
 type httpFlags struct {
-	HTTP            string        `name:"http" env:"CUZK_HTTP" placeholder:"ADDR" help:"Serve / (dashboard), /metrics, /healthz, /readyz and /riverui/ on this address (e.g. :9090). Default: no HTTP server."`
-	RiverUIWritable bool          `name:"riverui-writable" env:"CUZK_RIVERUI_WRITABLE" help:"Let River UI cancel, retry and delete jobs and pause queues (default: read-only)."`
+	HTTP            string        `name:"http" env:"CUZK_HTTP" placeholder:"ADDR" help:"Serve / (dashboard), /metrics, /healthz, /readyz and /riverui/ on this address. A port alone (:9090) listens on loopback (127.0.0.1) only; name the interface to serve other hosts (0.0.0.0:9090). Default: no HTTP server."`
+	RiverUIWritable bool          `name:"riverui-writable" env:"CUZK_RIVERUI_WRITABLE" help:"Let River UI cancel, retry and delete jobs and pause queues (default: read-only). River UI then asks for the token of --http-token-file."`
 	DashboardWindow time.Duration `name:"dashboard-window" env:"CUZK_DASHBOARD_WINDOW" default:"24h" help:"How far back the dashboard's charts go (a page can ask for another with ?window=)."`
-	Pprof           bool          `name:"pprof" env:"CUZK_PPROF" help:"Also serve Go's profiles under /debug/pprof/ on the --http address (CPU, heap, goroutines, execution trace: where a worker's time goes). Off by default: a profile shows the process's internals to whoever reaches the address."`
+	Pprof           bool          `name:"pprof" env:"CUZK_PPROF" help:"Also serve Go's profiles under /debug/pprof/ on the --http address (CPU, heap, goroutines, execution trace: where a worker's time goes), behind the token of --http-token-file. Off by default: a profile shows the process's internals."`
+	TokenFile       string        `name:"http-token-file" env:"CUZK_HTTP_TOKEN_FILE" placeholder:"FILE" help:"File holding the token (at least 16 characters) that --riverui-writable and --pprof ask for: HTTP basic auth with any user name and the token as password, or Authorization: Bearer TOKEN. Either flag refuses to start without it."`
+}
+
+// listenAddr is the address --http listens on: a port alone means loopback, so that a
+// worker never serves other hosts unless the operator names an interface.
+func listenAddr(addr string) string {
+	if host, port, err := net.SplitHostPort(addr); err == nil && host == "" {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
+}
+
+// minTokenLen is the shortest token --http-token-file may hold.
+const minTokenLen = 16
+
+// httpToken guards the endpoints that change jobs and queues or show the process's
+// internals. Only its digest is kept; comparing digests takes the same time whatever
+// part of a wrong token matches.
+type httpToken struct{ sum [sha256.Size]byte }
+
+// token reads --http-token-file when an endpoint needs it: nil when none does.
+func (f httpFlags) token() (*httpToken, error) {
+	if !f.RiverUIWritable && !f.Pprof {
+		return nil, nil
+	}
+	if f.TokenFile == "" {
+		return nil, usagef("--riverui-writable and --pprof need --http-token-file (CUZK_HTTP_TOKEN_FILE): a file holding a token of at least %d characters", minTokenLen)
+	}
+	b, err := os.ReadFile(f.TokenFile)
+	if err != nil {
+		return nil, usagef("--http-token-file: %v", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if len(tok) < minTokenLen {
+		return nil, usagef("--http-token-file %s: the token has %d characters, want at least %d", f.TokenFile, len(tok), minTokenLen)
+	}
+	return &httpToken{sum: sha256.Sum256([]byte(tok))}, nil
+}
+
+// guard serves h to requests that carry the token and answers 401 to the others.
+func (t *httpToken) guard(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if t.allows(r) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("WWW-Authenticate", `Basic realm="cuzk", charset="UTF-8"`)
+		http.Error(w, "unauthorized: give the token of --http-token-file (basic auth password, or Authorization: Bearer)", http.StatusUnauthorized)
+	})
+}
+
+func (t *httpToken) allows(r *http.Request) bool {
+	given, ok := "", false
+	if _, pass, basic := r.BasicAuth(); basic {
+		given, ok = pass, true
+	} else if bearer, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); found {
+		given, ok = bearer, true
+	}
+	sum := sha256.Sum256([]byte(given))
+	return subtle.ConstantTimeCompare(sum[:], t.sum[:]) == 1 && ok
 }
 
 // observability is what the HTTP endpoints show about one worker process.
@@ -84,6 +147,10 @@ func readOnly(h http.Handler) http.Handler {
 
 // handler builds the mux; River UI's background services run until ctx ends.
 func (o *observability) handler(ctx context.Context, f httpFlags, log *slog.Logger) (http.Handler, error) {
+	tok, err := f.token()
+	if err != nil {
+		return nil, err
+	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", o.metrics.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -128,14 +195,19 @@ func (o *observability) handler(ctx context.Context, f httpFlags, log *slog.Logg
 	var uiHandler http.Handler = ui
 	if !f.RiverUIWritable {
 		uiHandler = readOnly(ui)
+	} else {
+		uiHandler = tok.guard(ui)
 	}
 	mux.Handle("/riverui/", uiHandler)
 	if f.Pprof {
-		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-		mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
+		mux.Handle("GET /debug/pprof/", tok.guard(http.HandlerFunc(pprof.Index)))
+		// The command line may carry --database-url with its password: not served.
+		mux.HandleFunc("GET /debug/pprof/cmdline", func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "not served: the command line may hold secrets", http.StatusNotFound)
+		})
+		mux.Handle("GET /debug/pprof/profile", tok.guard(http.HandlerFunc(pprof.Profile)))
+		mux.Handle("GET /debug/pprof/symbol", tok.guard(http.HandlerFunc(pprof.Symbol)))
+		mux.Handle("GET /debug/pprof/trace", tok.guard(http.HandlerFunc(pprof.Trace)))
 	}
 	mux.Handle("/riverui", http.RedirectHandler("/riverui/", http.StatusMovedPermanently))
 
@@ -157,7 +229,7 @@ func (o *observability) serve(ctx context.Context, f httpFlags, log *slog.Logger
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", f.HTTP)
+	ln, err := net.Listen("tcp", listenAddr(f.HTTP))
 	if err != nil {
 		return nil, fmt.Errorf("--http %s: %w", f.HTTP, err)
 	}

@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -31,12 +34,21 @@ func freeAddr(t *testing.T) string {
 
 func httpDo(t *testing.T, method, url string) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(`{"ids": ["1"]}`))
+	return httpAuth(t, method, url, "", `{"ids": ["1"]}`)
+}
+
+// httpAuth sends body with the Authorization header auth (none when "").
+func httpAuth(t *testing.T, method, url, auth, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if method != http.MethodGet {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -164,28 +176,30 @@ func TestRiverUIWritable(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	o := &observability{pool: db.Pool, metrics: metrics.New(), backends: []string{"cpu"}}
+	tokenFile, token := writeToken(t)
 	for _, writable := range []bool{false, true} {
-		h, err := o.handler(ctx, httpFlags{RiverUIWritable: writable}, slog.New(slog.DiscardHandler))
+		h, err := o.handler(ctx, httpFlags{RiverUIWritable: writable, TokenFile: tokenFile}, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}
 		srv := httptest.NewServer(h)
-		req, _ := http.NewRequest("POST", srv.URL+"/riverui/api/jobs/cancel", strings.NewReader(`{"ids": ["`+jobID+`"]}`))
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
+		cancelJob := func(auth string) (int, string, string) {
+			code, body := httpAuth(t, "POST", srv.URL+"/riverui/api/jobs/cancel", auth, `{"ids": ["`+jobID+`"]}`)
+			return code, body, psql(t, db.URL, "SELECT state FROM river_job WHERE id = "+jobID+";")
 		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		if !writable {
+			if code, body, state := cancelJob(""); code != http.StatusForbidden || state != "available" {
+				t.Errorf("read-only: cancel answered %d %q, job %s", code, body, state)
+			}
+		} else {
+			if code, body, state := cancelJob(""); code != http.StatusUnauthorized || state != "available" {
+				t.Errorf("writable, no token: cancel answered %d %q, job %s", code, body, state)
+			}
+			if code, body, state := cancelJob("Bearer " + token); code != http.StatusOK || state != "cancelled" {
+				t.Errorf("writable, with the token: cancel answered %d %q, job %s", code, body, state)
+			}
+		}
 		srv.Close()
-		state := psql(t, db.URL, "SELECT state FROM river_job WHERE id = "+jobID+";")
-		switch {
-		case !writable && (resp.StatusCode != http.StatusForbidden || state != "available"):
-			t.Errorf("read-only: cancel answered %d %q, job %s", resp.StatusCode, body, state)
-		case writable && (resp.StatusCode != http.StatusOK || state != "cancelled"):
-			t.Errorf("writable: cancel answered %d %q, job %s", resp.StatusCode, body, state)
-		}
 	}
 }
 
@@ -197,19 +211,21 @@ func TestPprofFlag(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	o := &observability{pool: db.Pool, metrics: metrics.New(), backends: []string{"cpu"}}
+	tokenFile, token := writeToken(t)
+	auth := "Bearer " + token
 	for _, on := range []bool{false, true} {
-		h, err := o.handler(ctx, httpFlags{Pprof: on}, slog.New(slog.DiscardHandler))
+		h, err := o.handler(ctx, httpFlags{Pprof: on, TokenFile: tokenFile}, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}
 		srv := httptest.NewServer(h)
-		code, body := httpDo(t, "GET", srv.URL+"/debug/pprof/")
+		code, body := httpAuth(t, "GET", srv.URL+"/debug/pprof/", auth, "")
 		served := code == 200 && strings.Contains(body, "goroutine")
 		if served != on {
 			t.Errorf("--pprof=%v: /debug/pprof/ answered %d, profiles listed: %v", on, code, served)
 		}
 		if on {
-			code, body = httpDo(t, "GET", srv.URL+"/debug/pprof/trace?seconds=0.2")
+			code, body = httpAuth(t, "GET", srv.URL+"/debug/pprof/trace?seconds=0.2", auth, "")
 			if code != 200 || !strings.HasPrefix(body, "go 1.") {
 				t.Errorf("--pprof: trace answered %d %.40q", code, body)
 			}
@@ -236,6 +252,113 @@ func TestKeyLineStates(t *testing.T) {
 	} {
 		if got := keyLine(c.k); got != c.want {
 			t.Errorf("keyLine(%+v) = %q, want %q", c.k, got, c.want)
+		}
+	}
+}
+
+// writeToken writes a fresh token to a file of the test's and returns both.
+func writeToken(t *testing.T) (file, token string) {
+	t.Helper()
+	token = "tok-" + strings.ReplaceAll(t.Name(), "/", "-") + "-0123456789"
+	file = filepath.Join(t.TempDir(), "http-token")
+	if err := os.WriteFile(file, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file, token
+}
+
+// TestWorkerHTTPNeedsTheToken runs a worker with --http given as a port alone,
+// --riverui-writable and --pprof, its database URL carrying a password: it listens on
+// loopback only; River UI's deletes and pauses and Go's profiles answer 401 without
+// the token, changing nothing, and work with it (bearer or basic auth); no page it
+// serves shows the password.
+func TestWorkerHTTPNeedsTheToken(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	psql(t, db.URL, `INSERT INTO cuzk.circuits (name, constraints, public_inputs, wires, vk, pk_digest) VALUES ('c1', 1, 0, 1, '', 'x');
+		SELECT cuzk.submit_proof(request_id => 'r1', circuit => 'c1', inputs => '{}'::jsonb);
+		SELECT cuzk.cancel_proof('r1');`)
+	jobID := psql(t, db.URL, "SELECT id FROM river_job WHERE queue = 'cuzk';")
+	const secret = "pw-never-served-8d1f"
+	u, err := url.Parse(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.User = url.UserPassword(u.User.Username(), secret) // the server trusts the login: any password connects
+	tokenFile, token := writeToken(t)
+	_, port, _ := net.SplitHostPort(freeAddr(t))
+	base := "http://127.0.0.1:" + port
+	dir := t.TempDir()
+	w := startWorker(t, db.URL, "--database-url", u.String(), "--backend", "cpu", "--mem-budget", "1GiB",
+		"--keys-dir", filepath.Join(dir, "keys"), "--cache-dir", filepath.Join(dir, "r1cs"),
+		"--http", ":"+port, "--riverui-writable", "--pprof", "--http-token-file", tokenFile)
+	waitHTTP(t, w, base+"/healthz")
+
+	bearer := "Bearer " + token
+	basic := "Basic " + base64.StdEncoding.EncodeToString([]byte("operator:"+token))
+	wrong := "Bearer " + token + "x"
+	jobs := func() string { return psql(t, db.URL, "SELECT count(*) FROM river_job WHERE id = "+jobID+";") }
+	paused := func() string {
+		return psql(t, db.URL, "SELECT coalesce((SELECT paused_at IS NOT NULL FROM river_queue WHERE name = 'cuzk'), false);")
+	}
+	for _, auth := range []string{"", wrong} {
+		if code, body := httpAuth(t, "POST", base+"/riverui/api/jobs/delete", auth, `{"ids": ["`+jobID+`"]}`); code != http.StatusUnauthorized || jobs() != "1" {
+			t.Errorf("delete with %q: %d %q, job rows %s; want 401 and the job kept", auth, code, body, jobs())
+		}
+		if code, body := httpAuth(t, "PUT", base+"/riverui/api/queues/cuzk/pause", auth, `{}`); code != http.StatusUnauthorized || paused() != "f" {
+			t.Errorf("pause with %q: %d %q, paused %s; want 401 and the queue running", auth, code, body, paused())
+		}
+		if code, _ := httpAuth(t, "GET", base+"/debug/pprof/goroutine?debug=1", auth, ""); code != http.StatusUnauthorized {
+			t.Errorf("goroutine profile with %q: %d, want 401", auth, code)
+		}
+	}
+	if code, body := httpAuth(t, "PUT", base+"/riverui/api/queues/cuzk/pause", basic, `{}`); code != http.StatusOK || paused() != "t" {
+		t.Errorf("pause with basic auth: %d %q, paused %s", code, body, paused())
+	}
+	if code, body := httpAuth(t, "PUT", base+"/riverui/api/queues/cuzk/resume", bearer, `{}`); code != http.StatusOK || paused() != "f" {
+		t.Errorf("resume with the bearer token: %d %q, paused %s", code, body, paused())
+	}
+	if code, body := httpAuth(t, "POST", base+"/riverui/api/jobs/delete", bearer, `{"ids": ["`+jobID+`"]}`); code != http.StatusOK || jobs() != "0" {
+		t.Errorf("delete with the bearer token: %d %q, job rows %s", code, body, jobs())
+	}
+	if code, body := httpAuth(t, "GET", base+"/debug/pprof/goroutine?debug=1", bearer, ""); code != http.StatusOK || !strings.Contains(body, "goroutine") {
+		t.Errorf("goroutine profile with the token: %d %.80q", code, body)
+	}
+	for _, page := range []string{"/debug/pprof/cmdline", "/debug/pprof/", "/", "/readyz", "/metrics", "/riverui/"} {
+		code, body := httpAuth(t, "GET", base+page, bearer, "")
+		if strings.Contains(body, secret) {
+			t.Errorf("%s (%d) shows the database password", page, code)
+		}
+	}
+	if c := w.stop(t, 30*time.Second); c != 0 {
+		t.Errorf("worker exit %d", c)
+	}
+	if !strings.Contains(w.out.String(), "serving http addr=127.0.0.1:"+port) {
+		t.Errorf("--http :%s does not listen on loopback only:\n%s", port, w.out.String())
+	}
+}
+
+// TestWorkerRefusesUnguardedEndpoints: --riverui-writable and --pprof do not start
+// without a token file of at least 16 characters (exit 2, one line naming the flag).
+func TestWorkerRefusesUnguardedEndpoints(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t)
+	short := filepath.Join(t.TempDir(), "short")
+	if err := os.WriteFile(short, []byte("tooshort\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--riverui-writable"}, "need --http-token-file"},
+		{[]string{"--pprof"}, "need --http-token-file"},
+		{[]string{"--pprof", "--http-token-file", short}, "the token has 8 characters, want at least 16"},
+		{[]string{"--riverui-writable", "--http-token-file", filepath.Join(t.TempDir(), "none")}, "--http-token-file: open"},
+	} {
+		r := cuzkDB(t, db.URL, append([]string{"worker", "--backend", "cpu", "--mem-budget", "1GiB", "--http", freeAddr(t)}, c.args...)...)
+		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, r.code, r.stderr, c.want)
 		}
 	}
 }

@@ -51,6 +51,12 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 	if err := c.resolve(); err != nil {
 		return err
 	}
+	if c.HTTP != "" {
+		// Before anything loads: an endpoint without its token is a usage error.
+		if _, err := c.token(); err != nil {
+			return err
+		}
+	}
 	budget, err := memBudget(c.MemBudget, g.log)
 	if err != nil {
 		return err
