@@ -400,7 +400,7 @@ BEGIN
                last_error = CASE WHEN b.job_state = 'cancelled'
                                  THEN format('River job %s was cancelled outside cuzk', b.job_id)
                                  ELSE format('River job %s was %s outside cuzk; queued again', b.job_id,
-                                             coalesce(b.job_state, 'deleted')) END
+                                             coalesce(b.job_state::text, 'deleted')) END
           FROM bad b WHERE r.id = b.id
         RETURNING r.request_id, b.job_id, CASE WHEN b.job_state = 'cancelled' THEN 'cancelled' ELSE 'requeued' END
     )
