@@ -110,7 +110,8 @@ END $$;
 
 -- admit_locked gives River jobs to who's oldest waiting requests, per priority, up to
 -- admitted_per_submitter available jobs; the caller holds who's row lock. Returns how
--- many it admitted.
+-- many it admitted. A job's metadata queued_at is when its request started waiting
+-- (its last change), so that the attempt's queue phase counts the wait.
 CREATE FUNCTION cuzk.admit_locked(who text) RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, cuzk, pg_temp AS $$
 DECLARE
@@ -131,13 +132,14 @@ BEGIN
         CONTINUE WHEN room <= 0;
         -- Rows being changed meanwhile (a cancel) are skipped: their change admits again.
         WITH w AS (
-            SELECT r.id, r.request_id, r.circuit, r.max_attempts, r.priority FROM cuzk.proof_requests r
+            SELECT r.id, r.request_id, r.circuit, r.max_attempts, r.priority, r.updated_at FROM cuzk.proof_requests r
              WHERE r.submitted_by = who AND r.priority = p AND r.state = 'queued' AND r.job_id IS NULL
              ORDER BY r.id LIMIT room FOR UPDATE SKIP LOCKED
         ), j AS (
             INSERT INTO public.river_job (args, kind, max_attempts, priority, queue, state, scheduled_at, metadata)
             SELECT jsonb_build_object('request_id', w.request_id, 'circuit', w.circuit),
-                   'cuzk_prove', w.max_attempts, w.priority, 'cuzk', 'available', now(), '{}'
+                   'cuzk_prove', w.max_attempts, w.priority, 'cuzk', 'available', now(),
+                   jsonb_build_object('queued_at', w.updated_at)
               FROM w ORDER BY w.id
             RETURNING id, args->>'request_id' AS request_id
         ), u AS (
