@@ -2,7 +2,7 @@
 -- inputs, and gets its share of the fleet whatever another's backlog.
 --
 -- 1. Identity. A request's submitter is the login (session_user), whatever role it SET
---    ROLE to: the insert check records it, for submit_proof and a plain INSERT alike.
+--    ROLE to: an insert trigger records it, for submit_proof and a plain INSERT alike.
 -- 2. Operators. cuzk_operator (a group role, granted cuzk_submitter and cuzk_urgent)
 --    acts on every request; so does the schema owner (and a superuser), and
 --    cuzk_worker, which may update requests directly anyway. Everyone else may retry
@@ -10,7 +10,8 @@
 --    cuzk_urgent.
 -- 3. No guess oracle. submit_proof compares a resubmission's inputs only with the
 --    submitter's own request; for anyone else an existing request_id is one error,
---    reached without reading the other request's digest, whatever the inputs.
+--    reached without reading the other request's circuit or digest, so neither its
+--    text nor its cost depends on the inputs guessed.
 -- 4. Fair shares. River claims jobs by (priority, scheduled_at, id), so a backlog
 --    inserted first is claimed first. Instead of a River job per request at insert,
 --    River holds at most cuzk.settings admitted_per_submitter available jobs per
