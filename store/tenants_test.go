@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -268,5 +271,135 @@ func TestEndedInputsScrubbedAfterRetention(t *testing.T) {
 	_, err = tn.db.Pool.Exec(ctx, `UPDATE cuzk.settings SET value = 'a week' WHERE name = 'ended_inputs_kept'`)
 	if !errors.As(err, &pe) || pe.Code != "23514" {
 		t.Errorf("an unreadable retention: %v, want a check violation", err)
+	}
+}
+
+// A job in a retry's backoff holds no place among the available ones: a submission
+// behind a backlog admits nothing (older requests wait, so River holds the share), and
+// the leader's admit_waiting fills the place.
+func TestAdmitWaitingFillsWhatABackoffFreed(t *testing.T) {
+	tn := newTenants(t)
+	ctx := context.Background()
+	if _, err := tn.db.Pool.Exec(ctx, `UPDATE cuzk.settings SET value = '2' WHERE name = 'admitted_per_submitter'`); err != nil {
+		t.Fatal(err)
+	}
+	tn.flood(t, 5)
+	available := `SELECT count(*) FROM river_job WHERE state = 'available'`
+	if n := tn.count(t, available); n != 2 {
+		t.Fatalf("%d available after 5 requests, want 2", n)
+	}
+	if _, err := tn.db.Pool.Exec(ctx, `UPDATE river_job SET state = 'retryable', scheduled_at = now() + interval '1 hour'
+	                                   WHERE id = (SELECT job_id FROM cuzk.proof_requests WHERE request_id = 'alice-1')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Submit(ctx, tn.alice, &Submission{RequestID: "alice-6", Circuit: "c", Inputs: []byte(`{"X": "6"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if n := tn.count(t, available); n != 1 {
+		t.Errorf("%d available after a submission behind the backlog, want still 1", n)
+	}
+	if n, err := AdmitWaiting(ctx, tn.wrk); err != nil || n != 1 {
+		t.Errorf("admit_waiting admitted %d, %v; want 1", n, err)
+	}
+	if got := tn.count(t, `SELECT count(*) FROM cuzk.proof_requests WHERE job_id IS NOT NULL AND request_id IN ('alice-1', 'alice-2', 'alice-3')`); got != 3 {
+		t.Errorf("%d of alice-1..3 have jobs, want all three (oldest first)", got)
+	}
+	if n, err := AdmitWaiting(ctx, tn.wrk); err != nil || n != 0 {
+		t.Errorf("admit_waiting again admitted %d, %v; want none", n, err)
+	}
+}
+
+// Two submitters inserting in many statements while two claimers take jobs: every
+// request is claimed exactly once, none gets a second job, and none is left waiting.
+func TestConcurrentSubmitAndClaimLoseNothing(t *testing.T) {
+	tn := newTenants(t)
+	ctx := context.Background()
+	if _, err := tn.db.Pool.Exec(ctx, `UPDATE cuzk.settings SET value = '8' WHERE name = 'admitted_per_submitter'`); err != nil {
+		t.Fatal(err)
+	}
+	const statements, each = 20, 25
+	var inserting sync.WaitGroup
+	var inserted atomic.Bool
+	errs := make(chan error, 4)
+	for _, who := range []struct {
+		name string
+		pool *pgxpool.Pool
+	}{{"a", tn.alice}, {"b", tn.bob}} {
+		inserting.Add(1)
+		go func() {
+			defer inserting.Done()
+			for s := range statements {
+				if _, err := who.pool.Exec(ctx, `
+					INSERT INTO cuzk.proof_requests (request_id, circuit, inputs)
+					SELECT $1 || '-' || g, 'c', jsonb_build_object('X', g::text) FROM generate_series($2::int, $2::int + $3::int - 1) g`,
+					who.name, s*each, each); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	go func() { inserting.Wait(); inserted.Store(true) }()
+	// Each claimer stops at its first empty fetch after every insert committed: its
+	// own last claim's admission is visible to that fetch, so nothing admitted is left.
+	claimed := make(chan []string, 2)
+	for range 2 {
+		go func() {
+			var mine []string
+			defer func() { claimed <- mine }()
+			for {
+				done := inserted.Load()
+				res, err := riverpgxv5.New(tn.wrk).GetExecutor().JobGetAvailable(ctx, &riverdriver.JobGetAvailableParams{
+					ClientID: "test", MaxAttemptedBy: 10, MaxToLock: 4, Queue: jobs.Queue})
+				if err != nil {
+					errs <- err
+					return
+				}
+				if len(res.Jobs) == 0 {
+					if done {
+						return
+					}
+					runtime.Gosched()
+					continue
+				}
+				for _, j := range res.Jobs {
+					var args jobs.ProveArgs
+					if err := json.Unmarshal(j.EncodedArgs, &args); err != nil {
+						errs <- err
+						return
+					}
+					if _, err := BeginAttempt(ctx, tn.wrk, args.RequestID, j.ID, Origin{Worker: "test/1"}, j.CreatedAt); err != nil {
+						errs <- err
+						return
+					}
+					mine = append(mine, args.RequestID)
+				}
+			}
+		}()
+	}
+	seen := map[string]int{}
+	for range 2 {
+		for _, id := range <-claimed {
+			seen[id]++
+		}
+	}
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	if n := tn.count(t, `SELECT count(*) FROM cuzk.proof_requests WHERE state = 'queued'`); n != 0 {
+		t.Errorf("%d requests still queued with no job available", n)
+	}
+	if len(seen) != 2*statements*each {
+		t.Errorf("%d requests claimed, want %d", len(seen), 2*statements*each)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("%s claimed %d times", id, n)
+		}
+	}
+	if n := tn.count(t, `SELECT count(*) FROM river_job`); n != 2*statements*each {
+		t.Errorf("%d River jobs for %d requests", n, 2*statements*each)
 	}
 }

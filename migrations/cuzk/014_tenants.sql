@@ -88,13 +88,14 @@ ALTER TABLE cuzk.settings
     ADD CONSTRAINT settings_ended_inputs_kept
         CHECK (name <> 'ended_inputs_kept' OR value IS NULL OR value ~ '^[0-9]+ (second|minute|hour|day|week)s?$');
 
--- Admitted (a job available in River) and waiting (no job) requests, per submitter and
--- priority, for admission; queued ones per submitter for max_queued.
+-- Admitted (with a job) and waiting (without) queued requests, per submitter and
+-- priority: admission and max_queued read only these. No other index may lead with
+-- submitted_by: the planner, before a flood's rows are analyzed, could pick it and scan
+-- a whole backlog at every admission.
 CREATE INDEX proof_requests_admitted_idx ON cuzk.proof_requests (submitted_by, priority) INCLUDE (job_id)
     WHERE state = 'queued' AND job_id IS NOT NULL;
 CREATE INDEX proof_requests_waiting_idx ON cuzk.proof_requests (submitted_by, priority, id)
     WHERE state = 'queued' AND job_id IS NULL;
-CREATE INDEX proof_requests_queued_by_idx ON cuzk.proof_requests (submitted_by) WHERE state = 'queued';
 CREATE INDEX proof_requests_ended_inputs_idx ON cuzk.proof_requests (finished_at)
     WHERE state IN ('failed', 'cancelled') AND inputs_scrubbed_at IS NULL;
 
@@ -109,51 +110,66 @@ BEGIN
     RETURN s;
 END $$;
 
--- admit_locked gives River jobs to who's oldest waiting requests, per priority, up to
+-- admit_into gives River jobs to the room oldest waiting requests of who at priority p
+-- (the caller holds who's row lock) and returns how many it admitted. A job's
+-- metadata queued_at is when its request started waiting (its last change), so that
+-- the attempt's queue phase counts the wait. Rows being changed meanwhile (a cancel)
+-- are skipped: their change admits again.
+CREATE FUNCTION cuzk.admit_into(who text, p int, room int) RETURNS int
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, cuzk, pg_temp AS $$
+DECLARE
+    n int;
+BEGIN
+    IF room <= 0 THEN
+        RETURN 0;
+    END IF;
+    WITH w AS (
+        SELECT r.id, r.request_id, r.circuit, r.max_attempts, r.priority, r.updated_at FROM cuzk.proof_requests r
+         WHERE r.submitted_by = who AND r.priority = p AND r.state = 'queued' AND r.job_id IS NULL
+         ORDER BY r.id LIMIT room FOR UPDATE SKIP LOCKED
+    ), j AS (
+        INSERT INTO public.river_job (args, kind, max_attempts, priority, queue, state, scheduled_at, metadata)
+        SELECT jsonb_build_object('request_id', w.request_id, 'circuit', w.circuit),
+               'cuzk_prove', w.max_attempts, w.priority, 'cuzk', 'available', now(),
+               jsonb_build_object('queued_at', w.updated_at)
+          FROM w ORDER BY w.id
+        RETURNING id, args->>'request_id' AS request_id
+    ), u AS (
+        UPDATE cuzk.proof_requests r SET job_id = j.id, updated_at = now()
+          FROM j WHERE r.request_id = j.request_id
+        RETURNING 1
+    )
+    SELECT count(*) INTO n FROM u;
+    IF n > 0 THEN
+        PERFORM pg_notify('public.river_insert', json_build_object('queue', 'cuzk')::text);
+    END IF;
+    RETURN n;
+END $$;
+
+-- admit_room is how many more of who's requests at priority p River may hold
+-- available: admitted_per_submitter less those it does. Admitted requests are few
+-- (those available, and those in a retry's backoff): each job is looked up by its key.
+CREATE FUNCTION cuzk.admit_room(who text, p int) RETURNS int
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, cuzk, pg_temp AS $$
+    SELECT coalesce((SELECT s.value::int FROM cuzk.settings s WHERE s.name = 'admitted_per_submitter'), 64)
+           - (SELECT count(*) FROM cuzk.proof_requests r
+               WHERE r.submitted_by = who AND r.priority = p AND r.state = 'queued' AND r.job_id IS NOT NULL
+                 AND (SELECT j.state FROM public.river_job j WHERE j.id = r.job_id) = 'available')::int
+$$;
+
+-- admit_locked fills every priority of who's with waiting requests up to
 -- admitted_per_submitter available jobs; the caller holds who's row lock. Returns how
--- many it admitted. A job's metadata queued_at is when its request started waiting
--- (its last change), so that the attempt's queue phase counts the wait.
+-- many it admitted.
 CREATE FUNCTION cuzk.admit_locked(who text) RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, cuzk, pg_temp AS $$
 DECLARE
-    k     int := coalesce((SELECT s.value::int FROM cuzk.settings s WHERE s.name = 'admitted_per_submitter'), 64);
-    p     int;
-    room  int;
-    n     int;
     total int := 0;
 BEGIN
     FOR p IN 1..4 LOOP
         CONTINUE WHEN NOT EXISTS (SELECT 1 FROM cuzk.proof_requests w
                                    WHERE w.submitted_by = who AND w.priority = p AND w.state = 'queued' AND w.job_id IS NULL);
-        SELECT k - count(*) INTO room FROM (
-            SELECT 1 FROM cuzk.proof_requests r JOIN public.river_job j ON j.id = r.job_id
-             WHERE r.submitted_by = who AND r.priority = p AND r.state = 'queued' AND r.job_id IS NOT NULL
-               AND j.state = 'available'
-             LIMIT k) a;
-        CONTINUE WHEN room <= 0;
-        -- Rows being changed meanwhile (a cancel) are skipped: their change admits again.
-        WITH w AS (
-            SELECT r.id, r.request_id, r.circuit, r.max_attempts, r.priority, r.updated_at FROM cuzk.proof_requests r
-             WHERE r.submitted_by = who AND r.priority = p AND r.state = 'queued' AND r.job_id IS NULL
-             ORDER BY r.id LIMIT room FOR UPDATE SKIP LOCKED
-        ), j AS (
-            INSERT INTO public.river_job (args, kind, max_attempts, priority, queue, state, scheduled_at, metadata)
-            SELECT jsonb_build_object('request_id', w.request_id, 'circuit', w.circuit),
-                   'cuzk_prove', w.max_attempts, w.priority, 'cuzk', 'available', now(),
-                   jsonb_build_object('queued_at', w.updated_at)
-              FROM w ORDER BY w.id
-            RETURNING id, args->>'request_id' AS request_id
-        ), u AS (
-            UPDATE cuzk.proof_requests r SET job_id = j.id, updated_at = now()
-              FROM j WHERE r.request_id = j.request_id
-            RETURNING 1
-        )
-        SELECT count(*) INTO n FROM u;
-        total := total + n;
+        total := total + cuzk.admit_into(who, p, cuzk.admit_room(who, p));
     END LOOP;
-    IF total > 0 THEN
-        PERFORM pg_notify('public.river_insert', json_build_object('queue', 'cuzk')::text);
-    END IF;
     RETURN total;
 END $$;
 
@@ -181,26 +197,39 @@ BEGIN
     RETURN total;
 END $$;
 
--- After an insert: each submitter's queued limit, then admission.
+-- After an insert: each submitter's queued limit, then admission. Where older requests
+-- of the submitter wait at that priority, River holds its share already (what a retry
+-- backoff frees is the upkeep's), so a submission behind a backlog costs no count.
 CREATE FUNCTION cuzk.proof_requests_admit() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, cuzk, pg_temp AS $$
 DECLARE
-    who text;
-    s   cuzk.submitters;
-    n   bigint;
+    who   text;
+    s     cuzk.submitters;
+    n     bigint;
+    g     record;
 BEGIN
     FOR who IN SELECT DISTINCT i.submitted_by FROM inserted i ORDER BY 1 LOOP
         s := cuzk.lock_submitter(who);
         IF s.max_queued IS NOT NULL THEN
-            SELECT count(*) INTO n FROM (SELECT 1 FROM cuzk.proof_requests r
-                                          WHERE r.submitted_by = who AND r.state = 'queued' LIMIT s.max_queued + 1) q;
+            SELECT count(*) INTO n FROM (
+                SELECT 1 FROM cuzk.proof_requests r
+                 WHERE r.submitted_by = who AND r.priority BETWEEN 1 AND 4 AND r.state = 'queued' AND r.job_id IS NULL
+                 LIMIT s.max_queued + 1) q;
+            n := n + (SELECT count(*) FROM cuzk.proof_requests r
+                       WHERE r.submitted_by = who AND r.priority BETWEEN 1 AND 4 AND r.state = 'queued' AND r.job_id IS NOT NULL);
             IF n > s.max_queued THEN
                 RAISE EXCEPTION 'role "%" may have at most % queued requests: this insert would exceed it', who, s.max_queued
                     USING ERRCODE = 'program_limit_exceeded',
                           HINT = 'wait for queued requests to finish, or ask an operator to raise cuzk.submitters.max_queued';
             END IF;
         END IF;
-        PERFORM cuzk.admit_locked(who);
+        FOR g IN SELECT i.priority, min(i.id) AS first FROM inserted i WHERE i.submitted_by = who
+                  GROUP BY i.priority ORDER BY 1 LOOP
+            CONTINUE WHEN EXISTS (SELECT 1 FROM cuzk.proof_requests w
+                                   WHERE w.submitted_by = who AND w.priority = g.priority AND w.state = 'queued'
+                                     AND w.job_id IS NULL AND w.id < g.first);
+            PERFORM cuzk.admit_into(who, g.priority, cuzk.admit_room(who, g.priority));
+        END LOOP;
     END LOOP;
     RETURN NULL;
 END $$;
@@ -211,11 +240,19 @@ CREATE TRIGGER proof_requests_admit AFTER INSERT ON cuzk.proof_requests
     REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION cuzk.proof_requests_admit();
 
 -- A request that leaves the admitted (claimed, cancelled, repaired) or starts waiting
--- (retried, repaired) admits its submitter's next.
+-- (retried, repaired) admits its submitter's next. One whose job was available, or
+-- was until a worker claimed it, freed one place: its successor is admitted without
+-- a count, which keeps a claim cheap under the submitter's lock.
 CREATE FUNCTION cuzk.proof_requests_readmit() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, cuzk, pg_temp AS $$
 BEGIN
-    PERFORM cuzk.admit(NEW.submitted_by);
+    PERFORM cuzk.lock_submitter(NEW.submitted_by);
+    IF OLD.state = 'queued' AND OLD.job_id IS NOT NULL AND NOT (NEW.state = 'queued' AND NEW.job_id IS NULL)
+       AND (SELECT j.state FROM public.river_job j WHERE j.id = OLD.job_id) IN ('available', 'running') THEN
+        PERFORM cuzk.admit_into(NEW.submitted_by, OLD.priority, 1);
+    ELSE
+        PERFORM cuzk.admit_locked(NEW.submitted_by);
+    END IF;
     RETURN NULL;
 END $$;
 CREATE TRIGGER proof_requests_readmit AFTER UPDATE ON cuzk.proof_requests FOR EACH ROW
@@ -322,6 +359,7 @@ BEGIN
     RETURN r;
 END $$;
 REVOKE EXECUTE ON FUNCTION cuzk.own_request(text, text), cuzk.lock_submitter(text), cuzk.admit_locked(text),
+                           cuzk.admit_into(text, int, int), cuzk.admit_room(text, int),
                            cuzk.admit(text), cuzk.admit_waiting() FROM PUBLIC;
 
 -- retry_proof: the login's own failed or cancelled request (any, for operators), queued
