@@ -1,6 +1,7 @@
 // Package jobs holds the River job that stands for a proof request, in Go terms of the
-// SQL contract: cuzk.enqueue (called by the proof_requests trigger, submit_proof and
-// retry_proof) inserts a river_job row of Kind in Queue with args {"request_id", "circuit"}.
+// SQL contract: cuzk.admit_locked (called by the proof_requests triggers on insert,
+// claim, cancel and retry) inserts a river_job row of Kind in Queue with args
+// {"request_id", "circuit"} and metadata {"queued_at"} for each request it admits.
 package jobs
 
 import (

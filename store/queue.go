@@ -74,3 +74,45 @@ func QueueJobs(ctx context.Context, db DB, queue string) ([]JobCount, error) {
 	}
 	return counts, nil
 }
+
+// RepairedJob is a queued request whose River job was changed outside cuzk, and what
+// cuzk.repair_jobs did about it: "requeued" (waiting for a new job) or "cancelled".
+type RepairedJob struct {
+	RequestID string
+	JobID     int64
+	Action    string
+}
+
+// RepairJobs runs cuzk.repair_jobs: queued requests whose River job was deleted or
+// completed outside cuzk (River UI, River's API, SQL) wait for a new job, and those
+// whose job was cancelled there are cancelled, so that none stays queued forever.
+func RepairJobs(ctx context.Context, db DB) ([]RepairedJob, error) {
+	rows, _ := db.Query(ctx, `SELECT request_id, job_id, action FROM cuzk.repair_jobs()`)
+	list, err := pgx.CollectRows(rows, pgx.RowToStructByPos[RepairedJob])
+	if err != nil {
+		return nil, fmt.Errorf("repair requests whose River job was changed outside cuzk: %w", err)
+	}
+	return list, nil
+}
+
+// AdmitWaiting runs cuzk.admit_waiting: every submitter's waiting requests get the
+// River jobs its admitted ones leave room for, where an admission was missed. It
+// returns how many it admitted.
+func AdmitWaiting(ctx context.Context, db DB) (int, error) {
+	var n int
+	if err := db.QueryRow(ctx, `SELECT cuzk.admit_waiting()`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("admit waiting requests: %w", err)
+	}
+	return n, nil
+}
+
+// ScrubEndedInputs runs cuzk.scrub_ended_inputs: the inputs of up to limit failed or
+// cancelled requests ended longer ago than cuzk.settings ended_inputs_kept are
+// removed. It returns how many requests it scrubbed.
+func ScrubEndedInputs(ctx context.Context, db DB, limit int) (int64, error) {
+	var n int64
+	if err := db.QueryRow(ctx, `SELECT cuzk.scrub_ended_inputs($1)`, limit).Scan(&n); err != nil {
+		return 0, fmt.Errorf("scrub the inputs of ended requests: %w", err)
+	}
+	return n, nil
+}

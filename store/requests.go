@@ -188,11 +188,12 @@ func FailedSince(ctx context.Context, db DB, d time.Duration) ([]string, error) 
 }
 
 // Retry queues a failed or cancelled request again (cuzk.retry_proof) and returns its
-// new job's id.
-func Retry(ctx context.Context, db DB, requestID string) (int64, error) {
-	var job int64
+// new job's id, or nil while the request waits for admission behind its submitter's
+// other queued requests.
+func Retry(ctx context.Context, db DB, requestID string) (*int64, error) {
+	var job *int64
 	if err := db.QueryRow(ctx, "SELECT cuzk.retry_proof($1)", requestID).Scan(&job); err != nil {
-		return 0, fmt.Errorf("cuzk.retry_proof: %w", err)
+		return nil, fmt.Errorf("cuzk.retry_proof: %w", err)
 	}
 	return job, nil
 }

@@ -2,12 +2,14 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/cuzk/cuzk/jobs"
 	"github.com/cuzk/cuzk/store"
@@ -95,6 +97,9 @@ func (w *Worker) work(ctx context.Context, job *river.Job[jobs.ProveArgs]) error
 	if job.CreatedAt.After(queuedAt) {
 		queuedAt = job.CreatedAt
 	}
+	if t, ok := waitedSince(job.JobRow); ok && t.Before(queuedAt) {
+		queuedAt = t
+	}
 	if need, ok := w.memNeeds.Load(job.Args.Circuit); ok && need.(int64) > w.budget.Total() {
 		// Put back before an attempt begins, so that the bounce leaves no attempt row;
 		// the attempt fails below with the budget's error when no worker could take it.
@@ -132,6 +137,24 @@ func (w *Worker) work(ctx context.Context, job *river.Job[jobs.ProveArgs]) error
 		return w.fail(ctx, it, log)
 	}
 	return w.persist(ctx, it, log)
+}
+
+// waitedSince is when the request of a job that cuzk.admit_locked created after the
+// request waited for its submitter's turn started waiting (metadata queued_at), for
+// the job's first run, so that the queue phase counts the wait. A job rescheduled
+// since (a retry, a hand-back) is scheduled later than it was created, and its queue
+// phase starts then.
+func waitedSince(j *rivertype.JobRow) (time.Time, bool) {
+	if !j.ScheduledAt.Equal(j.CreatedAt) {
+		return time.Time{}, false
+	}
+	var m struct {
+		QueuedAt time.Time `json:"queued_at"`
+	}
+	if err := json.Unmarshal(j.Metadata, &m); err != nil || m.QueuedAt.IsZero() {
+		return time.Time{}, false
+	}
+	return m.QueuedAt, true
 }
 
 // timeout is circuit's job timeout from the cached sizes. The cache is read when a job

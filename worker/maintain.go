@@ -13,7 +13,7 @@ import (
 )
 
 // The cluster's upkeep (handing back dead workers' jobs, ending orphaned requests,
-// pruning stopped workers) runs once per cluster, on River's elected leader, like
+// pruning stopped workers, mending the queue) runs once per cluster, on River's elected leader, like
 // River's own maintenance. River exposes its leadership only through periodic jobs,
 // whose constructors it calls on the leader alone, so the tick is a periodic job that
 // inserts nothing: its constructor wakes maintain. A job row per period would do the
@@ -54,6 +54,7 @@ func (w *Worker) maintain(ctx context.Context) {
 				w.log.Warn("pruning stopped workers", "err", err)
 			}
 			w.failOrphaned(ctx)
+			w.mendQueue(ctx)
 		}
 	}
 }
@@ -88,6 +89,33 @@ func (w *Worker) failOrphaned(ctx context.Context) {
 		w.log.Warn("ending orphaned requests", "err", err)
 	case n > 0:
 		w.log.Warn("requests failed: their worker stopped during their last attempt", "requests", n)
+	}
+}
+
+// scrubBatch bounds the requests one upkeep tick scrubs, so a first run over a long
+// history stays a short transaction; the next ticks take the rest.
+const scrubBatch = 10000
+
+// mendQueue repairs requests whose River job was changed outside cuzk, admits waiting
+// requests an admission missed, and scrubs the inputs of requests that ended (failed
+// or cancelled) longer ago than cuzk.settings ended_inputs_kept.
+func (w *Worker) mendQueue(ctx context.Context) {
+	repaired, err := store.RepairJobs(ctx, w.pool)
+	if err != nil && ctx.Err() == nil {
+		w.log.Warn("repairing requests whose River job was changed outside cuzk", "err", err)
+	}
+	for _, r := range repaired {
+		w.log.Warn("River job changed outside cuzk: request "+r.Action, "request_id", r.RequestID, "job_id", r.JobID)
+	}
+	if _, err := store.AdmitWaiting(ctx, w.pool); err != nil && ctx.Err() == nil {
+		w.log.Warn("admitting waiting requests", "err", err)
+	}
+	n, err := store.ScrubEndedInputs(ctx, w.pool, scrubBatch)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		w.log.Warn("scrubbing the inputs of ended requests", "err", err)
+	case n > 0:
+		w.log.Info("inputs of failed and cancelled requests scrubbed", "requests", n)
 	}
 }
 

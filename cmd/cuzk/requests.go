@@ -315,7 +315,11 @@ func (c retryCmd) Run(ctx context.Context, g *globals) error {
 			failed++
 			continue
 		}
-		fmt.Fprintf(g.stdout, "queued %s again (job %d)\n", id, job)
+		if job == nil {
+			fmt.Fprintf(g.stdout, "queued %s again (waiting for a job behind its submitter's queued requests)\n", id)
+			continue
+		}
+		fmt.Fprintf(g.stdout, "queued %s again (job %d)\n", id, *job)
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d requests could not be retried", failed, len(ids))
