@@ -177,6 +177,9 @@ func openBackends(kind, devices string, log *slog.Logger) ([]worker.Prover, erro
 // is stored in its attempt rows. tel is nil on the CPU; Close it after the worker.
 func openDevices(kind, devices string, log *slog.Logger, telemetry bool, opt gpu.Options) (devs []worker.Prover, tel *devinfo.Telemetry, err error) {
 	if kind == "cpu" {
+		if namedDevices(devices) {
+			return nil, nil, usagef("--devices %s: --backend cpu uses no GPU (drop --devices, or use --backend cuda or auto)", devices)
+		}
 		return []worker.Prover{{Backend: prover.NewCPU(), Label: fmt.Sprintf("cpu (%d cores)", runtime.NumCPU())}}, nil, nil
 	}
 	devs, tel, err = cudaBackends(devices, log, telemetry, opt)
@@ -185,6 +188,10 @@ func openDevices(kind, devices string, log *slog.Logger, telemetry bool, opt gpu
 	}
 	if kind == "cuda" {
 		return nil, nil, fmt.Errorf("--backend cuda: %w", err)
+	}
+	if namedDevices(devices) {
+		// GPUs were asked for by name: proving on the CPU instead would hide the mistake.
+		return nil, nil, err
 	}
 	log.Warn("no usable GPU, proving on the CPU", "reason", err)
 	return []worker.Prover{{Backend: prover.NewCPU(), Label: fmt.Sprintf("cpu (%d cores)", runtime.NumCPU())}}, nil, nil
@@ -195,6 +202,9 @@ func cudaBackends(spec string, log *slog.Logger, telemetry bool, opt gpu.Options
 	os.Setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
 	nv, err := gpu.OpenNVML()
 	if err != nil {
+		if namedDevices(spec) {
+			return nil, nil, usagef("--devices %s: no GPU found on this host (NVML %v)", spec, err)
+		}
 		return nil, nil, err
 	}
 	keepNVML := false
@@ -209,6 +219,9 @@ func cudaBackends(spec string, log *slog.Logger, telemetry bool, opt gpu.Options
 	}
 	sel, err := devinfo.SelectDevices(spec, all)
 	if err != nil {
+		if namedDevices(spec) {
+			return nil, nil, usagef("%v; found: %s", err, foundDevices(all))
+		}
 		return nil, nil, err
 	}
 	driver, _ := nv.DriverVersion() // "" if the driver does not say: the config then lacks it
@@ -239,6 +252,24 @@ func cudaBackends(spec string, log *slog.Logger, telemetry bool, opt gpu.Options
 		out[i].Telemetry = tel.JSON(d.Index)
 	}
 	return out, tel, nil
+}
+
+// namedDevices tells whether --devices names GPUs rather than taking all there are.
+func namedDevices(spec string) bool {
+	spec = strings.TrimSpace(spec)
+	return spec != "" && !strings.EqualFold(spec, "all")
+}
+
+// foundDevices lists the GPUs discovery found, for a --devices that names others.
+func foundDevices(all []devinfo.Device) string {
+	if len(all) == 0 {
+		return "none"
+	}
+	names := make([]string, len(all))
+	for i, d := range all {
+		names[i] = d.String()
+	}
+	return strings.Join(names, ", ")
 }
 
 // memBudget parses --mem-budget or derives it from the cgroup limit / MemAvailable.

@@ -179,6 +179,17 @@ func schemaDigest() string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
+// URL is the connection string of database name on the test server, which need
+// not exist.
+func URL(t TB, name string) string {
+	t.Helper()
+	u, err := withDatabase(AdminURL(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
 func withDatabase(dsn, db string) (string, error) {
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
 		u, err := url.Parse(dsn)
