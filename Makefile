@@ -27,7 +27,7 @@ vet:
 # without a CUDA device and say so.
 test: vet
 	$(GO) test -count=1 -timeout 15m ./...
-	@echo "GPU tests on this machine:"; $(GO) test -count=1 -v -run "MSM|NTT|NVML|Prove" ./gpu/ 2>&1 | grep -E -- "--- (SKIP|PASS|FAIL)|skip" | head -5 || true
+	@$(GO) test -count=1 -v -run '^$$' ./gpu/ | grep -E '^(GPU|NVML) tests:' || true
 	$(GO) test -count=1 -race -timeout 10m ./worker/ ./metrics/
 	$(GO) test -count=1 -race -timeout 10m -run "Poller|Concurren|Registry" ./gpu/devinfo/ ./synth/
 
