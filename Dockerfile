@@ -14,7 +14,8 @@ ARG CUDA_VERSION=13.0.1
 ARG UBUNTU=ubuntu24.04
 
 # --- Go binary. bookworm's glibc (2.36) is older than the runtime's (Ubuntu 24.04:
-# 2.39), so the cgo binary runs there.
+# 2.39), so the cgo binary runs there. The context's .git lets go build record the
+# revision (vcs.revision), which every attempt row reports as the worker's build.
 FROM golang:${GO_VERSION}-bookworm AS go-build
 WORKDIR /src
 COPY go.mod go.sum ./
@@ -22,7 +23,9 @@ RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=1 CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations" go build -trimpath -ldflags="-s -w" -o /out/cuzk ./cmd/cuzk \
- && /out/cuzk --help >/dev/null
+ && /out/cuzk --help >/dev/null \
+ && { go version -m /out/cuzk | grep -q 'vcs.revision=' \
+      || echo "warning: no git repository in the build context: attempts will report this build as (devel)"; }
 
 # --- CUDA library (gpu/cuda/Makefile). NVCC_ARCH overrides the Makefile's device code
 # (default: Hopper sm_90a plus compute_80 PTX that newer GPUs JIT).

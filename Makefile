@@ -23,13 +23,16 @@ vet:
 	CGO_ENABLED=0 $(GO) build ./dashboard/ ./metrics/ ./gpu/devinfo/
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1)
 
-# Needs PostgreSQL on 127.0.0.1:5432 (or CUZK_TEST_DATABASE_URL). GPU tests skip
-# without a CUDA device and say so.
+# Needs PostgreSQL on 127.0.0.1:5432 (or CUZK_TEST_DATABASE_URL). Runs vet, every
+# package's tests, one line each for the GPU and NVML tests (run, or skipped and
+# why), the concurrent packages again under the race detector, and last drops the
+# migrated template database the tests clone, so a run leaves no database behind.
 test: vet
 	$(GO) test -count=1 -timeout 15m ./...
-	@echo "GPU tests on this machine:"; $(GO) test -count=1 -v -run "MSM|NTT|NVML|Prove" ./gpu/ 2>&1 | grep -E -- "--- (SKIP|PASS|FAIL)|skip" | head -5 || true
+	@$(GO) test -count=1 -v -run '^$$' ./gpu/ | grep -E '^(GPU|NVML) tests:' || true
 	$(GO) test -count=1 -race -timeout 10m ./worker/ ./metrics/
 	$(GO) test -count=1 -race -timeout 10m -run "Poller|Concurren|Registry" ./gpu/devinfo/ ./synth/
+	@$(GO) run ./internal/pgtest/droptemplate
 
 gpu-lib:
 	$(MAKE) -C gpu/cuda

@@ -20,6 +20,7 @@ import (
 // (or library) is usable here, saying why.
 func testDevice(t testing.TB) (*cudaCtx, *cudaStream) {
 	t.Helper()
+	skipWithoutDevice(t)
 	lib, err := openLib("")
 	if err != nil {
 		t.Skipf("no CUDA device: %v", err)

@@ -142,6 +142,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"unsafe"
 
 	bls12381 "github.com/consensys/gnark-crypto/ecc/bls12-381"
@@ -184,20 +185,29 @@ func FindLibrary() (string, error) {
 		tried = append(tried, p)
 	}
 	if wd, err := os.Getwd(); err == nil {
+		// Where the build would put it: the first source tree (cuda/cuzk_gpu.h) met.
+		expected := ""
 		for dir := wd; ; dir = filepath.Dir(dir) {
 			for _, rel := range []string{"gpu/cuda/build", "cuda/build"} {
 				p := filepath.Join(dir, rel, LibraryName)
 				if _, err := os.Stat(p); err == nil {
 					return p, nil
 				}
+				if _, err := os.Stat(filepath.Join(dir, rel, "..", "cuzk_gpu.h")); err == nil && expected == "" {
+					expected = p
+				}
 			}
 			if filepath.Dir(dir) == dir {
 				break
 			}
 		}
-		tried = append(tried, filepath.Join(wd, "gpu/cuda/build", LibraryName)+" (and parents)")
+		if expected == "" {
+			expected = "gpu/cuda/build/" + LibraryName + " in " + wd + " or a parent"
+		}
+		tried = append(tried, expected)
 	}
-	return "", &UnavailableError{Reason: fmt.Sprintf("%s not found (set CUZK_GPU_LIB; tried %v)", LibraryName, tried)}
+	return "", &UnavailableError{Reason: fmt.Sprintf("%s not found (tried %s; build it with make gpu-lib on a host with nvcc, or set CUZK_GPU_LIB)",
+		LibraryName, strings.Join(tried, ", "))}
 }
 
 // cudaLib is the loaded library's function table.

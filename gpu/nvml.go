@@ -11,6 +11,9 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/cuzk/cuzk/gpu/devinfo"
+	// Without cgo the build stops there with a message naming the C compiler,
+	// rather than only with go-nvml's "undefined: Return".
+	_ "github.com/cuzk/cuzk/internal/requirecgo"
 )
 
 // nvmlLibrary is the soname go-nvml dlopens at Init.

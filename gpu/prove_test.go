@@ -25,6 +25,7 @@ func testBackend(t testing.TB) *CUDA { return testBackendWith(t, Options{}) }
 
 func testBackendWith(t testing.TB, opt Options) *CUDA {
 	t.Helper()
+	skipWithoutDevice(t)
 	b, err := NewCUDA(0, opt)
 	if err != nil {
 		if IsUnavailable(err) {

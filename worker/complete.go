@@ -163,6 +163,11 @@ func (w *Worker) fail(ctx context.Context, it *item, log *slog.Logger) error {
 	case handBack:
 		log.Info("attempt handed back", "err", err)
 		return river.JobSnooze(0) // available again at once, attempt not counted
+	case it.att.Outcome == "cancelled":
+		// Someone asked for it (cuzk.cancel_proof): no fault, and the request's
+		// last_error says who.
+		log.Info("attempt cancelled", "reason", w.cancelReason(dbCtx, it.att.RequestID))
+		return err
 	case permanent:
 		log.Warn("attempt failed", "outcome", it.att.Outcome, "err", err)
 		// The job is discarded above already; should that write have failed, a
@@ -171,6 +176,16 @@ func (w *Worker) fail(ctx context.Context, it *item, log *slog.Logger) error {
 	}
 	log.Warn("attempt failed", "outcome", it.att.Outcome, "err", err)
 	return err
+}
+
+// cancelReason is the cancelled request's last_error ("cancelled by role …"), or
+// where the cancel came from when that cannot be read.
+func (w *Worker) cancelReason(ctx context.Context, requestID string) string {
+	state, lastErr, err := store.RequestState(ctx, w.pool, requestID)
+	if err != nil || state != "cancelled" || lastErr == "" {
+		return "cancelled through River (its job was cancelled)"
+	}
+	return lastErr
 }
 
 // cappedError is an error whose text is cut to store.MaxErrorBytes; errors.Is and

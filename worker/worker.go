@@ -126,7 +126,7 @@ func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Prover, log 
 		return nil, fmt.Errorf("worker: register job kind: %w", err)
 	}
 	// River's control messages are acted on only when the database backs them (notify.go).
-	riverLog := slog.New(quietTicks{log.Handler()}).With("component", "river")
+	riverLog := slog.New(cancelAsInfo{quietTicks{log.Handler()}}).With("component", "river")
 	client, err := river.NewClient[pgx.Tx](newTrustedDriver(pool, riverLog), &river.Config{
 		ID:     w.clientID,
 		Logger: riverLog,

@@ -18,7 +18,7 @@ func TestBackendAutoFallsBackToCPUAndSaysWhy(t *testing.T) {
 	var buf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, nil))
 
-	devs, tel, err := openDevices("auto", "all", log, true, gpu.Options{})
+	devs, tel, err := openDevices("auto", "all", false, log, true, gpu.Options{})
 	if err != nil {
 		t.Fatalf("--backend auto without a GPU: %v", err)
 	}
@@ -34,7 +34,7 @@ func TestBackendAutoFallsBackToCPUAndSaysWhy(t *testing.T) {
 		t.Errorf("--backend auto: want a warning with the reason, logged:\n%s", out)
 	}
 
-	if _, _, err := openDevices("cuda", "all", log, true, gpu.Options{}); err == nil || !strings.Contains(err.Error(), "unavailable") {
+	if _, _, err := openDevices("cuda", "all", false, log, true, gpu.Options{}); err == nil || !strings.Contains(err.Error(), "unavailable") {
 		t.Errorf("--backend cuda without a GPU: err = %v, want the unavailable reason", err)
 	}
 }

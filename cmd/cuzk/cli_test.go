@@ -360,6 +360,16 @@ func TestExitCodes(t *testing.T) {
 		t.Errorf("cuzk status without a database: want one line on stderr, got %d:\n%s", len(lines), r.stderr)
 	}
 
+	// A database that is down, or not there: one line that says where and what to check.
+	down := freeAddr(t) // nothing listens there once it returns
+	r = cuzkDB(t, "postgres://postgres@"+down+"/x", "status")
+	wantExit(t, r, exitRuntime, "database at "+down+": connection refused: is PostgreSQL running", "check the host and port in DATABASE_URL")
+	if lines := strings.Split(strings.TrimSpace(r.stderr), "\n"); len(lines) != 1 {
+		t.Errorf("cuzk status with the database down: want one line on stderr, got %d:\n%s", len(lines), r.stderr)
+	}
+	r = cuzkDB(t, pgtest.URL(t, "cuzk_no_such_database"), "status")
+	wantExit(t, r, exitRuntime, `database "cuzk_no_such_database" does not exist (SQLSTATE 3D000): create the database`)
+
 	r = cuzkDB(t, "", "inputs", "--circuit", "nope")
 	wantExit(t, r, exitUsage, `unknown circuit "nope"`)
 	if r.stdout != "" {
@@ -371,6 +381,17 @@ func TestExitCodes(t *testing.T) {
 
 	r = cuzkDB(t, "", "bench", "--circuit", "synthetic-k6", "--runs", "0")
 	wantExit(t, r, exitUsage, "--runs")
+
+	// GPUs named that this host lacks are refused before anything starts, naming what
+	// was found, whatever the backend; auto does not fall back to the CPU for them.
+	for _, backend := range []string{"auto", "cuda", "cpu"} {
+		r = cuzkEnv(t, []string{"DATABASE_URL=postgres://127.0.0.1:1/none"}, "", time.Minute,
+			append([]string{"worker", "--backend", backend, "--devices", "5", "--mem-budget", "1GiB"}, dirs...)...)
+		wantExit(t, r, exitUsage, "5")
+		if el := errorLines(r.stderr); len(el) != 1 || !strings.Contains(el[0], "found") && !strings.Contains(el[0], "uses no GPU") {
+			t.Errorf("cuzk worker --backend %s --devices 5: want one error line naming the GPUs found, got %s", backend, r)
+		}
+	}
 
 	// CUDA on a host without a usable GPU: the library path is made to point nowhere so
 	// the outcome is the same whether or not this host has a driver.

@@ -24,6 +24,8 @@ type composeService struct {
 	Profiles    []string          `yaml:"profiles"`
 	Environment map[string]string `yaml:"environment"`
 	Ports       []string          `yaml:"ports"`
+	Secrets     []string          `yaml:"secrets"`
+	Volumes     []string          `yaml:"volumes"`
 	Healthcheck *struct {
 		Test []string `yaml:"test"`
 	} `yaml:"healthcheck"`
@@ -47,6 +49,9 @@ type composeService struct {
 type composeDoc struct {
 	Services map[string]composeService `yaml:"services"`
 	Volumes  map[string]any            `yaml:"volumes"`
+	Secrets  map[string]struct {
+		File string `yaml:"file"`
+	} `yaml:"secrets"`
 }
 
 func loadCompose(t *testing.T) (composeDoc, *yaml.Node) {
@@ -282,7 +287,7 @@ func TestComposeWorkerEnvironmentParses(t *testing.T) {
 			env = append(env, k+"="+v)
 		}
 		r := cuzkUntilLog(t, env, "database unavailable, waiting", time.Minute, "worker")
-		wantExit(t, r, exitOK, "connect to database")
+		wantExit(t, r, exitOK, "database at 127.0.0.1:1")
 	}
 }
 

@@ -115,7 +115,7 @@ func TestLogFormatFlag(t *testing.T) {
 	t.Parallel()
 	r := cuzkUntilLog(t, []string{"DATABASE_URL=postgres://cuzk@127.0.0.1:1/cuzk?connect_timeout=1"}, "database unavailable, waiting", time.Minute,
 		"--log-format", "json", "worker", "--backend", "cpu", "--keys-dir", t.TempDir(), "--cache-dir", t.TempDir())
-	wantExit(t, r, exitOK, "connect to database")
+	wantExit(t, r, exitOK, "database at 127.0.0.1:1")
 	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
 	logs := 0
 	for _, l := range lines {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -17,6 +18,8 @@ import (
 
 	"github.com/alecthomas/kong"
 	gnarklogger "github.com/consensys/gnark/logger"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/lmittmann/tint"
 	"github.com/mattn/go-isatty"
@@ -180,14 +183,70 @@ func (g *globals) connect(ctx context.Context) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
-	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	const answerWithin = 15 * time.Second
+	pctx, cancel := context.WithTimeout(ctx, answerWithin)
 	defer cancel()
 	if err := pool.Ping(pctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("connect to database %s: %w", cfg.ConnConfig.Host, err)
+		return nil, connectError(cfg.ConnConfig, answerWithin, err)
 	}
 	return pool, nil
 }
+
+// connectError turns pgx's connect error, a line per address and TLS try, into one
+// line: where, what went wrong, and what to check. errors.Is and errors.As still see
+// pgx's error.
+func connectError(cc *pgx.ConnConfig, within time.Duration, err error) error {
+	where := fmt.Sprintf("%s:%d", cc.Host, cc.Port)
+	var pe *pgconn.PgError
+	var dns *net.DNSError
+	var msg string
+	switch {
+	case errors.As(err, &pe):
+		check := map[string]string{
+			"28P01": "check the password in DATABASE_URL (or PGPASSWORD, ~/.pgpass)",
+			"28000": "check the user in DATABASE_URL and the server's pg_hba.conf",
+			"3D000": "create the database (createdb, or cuzk demo for a private one) or fix its name in DATABASE_URL",
+			"53300": "the server has no connection slot left: raise max_connections or close idle clients",
+			"57P03": "the server is starting up or shutting down: try again shortly",
+		}[pe.Code]
+		if check == "" {
+			check = "check DATABASE_URL"
+		}
+		msg = fmt.Sprintf("database at %s (user %q, database %q): %s (SQLSTATE %s): %s",
+			where, cc.User, cc.Database, pe.Message, pe.Code, check)
+	case errors.As(err, &dns):
+		msg = fmt.Sprintf("database host %q not found (%s): check the host in DATABASE_URL", cc.Host, dns.Err)
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ENOENT):
+		msg = fmt.Sprintf("database at %s: connection refused: is PostgreSQL running and listening there? check the host and port in DATABASE_URL", where)
+	case errors.Is(err, context.DeadlineExceeded), isTimeout(err):
+		msg = fmt.Sprintf("database at %s did not answer within %s: check the host and port in DATABASE_URL and any firewall between", where, within)
+	default:
+		msg = fmt.Sprintf("database at %s: %s", where, lastLine(err))
+	}
+	return &describedError{msg: msg, err: err}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// lastLine is the most specific part of a multi-line error: pgx lists one line per
+// try, the last being the plain (non-TLS) one that says most.
+func lastLine(err error) string {
+	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+// describedError is err with a message written for the operator.
+type describedError struct {
+	msg string
+	err error
+}
+
+func (e *describedError) Error() string { return e.msg }
+func (e *describedError) Unwrap() error { return e.err }
 
 // connectWaiting is connect for long-running commands (the worker): while the
 // database cannot be reached it logs each failed attempt and tries again, waiting 1 s

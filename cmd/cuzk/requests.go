@@ -66,6 +66,11 @@ func (c inputsCmd) Run(ctx context.Context, g *globals) error {
 			_, err = fmt.Fprintln(g.stdout, string(b))
 			return err
 		}
+		if i == 0 { // after the circuit is known, so a typo leaves no directory behind
+			if err := os.MkdirAll(c.OutDir, 0o755); err != nil {
+				return fmt.Errorf("--out-dir: %w", err)
+			}
+		}
 		f := filepath.Join(c.OutDir, fmt.Sprintf("%d.json", c.Seed+i))
 		if err := os.WriteFile(f, append(b, '\n'), 0o644); err != nil {
 			return fmt.Errorf("inputs of seed %d: %w", c.Seed+i, err)
@@ -118,8 +123,7 @@ func (c submitCmd) Run(ctx context.Context, g *globals) error {
 		Inputs: inputs, Witness: witness, Priority: c.Priority, MaxAttempts: c.MaxAttempts})
 	if err != nil {
 		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == "23514" { // check_violation
-			// The request's own values are wrong (inputs not an object, a bad request id).
+		if errors.As(err, &pe) && callerMistake(pe.Code) {
 			return usageError{sqlErr("submit", err).Error()}
 		}
 		return sqlErr("submit", err)
@@ -380,6 +384,18 @@ func sqlErr(what string, err error) error {
 		return err
 	}
 	return fmt.Errorf("%s: %w", what, err)
+}
+
+// callerMistake tells whether the insert trigger refused the request's own values
+// (exit 2) rather than failed: a bad request id or inputs (check_violation), an
+// unknown circuit (foreign_key_violation), a bad value (invalid_parameter_value),
+// inputs over the size limit (program_limit_exceeded).
+func callerMistake(sqlstate string) bool {
+	switch sqlstate {
+	case "23514", "23503", "22023", "54000":
+		return true
+	}
+	return false
 }
 
 func readAllStdin() ([]byte, error) { return io.ReadAll(os.Stdin) }

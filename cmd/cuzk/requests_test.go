@@ -38,11 +38,13 @@ func TestSubmitStatusCancelMessages(t *testing.T) {
 	oneError(submit("m0", "{}", "--max-attempts", "0"), "max attempts must be 1 to 100")
 	// Caught by the database: the message comes from its check, still a usage error.
 	oneError(submit("arr", "[1]"), `submit: request "arr": inputs must be a JSON object, not a JSON array`)
+	r := cuzkEnv(t, []string{"DATABASE_URL=" + db.URL}, "{}", time.Minute, "submit", "--request-id", "u", "--circuit", "nope", "--inputs", "-")
+	oneError(r, `submit: unknown circuit "nope" (known circuits: c)`)
 
 	mustOK(t, submit("a", "{}"))
 	mustOK(t, submit("b", "{}", "--priority", "4"))
 
-	r := cuzkDB(t, db.URL, "status", "a", "b", "unknown", "b", "gone")
+	r = cuzkDB(t, db.URL, "status", "a", "b", "unknown", "b", "gone")
 	wantExit(t, r, exitRuntime, `cuzk: unknown requests "unknown", "gone"`)
 	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); len(lines) != 3 ||
 		!strings.Contains(r.stdout, "\na ") || !strings.Contains(r.stdout, "\nb ") {
@@ -104,5 +106,14 @@ func TestInputsOutDir(t *testing.T) {
 	}
 	wantExit(t, cuzkDB(t, "", "inputs", "--circuit", "synthetic-k6", "--count", "2"), exitUsage, "--count 2")
 	wantExit(t, cuzkDB(t, "", "inputs", "--circuit", "synthetic-k6", "--count", "0", "--out-dir", dir), exitUsage, "--count 0")
-	wantExit(t, cuzkDB(t, "", "inputs", "--circuit", "nope", "--count", "2", "--out-dir", dir), exitUsage, `unknown circuit "nope"`)
+	missing := filepath.Join(t.TempDir(), "new", "dir")
+	wantExit(t, cuzkDB(t, "", "inputs", "--circuit", "nope", "--count", "2", "--out-dir", missing), exitUsage, `unknown circuit "nope"`)
+	if _, err := os.Stat(missing); !os.IsNotExist(err) {
+		t.Errorf("inputs --circuit nope --out-dir %s: the directory was created (stat: %v)", missing, err)
+	}
+	// A directory that does not exist yet is created.
+	mustOK(t, cuzkDB(t, "", "inputs", "--circuit", "synthetic-k6", "--seed", "3", "--out-dir", missing))
+	if got, err := os.ReadFile(filepath.Join(missing, "3.json")); err != nil || string(got) != mustOK(t, cuzkDB(t, "", "inputs", "--circuit", "synthetic-k6", "--seed", "3")).stdout {
+		t.Errorf("inputs --out-dir %s (new): 3.json %q, %v", missing, got, err)
+	}
 }

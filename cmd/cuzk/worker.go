@@ -71,7 +71,7 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 	if err != nil {
 		return err
 	}
-	devices, tel, err := openDevices(c.Backend, c.Devices, g.log, true,
+	devices, tel, err := openDevices(c.Backend, c.Devices, namedDevices(c.Devices), g.log, true,
 		gpu.Options{PrecomputeCopies: copies, PrecomputeAuto: auto, KeyMemoryBytes: int64(keyMem)})
 	if err != nil {
 		return err
@@ -172,35 +172,48 @@ func digestLookup(pool *pgxpool.Pool) func(context.Context, string) (string, err
 	}
 }
 
-// openBackends builds one prover per selected device.
+// openBackends builds one prover per selected device; --backend auto falls back to
+// the CPU when they cannot be used.
 func openBackends(kind, devices string, log *slog.Logger) ([]worker.Prover, error) {
-	devs, _, err := openDevices(kind, devices, log, false, gpu.Options{})
+	devs, _, err := openDevices(kind, devices, false, log, false, gpu.Options{})
 	return devs, err
 }
 
 // openDevices is openBackends for the worker: with telemetry, each GPU's latest NVML
 // reading (utilization, memory used/total, temperature), polled in the background,
 // is stored in its attempt rows. tel is nil on the CPU; Close it after the worker.
-func openDevices(kind, devices string, log *slog.Logger, telemetry bool, opt gpu.Options) (devs []worker.Prover, tel *devinfo.Telemetry, err error) {
+// strict: the operator named the devices, so devices this host lacks are a usage
+// error, and auto does not fall back to the CPU for them.
+func openDevices(kind, devices string, strict bool, log *slog.Logger, telemetry bool, opt gpu.Options) (devs []worker.Prover, tel *devinfo.Telemetry, err error) {
 	if kind == "cpu" {
+		if strict {
+			return nil, nil, usagef("--devices %s: --backend cpu uses no GPU (drop --devices, or use --backend cuda or auto)", devices)
+		}
 		return []worker.Prover{{Backend: prover.NewCPU(), Label: fmt.Sprintf("cpu (%d cores)", runtime.NumCPU())}}, nil, nil
 	}
-	devs, tel, err = cudaBackends(devices, log, telemetry, opt)
+	devs, tel, err = cudaBackends(devices, strict, log, telemetry, opt)
 	if err == nil {
 		return devs, tel, nil
 	}
 	if kind == "cuda" {
 		return nil, nil, fmt.Errorf("--backend cuda: %w", err)
 	}
+	if strict {
+		// GPUs were asked for by name: proving on the CPU instead would hide the mistake.
+		return nil, nil, err
+	}
 	log.Warn("no usable GPU, proving on the CPU", "reason", err)
 	return []worker.Prover{{Backend: prover.NewCPU(), Label: fmt.Sprintf("cpu (%d cores)", runtime.NumCPU())}}, nil, nil
 }
 
-func cudaBackends(spec string, log *slog.Logger, telemetry bool, opt gpu.Options) ([]worker.Prover, *devinfo.Telemetry, error) {
+func cudaBackends(spec string, strict bool, log *slog.Logger, telemetry bool, opt gpu.Options) ([]worker.Prover, *devinfo.Telemetry, error) {
 	// NVML numbers devices by PCI bus; make CUDA agree before the library loads.
 	os.Setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
 	nv, err := gpu.OpenNVML()
 	if err != nil {
+		if strict {
+			return nil, nil, usagef("--devices %s: no GPU found on this host (NVML %v)", spec, err)
+		}
 		return nil, nil, err
 	}
 	keepNVML := false
@@ -215,6 +228,9 @@ func cudaBackends(spec string, log *slog.Logger, telemetry bool, opt gpu.Options
 	}
 	sel, err := devinfo.SelectDevices(spec, all)
 	if err != nil {
+		if strict {
+			return nil, nil, usagef("%v; found: %s", err, foundDevices(all))
+		}
 		return nil, nil, err
 	}
 	driver, _ := nv.DriverVersion() // "" if the driver does not say: the config then lacks it
@@ -245,6 +261,24 @@ func cudaBackends(spec string, log *slog.Logger, telemetry bool, opt gpu.Options
 		out[i].Telemetry = tel.JSON(d.Index)
 	}
 	return out, tel, nil
+}
+
+// namedDevices tells whether --devices names GPUs rather than taking all there are.
+func namedDevices(spec string) bool {
+	spec = strings.TrimSpace(spec)
+	return spec != "" && !strings.EqualFold(spec, "all")
+}
+
+// foundDevices lists the GPUs discovery found, for a --devices that names others.
+func foundDevices(all []devinfo.Device) string {
+	if len(all) == 0 {
+		return "none"
+	}
+	names := make([]string, len(all))
+	for i, d := range all {
+		names[i] = d.String()
+	}
+	return strings.Join(names, ", ")
 }
 
 // memBudget parses --mem-budget or derives it from the cgroup limit / MemAvailable.

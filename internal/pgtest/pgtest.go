@@ -79,13 +79,17 @@ func create(t TB, migrated bool) *DB {
 	name := "cuzk_t_" + randHex(6)
 	stmt := "CREATE DATABASE " + name
 	if migrated {
-		tmpl, err := ensureTemplate(ctx, admin)
-		if err != nil {
+		tmpl := templateName()
+		if err := ensureTemplate(ctx, admin, tmpl); err != nil {
 			t.Fatalf("pgtest: template database: %v", err)
 		}
 		stmt += " TEMPLATE " + tmpl
 	}
-	if _, err := admin.Exec(ctx, stmt); err != nil {
+	_, err = admin.Exec(ctx, stmt)
+	if migrated {
+		_, _ = admin.Exec(ctx, "SELECT pg_advisory_unlock_shared($1)", cloneLock)
+	}
+	if err != nil {
 		t.Fatalf("pgtest: create database %s: %v", name, err)
 	}
 	dbURL, err := withDatabase(AdminURL(), name)
@@ -113,49 +117,92 @@ func create(t TB, migrated bool) *DB {
 	return &DB{Name: name, URL: dbURL, Pool: pool}
 }
 
-// ensureTemplate creates (once per schema revision) a migrated database to clone. Its
-// name carries a digest of the migrations and dependency versions, so a changed
-// schema never reuses a stale template.
-func ensureTemplate(ctx context.Context, admin *pgx.Conn) (string, error) {
-	name := "cuzk_tmpl_" + schemaDigest()
-	// Serialize template creation across test processes (go test runs packages in parallel).
-	if _, err := admin.Exec(ctx, "SELECT pg_advisory_lock(7303240)"); err != nil {
-		return "", err
-	}
-	defer admin.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(7303240)") //nolint:errcheck
+// Advisory locks on the admin server, shared by every test process (go test runs
+// packages in parallel): buildLock is held to look for the template and build it,
+// cloneLock in shared mode while a database is cloned from it, and exclusively to
+// drop it, so that a template is never dropped between being found and cloned.
+const (
+	buildLock = 7303240
+	cloneLock = 7303241
+)
 
+// templateName names the migrated template of this schema revision: a digest of the
+// migrations and dependency versions, so a changed schema never reuses a stale one.
+func templateName() string { return "cuzk_tmpl_" + schemaDigest() }
+
+// ensureTemplate creates the migrated database name to clone unless it exists, and
+// returns holding cloneLock in shared mode: the caller releases it after cloning.
+func ensureTemplate(ctx context.Context, admin *pgx.Conn, name string) error {
+	if _, err := admin.Exec(ctx, "SELECT pg_advisory_lock($1)", buildLock); err != nil {
+		return err
+	}
+	defer admin.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", buildLock) //nolint:errcheck
+	if err := buildTemplate(ctx, admin, name); err != nil {
+		return err
+	}
+	_, err := admin.Exec(ctx, "SELECT pg_advisory_lock_shared($1)", cloneLock)
+	return err
+}
+
+func buildTemplate(ctx context.Context, admin *pgx.Conn, name string) error {
 	var exists bool
 	if err := admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
-		return "", err
+		return err
 	}
 	if exists {
-		return name, nil
+		return nil
 	}
 	building := name + "_build"
 	if _, err := admin.Exec(ctx, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", building)); err != nil {
-		return "", err
+		return err
 	}
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+building); err != nil {
-		return "", err
+		return err
 	}
 	dbURL, err := withDatabase(AdminURL(), building)
 	if err != nil {
-		return "", err
+		return err
 	}
 	pool, err := pgxpool.New(ctx, dbURL)
 	if err != nil {
-		return "", err
+		return err
 	}
 	_, err = migrations.Migrate(ctx, pool)
 	pool.Close()
 	if err != nil {
-		return "", fmt.Errorf("migrate template: %w", err)
+		return fmt.Errorf("migrate template: %w", err)
 	}
 	// Rename only once complete, so a crash never leaves a half-built template behind.
 	if _, err := admin.Exec(ctx, fmt.Sprintf("ALTER DATABASE %s RENAME TO %s", building, name)); err != nil {
-		return "", err
+		return err
 	}
-	return name, nil
+	return nil
+}
+
+// DropTemplate drops this schema revision's template once no test is cloning it (the
+// next test builds it again), so that a test run leaves no database behind. A
+// template someone is connected to is left alone. It returns the template's name.
+func DropTemplate(ctx context.Context) (string, error) {
+	admin, err := pgx.Connect(ctx, AdminURL())
+	if err != nil {
+		return "", fmt.Errorf("connect to %s: %w", AdminURL(), err)
+	}
+	defer admin.Close(context.WithoutCancel(ctx))
+	name := templateName()
+	return name, dropTemplate(ctx, admin, name)
+}
+
+func dropTemplate(ctx context.Context, admin *pgx.Conn, name string) error {
+	for _, lock := range []int64{buildLock, cloneLock} {
+		if _, err := admin.Exec(ctx, "SELECT pg_advisory_lock($1)", lock); err != nil {
+			return err
+		}
+		defer admin.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", lock) //nolint:errcheck
+	}
+	if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return fmt.Errorf("drop template %s: %w", name, err)
+	}
+	return nil
 }
 
 func schemaDigest() string {
@@ -177,6 +224,17 @@ func schemaDigest() string {
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// URL is the connection string of database name on the test server, which need
+// not exist.
+func URL(t TB, name string) string {
+	t.Helper()
+	u, err := withDatabase(AdminURL(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
 }
 
 func withDatabase(dsn, db string) (string, error) {
