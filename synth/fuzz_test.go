@@ -9,19 +9,53 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/consensys/gnark-crypto/ecc"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	cs "github.com/consensys/gnark/constraint/bls12-381"
+	"github.com/consensys/gnark/frontend"
+	"github.com/consensys/gnark/frontend/cs/r1cs"
 )
 
 // maxErrorBytes bounds the text of any refusal: errors name the field and quote at
 // most an abbreviation of what was sent, never the request itself.
 const maxErrorBytes = 2048
 
-// FuzzWitnessJSON feeds arbitrary inputs JSON to Witness. Whatever the bytes, it
+// noTreeCircuit's input names ("A" beside "A_B") form no dotted tree: its inputs
+// are named as gnark names them.
+type noTreeCircuit struct {
+	A   frontend.Variable `gnark:",public"`
+	A_B frontend.Variable
+	C   [1]frontend.Variable
+}
+
+func (c *noTreeCircuit) Define(api frontend.API) error {
+	api.AssertIsEqual(api.Mul(c.A_B, c.C[0]), c.A)
+	return nil
+}
+
+func compileNoTree(t testing.TB) *Compiled {
+	ccs, err := frontend.Compile(ecc.BLS12_381.ScalarField(), r1cs.NewBuilder, &noTreeCircuit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := CompileImported("no-tree", ccs.(*cs.R1CS))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.inputs().root != nil {
+		t.Fatal("noTreeCircuit's names form a dotted tree")
+	}
+	return c
+}
+
+// FuzzWitnessJSON feeds arbitrary inputs JSON to Witness, of a built-in circuit with
+// nested arrays and of a circuit whose names form no tree. Whatever the bytes, it
 // returns an *InputError of bounded length naming a field of the circuit (or one
 // it does not have), or a witness that round-trips; accepted inputs are never
 // longer, as PostgreSQL stores them, than the circuit's MaxInputsBytes.
 func FuzzWitnessJSON(f *testing.F) {
 	c := mustCompile(f, badInputCircuit)
+	noTree := compileNoTree(f)
 	flat := mustInputs(f, badInputCircuit, 5)
 	var m map[string]any
 	if err := json.Unmarshal(flat, &m); err != nil {
@@ -44,10 +78,15 @@ func FuzzWitnessJSON(f *testing.F) {
 		` ["1"]`,
 		`{"Root": "1"} {}`,
 		`{"Root": `,
+		`{"A": "6", "A_B": "2", "C_0": "3"}`,
+		`{"A": "6", "A": {"B": "2"}, "C": ["3"]}`,
 	} {
 		f.Add([]byte(seed))
 	}
-	f.Fuzz(func(t *testing.T, data []byte) { checkWitness(t, c, data) })
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkWitness(t, c, data)
+		checkWitness(t, noTree, data)
+	})
 }
 
 // FuzzWitnessBinary feeds arbitrary gnark full-witness binaries to Witness, with the
