@@ -1,11 +1,16 @@
 package synth
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cuzk/cuzk/internal/pgtest"
 )
 
 // MaxInputsBytes is no less than the longest inputs of a circuit that Witness
@@ -118,4 +123,36 @@ func writeJsonbString(b *strings.Builder, s string) {
 		}
 	}
 	b.WriteByte('"')
+}
+
+// jsonbText, which FuzzWitnessJSON measures accepted inputs with, writes documents as
+// long as PostgreSQL writes them back from a jsonb column.
+func TestJsonbTextMatchesPostgreSQL(t *testing.T) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pgtest.AdminURL())
+	if err != nil {
+		t.Fatalf("connect to %s: %v", pgtest.AdminURL(), err)
+	}
+	defer conn.Close(ctx)
+	for _, doc := range []string{
+		`{}`,
+		`{"Root":"0x1f","Path":[["1",2],{"0":"3"}],"Leaves":{"1":"4","0":"5"}}`,
+		`{"a\"b\\c":"\b\f\n\r\t\u0001\u001f","\u00e9\u2028<>&":"\/"}`,
+		`{"n":[0,123456789012345678901234567890123456789012345678901234567890123456789012345678]}`,
+		"{ \"k\" :\n[ ] , \"e\": { } }",
+	} {
+		dec := json.NewDecoder(strings.NewReader(doc))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		var pg string
+		if err := conn.QueryRow(ctx, "SELECT $1::jsonb::text", doc).Scan(&pg); err != nil {
+			t.Fatal(err)
+		}
+		if got := jsonbText(v); len(got) != len(pg) {
+			t.Errorf("%s: jsonbText writes %d bytes (%s), PostgreSQL %d (%s)", doc, len(got), got, len(pg), pg)
+		}
+	}
 }
