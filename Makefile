@@ -5,7 +5,7 @@ GO ?= go
 # flags cannot be set for a dependency from go.mod: every target here passes this one.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
-.PHONY: build install demo test vet race gpu-lib gpu-bundle
+.PHONY: build install demo test vet race fuzz gpu-lib gpu-bundle
 build:
 	$(GO) build -o bin/cuzk ./cmd/cuzk
 
@@ -32,7 +32,21 @@ test: vet
 	@$(GO) test -count=1 -v -run '^$$' ./gpu/ | grep -E '^(GPU|NVML) tests:' || true
 	$(GO) test -count=1 -race -timeout 10m ./worker/ ./metrics/
 	$(GO) test -count=1 -race -timeout 10m -run "Poller|Concurren|Registry" ./gpu/devinfo/ ./synth/
+	$(MAKE) fuzz FUZZTIME=5s
 	@$(GO) run ./internal/pgtest/droptemplate
+
+# Every fuzz target (func FuzzXxx in a _test.go file) for FUZZTIME each; go test
+# fuzzes one target at a time. A new interesting input is minimized for at most 10
+# runs, so that the time goes to exploring. A failing input is written under the
+# package's testdata/fuzz/: commit it, and plain go test runs it from then on.
+FUZZTIME ?= 10s
+fuzz:
+	@set -e; for f in $$(grep -rl --include='*_test.go' --exclude-dir=.git '^func Fuzz' .); do \
+	  for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$f); do \
+	    echo "fuzz $$t ($$(dirname $$f), $(FUZZTIME))"; \
+	    $(GO) test -count=1 -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 10x $$(dirname $$f)/; \
+	  done; \
+	done
 
 gpu-lib:
 	$(MAKE) -C gpu/cuda

@@ -28,13 +28,15 @@ func Now(ctx context.Context, db DB) (time.Time, error) {
 func RequestStates(ctx context.Context, db DB) (map[string]int64, error) {
 	rows, err := db.Query(ctx, "SELECT state, count(*) FROM cuzk.proof_status GROUP BY state")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("count requests by state: %w", err)
 	}
 	states := map[string]int64{}
 	var state string
 	var n int64
-	_, err = pgx.ForEachRow(rows, []any{&state, &n}, func() error { states[state] = n; return nil })
-	return states, err
+	if _, err := pgx.ForEachRow(rows, []any{&state, &n}, func() error { states[state] = n; return nil }); err != nil {
+		return states, fmt.Errorf("count requests by state: %w", err)
+	}
+	return states, nil
 }
 
 // FirstFinished is when the first attempt that ended within the last window ended;
@@ -44,7 +46,10 @@ func FirstFinished(ctx context.Context, db DB, window time.Duration) (*time.Time
 	err := db.QueryRow(ctx, `SELECT min(finished_at) FROM cuzk.proof_attempts
 	     WHERE outcome IN ('succeeded', 'failed', 'retryable', 'interrupted')
 	       AND finished_at >= now() - make_interval(secs => $1)`, window.Seconds()).Scan(&first)
-	return first, err
+	if err != nil {
+		return nil, fmt.Errorf("read the first finished attempt: %w", err)
+	}
+	return first, nil
 }
 
 // PhaseStat is one circuit's phase over a window: count, p50, p95 and mean in ms.
@@ -69,10 +74,7 @@ func PhaseStats(ctx context.Context, db DB, window time.Duration, sample int) ([
 		 CROSS JOIN LATERAL (`+phaseValues("r")+`) AS p(phase, ord, ms)
 		 WHERE p.ms IS NOT NULL
 		 GROUP BY r.circuit, p.phase`, window.Seconds(), sample)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowToStructByPos[PhaseStat])
+	return collect("phase statistics", rows, err, pgx.RowToStructByPos[PhaseStat])
 }
 
 // phaseValues is a VALUES list of (phase, ord, ms), one row for each phase of the
@@ -106,10 +108,7 @@ func AttemptCounts(ctx context.Context, db DB, window time.Duration) ([]CircuitC
 		  FROM cuzk.circuits c
 		  LEFT JOIN cuzk.proof_attempts a ON a.circuit = c.name AND a.finished_at >= now() - make_interval(secs => $1)
 		 GROUP BY c.name, c.constraints`, window.Seconds())
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowToStructByPos[CircuitCount])
+	return collect("attempt counts", rows, err, pgx.RowToStructByPos[CircuitCount])
 }
 
 // PeriodTiming is one circuit's succeeded attempts in one period: their count, the
@@ -141,10 +140,7 @@ func PeriodTimings(ctx context.Context, db DB, bucket, window time.Duration) ([]
 		 WHERE outcome = 'succeeded' AND total_ms IS NOT NULL AND finished_at >= now() - make_interval(secs => $2)
 		 GROUP BY 1, 2`,
 		bucket.Seconds(), window.Seconds())
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (PeriodTiming, error) {
+	return collect("timings by period", rows, err, func(r pgx.CollectableRow) (PeriodTiming, error) {
 		t := PeriodTiming{Means: make([]*float64, len(all))}
 		dest := []any{&t.Circuit, &t.Period, &t.N, &t.P50, &t.P95}
 		for i := range t.Means {
@@ -169,10 +165,7 @@ func PeriodFailures(ctx context.Context, db DB, bucket, window time.Duration) ([
 		  FROM cuzk.proof_attempts
 		 WHERE outcome IN ('failed', 'retryable', 'interrupted') AND finished_at >= now() - make_interval(secs => $2)
 		 GROUP BY 1, 2`, bucket.Seconds(), window.Seconds())
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowToStructByPos[PeriodCount])
+	return collect("failures by period", rows, err, pgx.RowToStructByPos[PeriodCount])
 }
 
 // PeriodGPU is the mean GPU utilization (percent) of one circuit's attempts in one
@@ -197,10 +190,7 @@ func GPUUtilization(ctx context.Context, db DB, bucket, window time.Duration, sa
 		                      ORDER BY a.finished_at DESC LIMIT $3) t
 		 WHERE t.util IS NOT NULL
 		 GROUP BY 1, 2`, bucket.Seconds(), window.Seconds(), sample)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowToStructByPos[PeriodGPU])
+	return collect("GPU utilization by period", rows, err, pgx.RowToStructByPos[PeriodGPU])
 }
 
 // FailedRequest is a request with a recent attempt that did not succeed: its latest
@@ -233,10 +223,7 @@ func RecentFailures(ctx context.Context, db DB, limit, scan int) ([]FailedReques
 		                       FROM cuzk.proof_attempts a WHERE a.request_id = r.request_id) n
 		  LEFT JOIN cuzk.proof_requests p ON p.request_id = r.request_id
 		 ORDER BY r.failed_at DESC`, limit, limit*scan)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowToStructByPos[FailedRequest])
+	return collect("recent failures", rows, err, pgx.RowToStructByPos[FailedRequest])
 }
 
 // WorkerRow is a row of cuzk.workers with its attempts in progress.
@@ -256,10 +243,7 @@ func LiveWorkers(ctx context.Context, db DB, liveAfter time.Duration) ([]WorkerR
 		  FROM cuzk.workers w
 		 WHERE w.stopped_at IS NULL AND w.last_seen_at >= now() - make_interval(secs => $1)
 		 ORDER BY w.worker`, liveAfter.Seconds())
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowToStructByPos[WorkerRow])
+	return collect("live workers", rows, err, pgx.RowToStructByPos[WorkerRow])
 }
 
 // DeviceTelemetry is a device's latest telemetry (jsonb) recorded in an attempt row.
@@ -276,10 +260,7 @@ func LatestTelemetry(ctx context.Context, db DB, window time.Duration) ([]Device
 		  FROM cuzk.proof_attempts
 		 WHERE telemetry IS NOT NULL AND device IS NOT NULL AND finished_at >= now() - make_interval(secs => $1)
 		 ORDER BY device, finished_at DESC`, window.Seconds())
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowToStructByPos[DeviceTelemetry])
+	return collect("device telemetry", rows, err, pgx.RowToStructByPos[DeviceTelemetry])
 }
 
 // FillAttemptHours fills cuzk.attempt_hours up to the last closed hour, back to
@@ -288,14 +269,17 @@ func FillAttemptHours(ctx context.Context, db DB, horizon time.Duration) (time.T
 	var until time.Time
 	err := db.QueryRow(ctx, `SELECT cuzk.fill_attempt_hours(now() - make_interval(secs => $1))`,
 		horizon.Seconds()).Scan(&until)
-	return until, err
+	if err != nil {
+		return time.Time{}, fmt.Errorf("fill hourly attempt statistics: %w", err)
+	}
+	return until, nil
 }
 
 // FilledHours is the span of hours cuzk.attempt_hours holds; zero times when none.
 func FilledHours(ctx context.Context, db DB) (from, until time.Time, err error) {
 	err = db.QueryRow(ctx, `SELECT filled_from, filled_until FROM cuzk.attempt_hours_mark`).Scan(&from, &until)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return time.Time{}, time.Time{}, err
+		return time.Time{}, time.Time{}, fmt.Errorf("read the span of hourly attempt statistics: %w", err)
 	}
 	return from, until, nil
 }
@@ -320,10 +304,7 @@ func HourStats(ctx context.Context, db DB, bucket time.Duration, from, until tim
 		SELECT circuit, date_bin(make_interval(secs => $1), hour, timestamptz '2000-01-01'),
 		       succeeded, failed, timed, sums, counts, hist_b, hist_n
 		  FROM cuzk.attempt_hours WHERE hour >= $2 AND hour < $3`, bucket.Seconds(), from, until)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowToStructByPos[PeriodStats])
+	return collect("hourly attempt statistics", rows, err, pgx.RowToStructByPos[PeriodStats])
 }
 
 // AttemptStats aggregates the attempt rows in [from, until) by circuit and period of
@@ -331,8 +312,17 @@ func HourStats(ctx context.Context, db DB, bucket time.Duration, from, until tim
 func AttemptStats(ctx context.Context, db DB, from, until time.Time, bucket time.Duration) ([]PeriodStats, error) {
 	rows, err := db.Query(ctx, `SELECT * FROM cuzk.attempt_stats($1, $2, make_interval(secs => $3))`,
 		from, until, bucket.Seconds())
-	if err != nil {
-		return nil, err
+	return collect("attempt statistics", rows, err, pgx.RowToStructByPos[PeriodStats])
+}
+
+// collect reads every row of a query's answer with to; an error from either says
+// what was read.
+func collect[T any](what string, rows pgx.Rows, err error, to pgx.RowToFunc[T]) ([]T, error) {
+	if err == nil {
+		var list []T
+		if list, err = pgx.CollectRows(rows, to); err == nil {
+			return list, nil
+		}
 	}
-	return pgx.CollectRows(rows, pgx.RowToStructByPos[PeriodStats])
+	return nil, fmt.Errorf("read %s: %w", what, err)
 }

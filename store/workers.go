@@ -141,7 +141,7 @@ func Heartbeat(ctx context.Context, db DB, b *Beat) (prevClientID *string, err e
 		    backend = EXCLUDED.backend, devices = EXCLUDED.devices, config = EXCLUDED.config,
 		    river_client_id = EXCLUDED.river_client_id
 		RETURNING (SELECT river_client_id FROM prev)`,
-		b.Worker, b.Host, b.PID, b.Backend, b.Devices, b.Config, b.RiverClientID).Scan(&prevClientID)
+		b.Worker, b.Host, b.PID, b.Backend, b.Devices, b.Config, nullString(b.RiverClientID)).Scan(&prevClientID)
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat of worker %q: %w", b.Worker, err)
 	}

@@ -166,7 +166,7 @@ func TestBadInputs(t *testing.T) {
 	}
 }
 
-func mustWitness(t *testing.T, name string) []byte {
+func mustWitness(t testing.TB, name string) []byte {
 	t.Helper()
 	w, err := mustCompile(t, name).Witness(mustInputs(t, name, 1))
 	if err != nil {

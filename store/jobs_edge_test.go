@@ -1,0 +1,130 @@
+package store
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/cuzk/cuzk/internal/pgtest"
+)
+
+func exec(t *testing.T, db DB, query string, args ...any) {
+	t.Helper()
+	if _, err := db.Exec(context.Background(), query, args...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func jobOf(t *testing.T, db DB, requestID string) int64 {
+	t.Helper()
+	var id int64
+	if err := db.QueryRow(context.Background(), "SELECT job_id FROM cuzk.proof_requests WHERE request_id = $1", requestID).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// The queries over River's jobs: a cancel is seen only on a running job of the queue,
+// a dead worker's running job is handed back once, and a request whose job was
+// discarded is failed once.
+func TestRiverJobQueries(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	p := db.Pool
+	mustRegister(t, p, testCircuit("c", 1))
+	mustSubmit(t, p, &Submission{RequestID: "r1", Circuit: "c", Inputs: []byte(`{}`)})
+	mustSubmit(t, p, &Submission{RequestID: "r2", Circuit: "c", Inputs: []byte(`{}`)})
+	j1, j2 := jobOf(t, p, "r1"), jobOf(t, p, "r2")
+	if counts, err := QueueJobs(ctx, p, "cuzk"); err != nil || counts[0] != (JobCount{"available", 2}) || counts[1].N != 0 {
+		t.Fatalf("QueueJobs: %v, %v; want 2 available", counts, err)
+	}
+
+	// r1's job runs under client-1 of worker w, and a cancel was asked for.
+	exec(t, p, `UPDATE public.river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = ARRAY['client-1'],
+	                   metadata = metadata || '{"cancel_attempted_at": "2026-01-01T00:00:00Z"}' WHERE id = $1`, j1)
+	if _, err := BeginAttempt(ctx, p, "r1", j1, Origin{Worker: "w"}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		job   int64
+		queue string
+		want  bool
+	}{{j1, "cuzk", true}, {j1, "other", false}, {j2, "cuzk", false}} {
+		if got, err := CancelRequested(ctx, p, tc.job, tc.queue); err != nil || got != tc.want {
+			t.Errorf("CancelRequested(%d, %s): %t, %v; want %t", tc.job, tc.queue, got, err, tc.want)
+		}
+	}
+
+	if _, err := Heartbeat(ctx, p, &Beat{Worker: "w", Host: "h", PID: 1, Backend: "cpu", Devices: []byte(`[]`), Config: []byte(`{}`),
+		RiverClientID: "client-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if jobs, err := RescueDeadWorkers(ctx, p, "self", time.Hour, "cuzk"); err != nil || len(jobs) != 0 {
+		t.Fatalf("rescue with a live worker: %v, %v", jobs, err)
+	}
+	exec(t, p, "UPDATE cuzk.workers SET last_seen_at = now() - interval '1 hour'")
+	if jobs, err := RescueDeadWorkers(ctx, p, "w", time.Minute, "cuzk"); err != nil || len(jobs) != 0 {
+		t.Fatalf("rescue by the worker itself: %v, %v", jobs, err)
+	}
+	jobs, err := RescueDeadWorkers(ctx, p, "self", time.Minute, "cuzk")
+	if err != nil || len(jobs) != 1 || jobs[0] != (RescuedJob{JobID: j1, Worker: "w"}) {
+		t.Fatalf("rescue of a dead worker: %+v, %v; want job %d of w, not discarded", jobs, err, j1)
+	}
+	if jobs, err := RescueDeadWorkers(ctx, p, "self", time.Minute, "cuzk"); err != nil || len(jobs) != 0 {
+		t.Fatalf("second rescue: %v, %v; want none", jobs, err)
+	}
+	if counts, err := QueueJobs(ctx, p, "cuzk"); err != nil || counts[0].N != 2 || counts[1].N != 0 {
+		t.Fatalf("after the rescue: %v, %v; want 2 available", counts, err)
+	}
+	if last, _, _ := LastHeartbeat(ctx, p, "w"); !last.Stopped {
+		t.Fatal("the dead worker is not marked stopped")
+	}
+
+	// r2's job was discarded while r2 still looked queued.
+	exec(t, p, "UPDATE public.river_job SET state = 'discarded', finalized_at = now() WHERE id = $1", j2)
+	if n, err := FailOrphaned(ctx, p); err != nil || n != 1 {
+		t.Fatalf("FailOrphaned: %d, %v; want 1", n, err)
+	}
+	if state, last, err := RequestState(ctx, p, "r2"); err != nil || state != "failed" || last == "" {
+		t.Fatalf("orphaned request: %q, %q, %v; want failed with an error", state, last, err)
+	}
+	if n, err := FailOrphaned(ctx, p); err != nil || n != 0 {
+		t.Fatalf("second FailOrphaned: %d, %v; want 0", n, err)
+	}
+}
+
+// A selector that matches nothing is refused with code 22023 (as SelectorSamples
+// says); each RecordBench gets an id of its own, even for no runs, and stores all its
+// runs or none (two runs of one number and arm conflict).
+func TestTimingQueriesEdgeCases(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	_, _, err := SelectorSamples(ctx, db.Pool, "build:")
+	wantErr(t, err, "resolve build:: ", "22023")
+	_, _, err = SelectorSamples(ctx, db.Pool, "nothing-matches")
+	wantErr(t, err, "resolve nothing-matches: ", "22023")
+
+	now := time.Now()
+	run := BenchRun{Circuit: "c", Worker: "w", Build: "v1", Backend: "cpu", StartedAt: now, FinishedAt: now, TotalMs: 1}
+	_, err = RecordBench(ctx, db.Pool, []BenchRun{run, run})
+	wantErr(t, err, "record bench: store bench runs: ", "23505")
+	second := run
+	second.Run = 1
+	first, err := RecordBench(ctx, db.Pool, []BenchRun{run, second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty, err := RecordBench(ctx, db.Pool, nil)
+	if err != nil || empty == first {
+		t.Fatalf("RecordBench of no runs: id %d, %v; want a new id", empty, err)
+	}
+	if n := count(t, db.Pool, "SELECT count(*) FROM cuzk.bench_runs WHERE bench_id = $1", first); n != 2 {
+		t.Fatalf("%d runs stored under bench %d, want 2", n, first)
+	}
+	run.Arm = "C" // arms are '', A or B
+	_, err = RecordBench(ctx, db.Pool, []BenchRun{run})
+	wantErr(t, err, "record bench: store bench runs: ", "23514")
+	if n := count(t, db.Pool, "SELECT count(*) FROM cuzk.bench_runs"); n != 2 {
+		t.Fatalf("%d runs after a refused bench, want 2", n)
+	}
+}
