@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark/constraint"
 	"github.com/consensys/gnark/constraint/solver"
 	"github.com/consensys/gnark/frontend"
 )
@@ -117,7 +118,7 @@ func (c *porepCircuit) Define(api frontend.API) error {
 	if err != nil {
 		return fmt.Errorf("poseidon2 gadget: %w", err)
 	}
-	g := bitGates{api}
+	g := newBitGates(api)
 	// Also range-checks Seed below 2^254.
 	iv := labelWords(api.ToBinary(c.Seed, porepLabelBits))
 	for i := range c.Parents {
@@ -273,14 +274,44 @@ func porepRound(s [8]uint32, w, k uint32) [8]uint32 {
 
 // bitGates builds the labelling's bit gates: the solver computes each 32-bit word of
 // gate outputs through porepGateHint, constraints check them.
-type bitGates struct{ api frontend.API }
+type bitGates struct {
+	api frontend.API
+	r1c constraint.BlueprintID // gnark's generic R1C, for assertBit
+	buf []uint32
+}
+
+func newBitGates(api frontend.API) *bitGates {
+	return &bitGates{api: api, r1c: api.Compiler().AddBlueprint(&constraint.BlueprintGenericR1C{})}
+}
+
+// assertBit adds the constraint x·(1−x) = 0, as api.AssertIsBoolean does but without
+// its table of known booleans: that hashes every expression it checks (blake2b per
+// term) and keeps them all, which for the labelling's five checks per bit costs most
+// of the compile time and about half a kilobyte per constraint of compile memory.
+// The labelling never checks an expression twice, so the table would gain nothing.
+func (g *bitGates) assertBit(x frontend.Variable) {
+	comp := g.api.Compiler()
+	l := comp.ToCanonicalVariable(x).(constraint.LinearExpression)
+	r := comp.ToCanonicalVariable(g.api.Sub(1, x)).(constraint.LinearExpression)
+	o := constraint.LinearExpression{{CID: constraint.CoeffIdZero, VID: 0}}
+	// The calldata of a generic R1C: its length, the three lengths, then
+	// (coefficient, wire) pairs of L, R and O (constraint.BlueprintGenericR1C).
+	b := append(g.buf[:0], uint32(4+2*(len(l)+len(r)+len(o))), uint32(len(l)), uint32(len(r)), uint32(len(o)))
+	for _, le := range [...]constraint.LinearExpression{l, r, o} {
+		for _, t := range le {
+			b = append(b, t.CID, t.VID)
+		}
+	}
+	comp.AddInstruction(g.r1c, b)
+	g.buf = b
+}
 
 const (
 	gateMaj = iota
 	gateXor
 )
 
-func (g bitGates) round(s [8]word, w word, k uint32) [8]word {
+func (g *bitGates) round(s [8]word, w word, k uint32) [8]word {
 	api := g.api
 	a, b, c, d, e, f, gg, h := s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]
 	s0 := g.xor3(rotr(a, 2), rotr(a, 13), rotr(a, 22))
@@ -300,7 +331,7 @@ func (g bitGates) round(s [8]word, w word, k uint32) [8]word {
 	u, v := g.maj(e, f, zero), g.maj(notE, gg, zero)
 	for i := range ch {
 		ch[i] = api.Add(u[i], v[i])
-		api.AssertIsBoolean(api.Sub(api.Add(f[i], gg[i]), ch[i]))
+		g.assertBit(api.Sub(api.Add(f[i], gg[i]), ch[i]))
 	}
 	t1 := g.xor3(s1, ch, wk)
 	return [8]word{g.xorWord(t1, s0, maj), a, b, c, g.xorWord(d, t1, h), e, f, gg}
@@ -309,22 +340,22 @@ func (g bitGates) round(s [8]word, w word, k uint32) [8]word {
 // maj returns the bitwise majority of x, y and z (0/1-valued), one new variable per
 // bit, checked by five constraints that add none: m is 0 or 1, and so are
 // x+y+z−2m, x+y−m, y+z−m and x+z−m (the bounds that pin a majority).
-func (g bitGates) maj(x, y, z word) word {
+func (g *bitGates) maj(x, y, z word) word {
 	api := g.api
 	m := g.hint(gateMaj, x, y, z)
 	for i := range m {
-		api.AssertIsBoolean(m[i])
-		api.AssertIsBoolean(api.Sub(api.Add(x[i], y[i], z[i]), api.Mul(m[i], 2)))
-		api.AssertIsBoolean(api.Sub(api.Add(x[i], y[i]), m[i]))
-		api.AssertIsBoolean(api.Sub(api.Add(y[i], z[i]), m[i]))
-		api.AssertIsBoolean(api.Sub(api.Add(x[i], z[i]), m[i]))
+		g.assertBit(m[i])
+		g.assertBit(api.Sub(api.Add(x[i], y[i], z[i]), api.Mul(m[i], 2)))
+		g.assertBit(api.Sub(api.Add(x[i], y[i]), m[i]))
+		g.assertBit(api.Sub(api.Add(y[i], z[i]), m[i]))
+		g.assertBit(api.Sub(api.Add(x[i], z[i]), m[i]))
 	}
 	return m
 }
 
 // xor3 returns x ⊕ y ⊕ z as linear expressions x+y+z−2·maj(x,y,z): the majority's
 // variables are the only new ones.
-func (g bitGates) xor3(x, y, z word) word {
+func (g *bitGates) xor3(x, y, z word) word {
 	api := g.api
 	m := g.maj(x, y, z)
 	var r word
@@ -337,12 +368,12 @@ func (g bitGates) xor3(x, y, z word) word {
 // xorWord returns x ⊕ y ⊕ z as new variables, for the state words each round keeps:
 // as linear expressions they would grow round after round. Each bit is 0 or 1 and
 // (x+y+z−r)/2 is 0 or 1.
-func (g bitGates) xorWord(x, y, z word) word {
+func (g *bitGates) xorWord(x, y, z word) word {
 	api := g.api
 	r := g.hint(gateXor, x, y, z)
 	for i := range r {
-		api.AssertIsBoolean(r[i])
-		api.AssertIsBoolean(api.Mul(api.Sub(api.Add(x[i], y[i], z[i]), r[i]), halfFr))
+		g.assertBit(r[i])
+		g.assertBit(api.Mul(api.Sub(api.Add(x[i], y[i], z[i]), r[i]), halfFr))
 	}
 	return r
 }
@@ -350,7 +381,7 @@ func (g bitGates) xorWord(x, y, z word) word {
 // halfFr is 1/2 in BLS12-381's scalar field.
 var halfFr = new(big.Int).Rsh(new(big.Int).Add(fr.Modulus(), big.NewInt(1)), 1)
 
-func (g bitGates) hint(kind int, x, y, z word) word {
+func (g *bitGates) hint(kind int, x, y, z word) word {
 	in := make([]frontend.Variable, 0, 1+3*len(x))
 	in = append(in, kind)
 	in = append(in, x[:]...)
