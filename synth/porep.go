@@ -399,6 +399,8 @@ func (g *bitGates) hint(kind int, x, y, z word) word {
 // porepGateHint computes one word of labelling gates: in is the gate kind (gateMaj or
 // gateXor), then the bits of three operand words; out, the result bits. A non-zero
 // operand counts as 1: a value that is not a bit fails the gate's constraints.
+// Compiled circuits name their hints by Go function name: renaming this one makes
+// every porep circuit compiled before it unsolvable (bump CircuitRevision with it).
 func porepGateHint(_ *big.Int, in, out []*big.Int) error {
 	n := len(out)
 	if len(in) != 1+3*n || !in[0].IsUint64() || in[0].Uint64() > gateXor {
