@@ -54,7 +54,7 @@ func TestConcurrentSolve(t *testing.T) {
 // TestInputsNamesMatchCompiled: Inputs names its keys from the Go structs, Witness
 // from the compiled R1CS; both must list the same inputs in the same order.
 func TestInputsNamesMatchCompiled(t *testing.T) {
-	for _, name := range []string{"synthetic-k8", "merkle-poseidon2-d3-c2", "sha256-preimage-b3"} {
+	for _, name := range []string{"synthetic-k8", "merkle-poseidon2-d3-c2", "sha256-preimage-b3", "porep-k17"} {
 		c := mustCompile(t, name)
 		dec := json.NewDecoder(bytes.NewReader(mustInputs(t, name, 1)))
 		var keys []string

@@ -8,6 +8,8 @@
 //	synthetic-k<K>               exactly 2^K constraints, full-size values, 2^(K-6) parallel lanes
 //	merkle-poseidon2-d<D>-c<C>   C Poseidon2 Merkle inclusion proofs of depth D (~188·D·C)
 //	sha256-preimage-b<N>         SHA-256 preimage of N bytes (~26.5k per 64-byte block)
+//	porep-k<K>                   just under 2^K, shaped like a PoRep partition: 2^(K-16) challenges,
+//	                             each a labelling over bits and a Poseidon2 inclusion path
 //
 // Inputs: Inputs prints valid inputs for a built-in circuit; Compiled.Witness parses
 // inputs JSON (flat dotted names, nested objects/arrays, or both) or gnark's

@@ -35,10 +35,11 @@ func EstimateBytes(c *Compiled) int64 { return c.est.Total() }
 const (
 	// perInputScratch covers what parsing allocates per input value beyond the
 	// witness vector itself: JSON tokens (key and value strings, interface boxing) and
-	// a big.Int per value. Measured at 150-200 bytes with short keys; doubled to leave
-	// room for long names. The witness vector is small next to the wires, so this
-	// margin costs little.
-	perInputScratch = 384
+	// a big.Int per value. Measured at 150-200 bytes with short keys and values, and
+	// at 630-680 bytes with full-size hex values under dotted keys (merkle-poseidon2,
+	// porep); rounded up to leave room for long names. The witness vector is small
+	// next to the wires, so this margin costs little.
+	perInputScratch = 1024
 	// solveOverhead covers small fixed-size allocations: gnark's solver config (a
 	// copy of the hint registry), the JSON decoder. Measured at about 50 KiB.
 	solveOverhead = 64 << 10

@@ -52,52 +52,37 @@ func (c *merkleCircuit) Define(api frontend.API) error {
 	for i := range c.Challenges {
 		// Also range-checks the challenge to [0, 2^D).
 		bits := api.ToBinary(c.Challenges[i], c.depth)
-		node := c.Leaves[i]
-		for l, sibling := range c.Path[i] {
-			// One constraint swaps the pair when the node is a right child.
-			d := api.Mul(bits[l], api.Sub(sibling, node))
-			node = h.Compress(api.Add(node, d), api.Sub(sibling, d))
-		}
-		api.AssertIsEqual(node, c.Root)
+		api.AssertIsEqual(merkleRoot(api, h, c.Leaves[i], bits, c.Path[i]), c.Root)
 	}
 	return nil
+}
+
+// merkleRoot hashes leaf up its path (path[l] is the sibling at level l, 0 = leaf
+// level); bits[l] says whether the node at level l is a right child.
+func merkleRoot(api frontend.API, h *poseidon2.Permutation, leaf frontend.Variable, bits, path []frontend.Variable) frontend.Variable {
+	node := leaf
+	for l, sibling := range path {
+		// One constraint swaps the pair when the node is a right child.
+		d := api.Mul(bits[l], api.Sub(sibling, node))
+		node = h.Compress(api.Add(node, d), api.Sub(sibling, d))
+	}
+	return node
 }
 
 // assign builds a sparse tree: every leaf that is not challenged holds the same
 // random filler, so untouched subtrees have one precomputed hash per level and only
 // the challenged paths cost hashing, whatever the depth.
 func (c *merkleCircuit) assign(rng *rand.Rand) frontend.Circuit {
-	h := newNativeCompressor()
-	filler := make([]fr.Element, c.depth+1) // filler[l]: root of an untouched subtree of height l
-	filler[0] = randomElement(rng)
-	for l := range c.depth {
-		filler[l+1] = h.compress(filler[l], filler[l])
-	}
-
+	filler := randomElement(rng)
 	indices := make([]uint64, len(c.Challenges))
-	levels := make([]map[uint64]fr.Element, c.depth+1)
-	levels[0] = map[uint64]fr.Element{}
+	leaves := map[uint64]fr.Element{}
 	for i := range indices {
 		indices[i] = rng.Uint64N(1 << c.depth)
-		if _, dup := levels[0][indices[i]]; !dup {
-			levels[0][indices[i]] = randomElement(rng)
+		if _, dup := leaves[indices[i]]; !dup {
+			leaves[indices[i]] = randomElement(rng)
 		}
 	}
-	node := func(l int, idx uint64) fr.Element {
-		if v, ok := levels[l][idx]; ok {
-			return v
-		}
-		return filler[l]
-	}
-	for l := range c.depth {
-		levels[l+1] = make(map[uint64]fr.Element, len(levels[l]))
-		for idx := range levels[l] {
-			parent := idx >> 1
-			if _, done := levels[l+1][parent]; !done {
-				levels[l+1][parent] = h.compress(node(l, parent<<1), node(l, parent<<1|1))
-			}
-		}
-	}
+	tree := newSparseTree(newNativeCompressor(), c.depth, filler, leaves)
 
 	a := &merkleCircuit{
 		Challenges: make([]frontend.Variable, len(c.Challenges)),
@@ -105,19 +90,61 @@ func (c *merkleCircuit) assign(rng *rand.Rand) frontend.Circuit {
 		Path:       make([][]frontend.Variable, len(c.Challenges)),
 		depth:      c.depth,
 	}
-	root := levels[c.depth][0]
+	root := tree.root()
 	a.Root = root.BigInt(new(big.Int))
 	for i, idx := range indices {
 		a.Challenges[i] = new(big.Int).SetUint64(idx)
-		leaf := levels[0][idx]
+		leaf := leaves[idx]
 		a.Leaves[i] = leaf.BigInt(new(big.Int))
-		a.Path[i] = make([]frontend.Variable, c.depth)
-		for l := range c.depth {
-			sibling := node(l, (idx>>l)^1)
-			a.Path[i][l] = sibling.BigInt(new(big.Int))
-		}
+		a.Path[i] = tree.path(idx)
 	}
 	return a
+}
+
+// sparseTree is a Poseidon2 Merkle tree in which only a few leaves are set; all the
+// others hold one filler value, so a subtree without a set leaf is one precomputed
+// hash per level.
+type sparseTree struct {
+	filler []fr.Element            // filler[l]: root of an untouched subtree of height l
+	levels []map[uint64]fr.Element // levels[l]: the nodes at level l above a set leaf
+}
+
+func newSparseTree(h nativeCompressor, depth int, filler fr.Element, leaves map[uint64]fr.Element) *sparseTree {
+	t := &sparseTree{filler: make([]fr.Element, depth+1), levels: make([]map[uint64]fr.Element, depth+1)}
+	t.filler[0] = filler
+	for l := range depth {
+		t.filler[l+1] = h.compress(t.filler[l], t.filler[l])
+	}
+	t.levels[0] = leaves
+	for l := range depth {
+		t.levels[l+1] = make(map[uint64]fr.Element, len(t.levels[l]))
+		for idx := range t.levels[l] {
+			parent := idx >> 1
+			if _, done := t.levels[l+1][parent]; !done {
+				t.levels[l+1][parent] = h.compress(t.node(l, parent<<1), t.node(l, parent<<1|1))
+			}
+		}
+	}
+	return t
+}
+
+func (t *sparseTree) node(l int, idx uint64) fr.Element {
+	if v, ok := t.levels[l][idx]; ok {
+		return v
+	}
+	return t.filler[l]
+}
+
+func (t *sparseTree) root() fr.Element { return t.node(len(t.levels)-1, 0) }
+
+// path lists the siblings of leaf idx from the leaf level up.
+func (t *sparseTree) path(idx uint64) []frontend.Variable {
+	p := make([]frontend.Variable, len(t.levels)-1)
+	for l := range p {
+		sibling := t.node(l, (idx>>l)^1)
+		p[l] = sibling.BigInt(new(big.Int))
+	}
+	return p
 }
 
 // newGadgetCompressor returns gnark's Poseidon2 gadget with the parameters of

@@ -35,6 +35,7 @@ var families = [...]family{
 	{"synthetic-k<K>", []bound{{"K", 1, maxSyntheticK}}, newSynthetic},
 	{"merkle-poseidon2-d<D>-c<C>", []bound{{"D", 1, maxMerkleDepth}, {"C", 1, maxMerkleChallenges}}, newMerkle},
 	{"sha256-preimage-b<N>", []bound{{"N", 1, maxSHA256Bytes}}, newSHA256},
+	{"porep-k<K>", []bound{{"K", minPorepK, maxPorepK}}, newPorep},
 }
 
 // lookupBuiltin resolves a built-in circuit name. The error is an *InputError that

@@ -132,7 +132,7 @@ func checkSolution(t *testing.T, c *Compiled, sol *Solution) {
 }
 
 func TestInputsDeterministic(t *testing.T) {
-	for _, name := range []string{"synthetic-k8", "merkle-poseidon2-d6-c2", "sha256-preimage-b10"} {
+	for _, name := range []string{"synthetic-k8", "merkle-poseidon2-d6-c2", "sha256-preimage-b10", "porep-k16"} {
 		a, b, other := mustInputs(t, name, 1), mustInputs(t, name, 1), mustInputs(t, name, 2)
 		if !bytes.Equal(a, b) {
 			t.Errorf("%s: seed 1 gave two different inputs", name)

@@ -21,6 +21,9 @@ type benchCmd struct {
 	Threads int    `help:"GOMAXPROCS for the timed runs (default: every core)."`
 	Record  bool   `help:"Store every timed run in cuzk.bench_runs (DATABASE_URL), for cuzk timings --compare and cuzk.compare_timings."`
 	AB      abArms `name:"ab" placeholder:"'FLAGS A' 'FLAGS B'" help:"Run two configurations interleaved, each a quoted set of --backend, --devices and --threads, and print their per-phase comparison (exit 3 when B is slower); each arm runs at least 10 times, the fewest a phase is compared on."`
+
+	SynthOnly   bool  `name:"synth-only" help:"Time only synthesis (gnark's solver): no keys, prover or database. Prints the circuit's shape, its compile time and memory, then constraints/s at each --concurrency (--runs rounds each) and the peak RSS."`
+	Concurrency []int `default:"1,2,4" help:"With --synth-only: how many solves run at once, each count in turn."`
 }
 
 func (c benchCmd) Run(ctx context.Context, g *globals) error {
@@ -30,17 +33,12 @@ func (c benchCmd) Run(ctx context.Context, g *globals) error {
 	if err := c.resolve(); err != nil {
 		return err
 	}
+	if c.SynthOnly {
+		return c.runSynthOnly(ctx, g)
+	}
 	out := g.stdout
-	reg := synth.NewRegistry(c.CacheDir)
-	var compiled *synth.Compiled
-	err := step(g.stderr, "compiling "+c.Circuit, func() (err error) {
-		compiled, err = reg.Get(ctx, c.Circuit)
-		return err
-	})
+	compiled, err := c.compile(ctx, g, synth.NewRegistry(c.CacheDir))
 	if err != nil {
-		if synth.IsBadInput(err) {
-			return usageError{err.Error()}
-		}
 		return err
 	}
 	kd := keys.Dir(c.KeysDir)
@@ -85,4 +83,18 @@ func (c benchCmd) Run(ctx context.Context, g *globals) error {
 		defer p.Done(nil)
 	}
 	return bench.Run(ctx, opts, out)
+}
+
+// compile loads or compiles the circuit under a spinner; an unknown name is a usage
+// error.
+func (c benchCmd) compile(ctx context.Context, g *globals, reg *synth.Registry) (*synth.Compiled, error) {
+	var compiled *synth.Compiled
+	err := step(g.stderr, "compiling "+c.Circuit, func() (err error) {
+		compiled, err = reg.Get(ctx, c.Circuit)
+		return err
+	})
+	if synth.IsBadInput(err) {
+		return nil, usageError{err.Error()}
+	}
+	return compiled, err
 }

@@ -1,0 +1,92 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cuzk/cuzk/synth"
+)
+
+// SolveRate is the solver's throughput with Concurrency solves running at once.
+type SolveRate struct {
+	Concurrency int
+	Rounds      []time.Duration // wall time of each round of Concurrency solves
+}
+
+// Median is the median round's wall time.
+func (r SolveRate) Median() time.Duration { return Median(r.Rounds) }
+
+// ConstraintsPerSec is the constraints solved per second across the concurrent
+// solves of a median round, for a circuit of n constraints.
+func (r SolveRate) ConstraintsPerSec(n int) float64 {
+	return float64(n) * float64(r.Concurrency) / r.Median().Seconds()
+}
+
+// MeasureSolves times synth.Solve of c on inputs, for each entry of concurrency in
+// turn: rounds rounds of that many solves started together, each round timed from
+// the first start to the last finish. Solutions are dropped as they come and the
+// heap collected between rounds, so a round holds at most its own solutions.
+func MeasureSolves(ctx context.Context, c *synth.Compiled, inputs []byte, concurrency []int, rounds int) ([]SolveRate, error) {
+	if rounds < 1 {
+		return nil, errors.New("measure solves: rounds must be at least 1")
+	}
+	var rates []SolveRate
+	for _, n := range concurrency {
+		if n < 1 {
+			return nil, fmt.Errorf("measure solves: concurrency %d, want at least 1", n)
+		}
+		rate := SolveRate{Concurrency: n}
+		for range rounds {
+			runtime.GC()
+			errs := make([]error, n)
+			var wg sync.WaitGroup
+			start := time.Now()
+			for i := range n {
+				wg.Go(func() {
+					_, errs[i] = synth.Solve(ctx, c, inputs)
+				})
+			}
+			wg.Wait()
+			rate.Rounds = append(rate.Rounds, time.Since(start))
+			if err := errors.Join(errs...); err != nil {
+				return nil, fmt.Errorf("solve %s (%d at once): %w", c.Name, n, err)
+			}
+		}
+		rates = append(rates, rate)
+	}
+	return rates, nil
+}
+
+// PeakRSS is the process's peak resident set size in bytes (VmHWM in
+// /proc/self/status, Linux only).
+func PeakRSS() (int64, error) {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0, fmt.Errorf("peak RSS: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:")
+		if !ok {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("peak RSS: VmHWM %q: %w", rest, err)
+		}
+		return kb << 10, nil
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("peak RSS: %w", err)
+	}
+	return 0, errors.New("peak RSS: no VmHWM in /proc/self/status")
+}

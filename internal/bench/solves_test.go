@@ -1,0 +1,59 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/cuzk/cuzk/synth"
+)
+
+func TestMeasureSolves(t *testing.T) {
+	const name = "porep-k16"
+	c, err := synth.NewRegistry("").Get(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inputs, err := synth.Inputs(name, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rates, err := MeasureSolves(context.Background(), c, inputs, []int{1, 2}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rates) != 2 || rates[0].Concurrency != 1 || rates[1].Concurrency != 2 {
+		t.Fatalf("rates %+v", rates)
+	}
+	for _, r := range rates {
+		if len(r.Rounds) != 2 || r.Median() <= 0 || r.ConstraintsPerSec(c.NbConstraints()) <= 0 {
+			t.Errorf("rate %+v", r)
+		}
+	}
+
+	// Another root does not satisfy the circuit: the error names it.
+	var in map[string]string
+	if err := json.Unmarshal(inputs, &in); err != nil {
+		t.Fatal(err)
+	}
+	in["CommR"] = "1"
+	bad, _ := json.Marshal(in)
+	_, err = MeasureSolves(context.Background(), c, bad, []int{2}, 1)
+	var unsat *synth.UnsatisfiedError
+	if !errors.As(err, &unsat) || !strings.Contains(err.Error(), "solve "+name+" (2 at once)") {
+		t.Errorf("bad inputs: %v", err)
+	}
+	if _, err := MeasureSolves(context.Background(), c, inputs, []int{0}, 1); err == nil {
+		t.Error("concurrency 0 accepted")
+	}
+
+	rss, err := PeakRSS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rss < 1<<20 {
+		t.Errorf("peak RSS %d bytes", rss)
+	}
+}

@@ -1,0 +1,426 @@
+package synth
+
+import (
+	"fmt"
+	"math/big"
+	"math/bits"
+	"math/rand/v2"
+
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark/constraint"
+	"github.com/consensys/gnark/constraint/solver"
+	"github.com/consensys/gnark/frontend"
+)
+
+const (
+	minPorepK = 16
+	maxPorepK = 27
+	// porepChallengeLog sizes the independent sub-computations: one challenge per
+	// 2^16 constraints, so 2^(K-16) challenges solve side by side.
+	porepChallengeLog = 16
+	// porepParents is how many parent labels one challenge's labelling reads; its
+	// rounds take their 8 words each in turn, again and again, as SDR repeats its
+	// parents to fill the hashed message.
+	porepParents = 4
+	// porepDepth is the depth of the Poseidon2 tree that commits to the replica.
+	porepDepth = 16
+	// porepLabelBits is the width of a label: a field element below 2^254, as
+	// Filecoin truncates its SHA-256 labels to 254 bits.
+	porepLabelBits = 254
+
+	// Constraint counts the sizing relies on (TestPorepShape checks them):
+	// a labelling round, a Poseidon2 compression, a challenge without its rounds,
+	// and the rest (the seed's bits, the CommD check).
+	porepRoundConstraints     = 1120
+	poseidon2Constraints      = 186
+	porepChallengeConstraints = porepParents*(porepLabelBits+1) + porepDepth + 1 + porepDepth*(1+poseidon2Constraints) + 1
+	porepFixedConstraints     = porepLabelBits + 1 + 1
+)
+
+// porepCircuit is shaped like one partition of a Filecoin PoRep (stacked DRG): for
+// each of 2^(K-16) challenged nodes it recomputes the node's label from its parents'
+// labels with a SHA-256-style compression over bits, and proves with a Poseidon2
+// inclusion path that label + data is the replica leaf under the public CommR. The
+// challenged nodes' data leaves form a Poseidon2 tree whose root is the public CommD;
+// the public Seed (a replica ID) is the compression's initial state. Labelling rounds
+// fill the circuit to just under 2^K constraints, so the FFT domain is 2^K.
+//
+// The labelling works on bits the solver computes through one hint per 32-bit gate
+// word; each gate is then checked in constraints that add no variable: a majority
+// (or an AND, the majority with a zero) by its booleanity and its four linear bounds
+// (x+y+z−2m, x+y−m, y+z−m, x+z−m each 0 or 1), an XOR of three as x+y+z−2·maj. That
+// makes about five constraints per bit variable, as bit-heavy proving circuits have.
+//
+// A round over the state (a…h) and a message word w (with round constant k) is
+//
+//	t1 = Σ1(e) ⊕ Ch(e,f,g) ⊕ w ⊕ k,  e' = d ⊕ t1 ⊕ h,  a' = t1 ⊕ Σ0(a) ⊕ Maj(a,b,c)
+//
+// SHA-256's round with its additions replaced by XOR (a carry chain would cost a
+// constraint per bit and variable). The label is the final state's first 254 bits.
+type porepCircuit struct {
+	CommD frontend.Variable `gnark:",public"`
+	CommR frontend.Variable `gnark:",public"`
+	Seed  frontend.Variable `gnark:",public"`
+
+	Parents [][]frontend.Variable // per challenge, porepParents labels below 2^254
+	Data    []frontend.Variable   // per challenge, its data leaf
+	Index   []frontend.Variable   // per challenge, its leaf index in the CommR tree
+	Path    [][]frontend.Variable // per challenge, porepDepth siblings, leaf level first
+
+	rounds []int `gnark:"-"` // labelling rounds per challenge
+}
+
+func newPorep(p []int) builtin {
+	k := p[0]
+	challenges := 1 << (k - porepChallengeLog)
+	c := &porepCircuit{
+		Parents: make([][]frontend.Variable, challenges),
+		Data:    make([]frontend.Variable, challenges),
+		Index:   make([]frontend.Variable, challenges),
+		Path:    make([][]frontend.Variable, challenges),
+		rounds:  porepRounds(k),
+	}
+	for i := range challenges {
+		c.Parents[i] = make([]frontend.Variable, porepParents)
+		c.Path[i] = make([]frontend.Variable, porepDepth)
+	}
+	return c
+}
+
+// porepRounds spreads the most rounds that keep the circuit below 2^k constraints
+// over its challenges, the first ones taking one more.
+func porepRounds(k int) []int {
+	challenges := 1 << (k - porepChallengeLog)
+	free := 1<<k - 1 - porepFixedConstraints - (challenges-1)*poseidon2Constraints - challenges*porepChallengeConstraints
+	total := free / porepRoundConstraints
+	rounds := make([]int, challenges)
+	for i := range rounds {
+		rounds[i] = total / challenges
+		if i < total%challenges {
+			rounds[i]++
+		}
+	}
+	return rounds
+}
+
+// porepConstraints is the constraint count of porep-k<k>, from the counts above.
+func porepConstraints(k int) int {
+	challenges := 1 << (k - porepChallengeLog)
+	n := porepFixedConstraints + (challenges-1)*poseidon2Constraints + challenges*porepChallengeConstraints
+	for _, r := range porepRounds(k) {
+		n += r * porepRoundConstraints
+	}
+	return n
+}
+
+func (c *porepCircuit) Define(api frontend.API) error {
+	h, err := newGadgetCompressor(api)
+	if err != nil {
+		return fmt.Errorf("poseidon2 gadget: %w", err)
+	}
+	g := newBitGates(api)
+	// Also range-checks Seed below 2^254.
+	iv := labelWords(api.ToBinary(c.Seed, porepLabelBits))
+	for i := range c.Parents {
+		var msg []word
+		for _, p := range c.Parents[i] {
+			ws := labelWords(api.ToBinary(p, porepLabelBits))
+			msg = append(msg, ws[:]...)
+		}
+		state := iv
+		for r := range c.rounds[i] {
+			state = g.round(state, msg[r%len(msg)], sha256K[r%len(sha256K)])
+		}
+		label := packLabel(api, state)
+		leaf := api.Add(label, c.Data[i])
+		// Also range-checks the index to [0, 2^porepDepth).
+		right := api.ToBinary(c.Index[i], porepDepth)
+		api.AssertIsEqual(merkleRoot(api, h, leaf, right, c.Path[i]), c.CommR)
+	}
+	nodes := c.Data
+	for len(nodes) > 1 {
+		next := make([]frontend.Variable, len(nodes)/2)
+		for i := range next {
+			next[i] = h.Compress(nodes[2*i], nodes[2*i+1])
+		}
+		nodes = next
+	}
+	api.AssertIsEqual(nodes[0], c.CommD)
+	return nil
+}
+
+// labelWords splits a label's bits into the 8 words of a compression state or
+// message block, the last word's two top bits zero.
+func labelWords(b []frontend.Variable) [8]word {
+	var ws [8]word
+	for i := range 8 * 32 {
+		if i < len(b) {
+			ws[i/32][i%32] = b[i]
+		} else {
+			ws[i/32][i%32] = 0
+		}
+	}
+	return ws
+}
+
+// packLabel is the label as a field element: the state's first 254 bits.
+func packLabel(api frontend.API, s [8]word) frontend.Variable {
+	terms := make([]frontend.Variable, porepLabelBits)
+	for i := range terms {
+		terms[i] = api.Mul(s[i/32][i%32], new(big.Int).Lsh(big.NewInt(1), uint(i)))
+	}
+	return api.Add(terms[0], terms[1], terms[2:]...)
+}
+
+func (c *porepCircuit) assign(rng *rand.Rand) frontend.Circuit {
+	n := len(c.Parents)
+	a := &porepCircuit{
+		Parents: make([][]frontend.Variable, n),
+		Data:    make([]frontend.Variable, n),
+		Index:   make([]frontend.Variable, n),
+		Path:    make([][]frontend.Variable, n),
+		rounds:  c.rounds,
+	}
+	seed := randomLabel(rng)
+	a.Seed = seed
+	iv := labelState(seed)
+	h := newNativeCompressor()
+
+	data := make([]fr.Element, n)
+	leaves := make(map[uint64]fr.Element, n)
+	indices := make([]uint64, n)
+	for i := range n {
+		var msg []uint32
+		a.Parents[i] = make([]frontend.Variable, porepParents)
+		for j := range a.Parents[i] {
+			p := randomLabel(rng)
+			a.Parents[i][j] = p
+			ws := labelState(p)
+			msg = append(msg, ws[:]...)
+		}
+		state := iv
+		for r := range c.rounds[i] {
+			state = porepRound(state, msg[r%len(msg)], sha256K[r%len(sha256K)])
+		}
+		var leaf fr.Element
+		leaf.SetBigInt(stateLabel(state))
+		data[i] = randomElement(rng)
+		leaf.Add(&leaf, &data[i])
+		a.Data[i] = data[i].BigInt(new(big.Int))
+		for { // distinct leaves: two challenges cannot share one
+			indices[i] = rng.Uint64N(1 << porepDepth)
+			if _, taken := leaves[indices[i]]; !taken {
+				break
+			}
+		}
+		leaves[indices[i]] = leaf
+		a.Index[i] = new(big.Int).SetUint64(indices[i])
+	}
+	tree := newSparseTree(h, porepDepth, randomElement(rng), leaves)
+	root := tree.root()
+	a.CommR = root.BigInt(new(big.Int))
+	for i, idx := range indices {
+		a.Path[i] = tree.path(idx)
+	}
+	for len(data) > 1 {
+		next := make([]fr.Element, len(data)/2)
+		for i := range next {
+			next[i] = h.compress(data[2*i], data[2*i+1])
+		}
+		data = next
+	}
+	a.CommD = data[0].BigInt(new(big.Int))
+	return a
+}
+
+// randomLabel draws a uniform value below 2^254.
+func randomLabel(rng *rand.Rand) *big.Int {
+	v := new(big.Int)
+	for range 4 {
+		v.Lsh(v, 64).Or(v, new(big.Int).SetUint64(rng.Uint64()))
+	}
+	return v.Rsh(v, 256-porepLabelBits)
+}
+
+// labelState is labelWords for a native label.
+func labelState(v *big.Int) [8]uint32 {
+	var ws [8]uint32
+	for i := range porepLabelBits {
+		ws[i/32] |= uint32(v.Bit(i)) << (i % 32)
+	}
+	return ws
+}
+
+// stateLabel is packLabel for a native state.
+func stateLabel(s [8]uint32) *big.Int {
+	v := new(big.Int)
+	for i := porepLabelBits - 1; i >= 0; i-- {
+		v.Lsh(v, 1).SetBit(v, 0, uint(s[i/32]>>(i%32))&1)
+	}
+	return v
+}
+
+// porepRound is the native twin of bitGates.round.
+func porepRound(s [8]uint32, w, k uint32) [8]uint32 {
+	a, b, c, d, e, f, g, h := s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]
+	rot := func(x uint32, n int) uint32 { return bits.RotateLeft32(x, -n) }
+	s0 := rot(a, 2) ^ rot(a, 13) ^ rot(a, 22)
+	s1 := rot(e, 6) ^ rot(e, 11) ^ rot(e, 25)
+	maj := (a & b) | (a & c) | (b & c)
+	ch := (e & f) | (^e & g)
+	t1 := s1 ^ ch ^ w ^ k
+	return [8]uint32{t1 ^ s0 ^ maj, a, b, c, d ^ t1 ^ h, e, f, g}
+}
+
+// bitGates builds the labelling's bit gates: the solver computes each 32-bit word of
+// gate outputs through porepGateHint, constraints check them.
+type bitGates struct {
+	api frontend.API
+	r1c constraint.BlueprintID // gnark's generic R1C, for assertBit
+	buf []uint32
+}
+
+func newBitGates(api frontend.API) *bitGates {
+	return &bitGates{api: api, r1c: api.Compiler().AddBlueprint(&constraint.BlueprintGenericR1C{})}
+}
+
+// assertBit adds the constraint x·(1−x) = 0, as api.AssertIsBoolean does but without
+// its table of known booleans: that hashes every expression it checks (blake2b per
+// term) and keeps them all, which for the labelling's five checks per bit costs most
+// of the compile time and about half a kilobyte per constraint of compile memory.
+// The labelling never checks an expression twice, so the table would gain nothing.
+func (g *bitGates) assertBit(x frontend.Variable) {
+	comp := g.api.Compiler()
+	l := comp.ToCanonicalVariable(x).(constraint.LinearExpression)
+	r := comp.ToCanonicalVariable(g.api.Sub(1, x)).(constraint.LinearExpression)
+	o := constraint.LinearExpression{{CID: constraint.CoeffIdZero, VID: 0}}
+	// The calldata of a generic R1C: its length, the three lengths, then
+	// (coefficient, wire) pairs of L, R and O (constraint.BlueprintGenericR1C).
+	b := append(g.buf[:0], uint32(4+2*(len(l)+len(r)+len(o))), uint32(len(l)), uint32(len(r)), uint32(len(o)))
+	for _, le := range [...]constraint.LinearExpression{l, r, o} {
+		for _, t := range le {
+			b = append(b, t.CID, t.VID)
+		}
+	}
+	comp.AddInstruction(g.r1c, b)
+	g.buf = b
+}
+
+const (
+	gateMaj = iota
+	gateXor
+)
+
+func (g *bitGates) round(s [8]word, w word, k uint32) [8]word {
+	api := g.api
+	a, b, c, d, e, f, gg, h := s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]
+	s0 := g.xor3(rotr(a, 2), rotr(a, 13), rotr(a, 22))
+	s1 := g.xor3(rotr(e, 6), rotr(e, 11), rotr(e, 25))
+	maj := g.maj(a, b, c)
+	var zero, notE, ch, wk word
+	for i := range zero {
+		zero[i] = 0
+		notE[i] = api.Sub(1, e[i])
+		wk[i] = w[i]
+		if k>>i&1 == 1 {
+			wk[i] = api.Sub(1, w[i])
+		}
+	}
+	// Ch(e,f,g) = (e ∧ f) + (¬e ∧ g): the two ANDs are never both 1. Ch lies
+	// between f ∧ g and f ∨ g, which one more constraint checks.
+	u, v := g.maj(e, f, zero), g.maj(notE, gg, zero)
+	for i := range ch {
+		ch[i] = api.Add(u[i], v[i])
+		g.assertBit(api.Sub(api.Add(f[i], gg[i]), ch[i]))
+	}
+	t1 := g.xor3(s1, ch, wk)
+	return [8]word{g.xorWord(t1, s0, maj), a, b, c, g.xorWord(d, t1, h), e, f, gg}
+}
+
+// maj returns the bitwise majority of x, y and z (0/1-valued), one new variable per
+// bit, checked by five constraints that add none: m is 0 or 1, and so are
+// x+y+z−2m, x+y−m, y+z−m and x+z−m (the bounds that pin a majority).
+func (g *bitGates) maj(x, y, z word) word {
+	api := g.api
+	m := g.hint(gateMaj, x, y, z)
+	for i := range m {
+		g.assertBit(m[i])
+		g.assertBit(api.Sub(api.Add(x[i], y[i], z[i]), api.Mul(m[i], 2)))
+		g.assertBit(api.Sub(api.Add(x[i], y[i]), m[i]))
+		g.assertBit(api.Sub(api.Add(y[i], z[i]), m[i]))
+		g.assertBit(api.Sub(api.Add(x[i], z[i]), m[i]))
+	}
+	return m
+}
+
+// xor3 returns x ⊕ y ⊕ z as linear expressions x+y+z−2·maj(x,y,z): the majority's
+// variables are the only new ones.
+func (g *bitGates) xor3(x, y, z word) word {
+	api := g.api
+	m := g.maj(x, y, z)
+	var r word
+	for i := range r {
+		r[i] = api.Sub(api.Add(x[i], y[i], z[i]), api.Mul(m[i], 2))
+	}
+	return r
+}
+
+// xorWord returns x ⊕ y ⊕ z as new variables, for the state words each round keeps:
+// as linear expressions they would grow round after round. Each bit is 0 or 1 and
+// (x+y+z−r)/2 is 0 or 1.
+func (g *bitGates) xorWord(x, y, z word) word {
+	api := g.api
+	r := g.hint(gateXor, x, y, z)
+	for i := range r {
+		g.assertBit(r[i])
+		g.assertBit(api.Mul(api.Sub(api.Add(x[i], y[i], z[i]), r[i]), halfFr))
+	}
+	return r
+}
+
+// halfFr is 1/2 in BLS12-381's scalar field.
+var halfFr = new(big.Int).Rsh(new(big.Int).Add(fr.Modulus(), big.NewInt(1)), 1)
+
+func (g *bitGates) hint(kind int, x, y, z word) word {
+	in := make([]frontend.Variable, 0, 1+3*len(x))
+	in = append(in, kind)
+	in = append(in, x[:]...)
+	in = append(in, y[:]...)
+	in = append(in, z[:]...)
+	out, err := g.api.Compiler().NewHint(porepGateHint, len(x), in...)
+	if err != nil {
+		panic(err) // only for a hint gnark cannot register, which this one is not
+	}
+	var w word
+	copy(w[:], out)
+	return w
+}
+
+// porepGateHint computes one word of labelling gates: in is the gate kind (gateMaj or
+// gateXor), then the bits of three operand words; out, the result bits. A non-zero
+// operand counts as 1: a value that is not a bit fails the gate's constraints.
+// Compiled circuits name their hints by Go function name: renaming this one makes
+// every porep circuit compiled before it unsolvable (bump CircuitRevision with it).
+func porepGateHint(_ *big.Int, in, out []*big.Int) error {
+	n := len(out)
+	if len(in) != 1+3*n || !in[0].IsUint64() || in[0].Uint64() > gateXor {
+		return fmt.Errorf("porep gate: %d inputs for %d outputs", len(in), n)
+	}
+	kind := in[0].Uint64()
+	for i := range out {
+		s := 0
+		for _, v := range []*big.Int{in[1+i], in[1+n+i], in[1+2*n+i]} {
+			if v.Sign() != 0 {
+				s++
+			}
+		}
+		if kind == gateMaj {
+			out[i].SetUint64(uint64(s / 2))
+		} else {
+			out[i].SetUint64(uint64(s & 1))
+		}
+	}
+	return nil
+}
+
+func init() { solver.RegisterHint(porepGateHint) }
