@@ -78,7 +78,7 @@ func TestRegisterCircuitConflicts(t *testing.T) {
 	if v, vk, ok, err := CurrentKey(ctx, db.Pool, "c"); err != nil || !ok || v != 1 || string(vk) != "\x01" {
 		t.Fatalf("after registering the same vk twice: version %d, vk %x, %t, %v; want version 1", v, vk, ok, err)
 	}
-	if sizes, err := CircuitSizes(ctx, db.Pool); err != nil || sizes["c"] != 20 {
+	if sizes, err := CircuitSizes(ctx, db.Pool); err != nil || sizes["c"].Constraints != 20 {
 		t.Fatalf("CircuitSizes %v, %v: want the second registration's 20 constraints", sizes, err)
 	}
 	var source string

@@ -50,8 +50,8 @@ func TestRiverJobQueries(t *testing.T) {
 		queue string
 		want  bool
 	}{{j1, "cuzk", true}, {j1, "other", false}, {j2, "cuzk", false}} {
-		if got, err := CancelRequested(ctx, p, tc.job, tc.queue); err != nil || got != tc.want {
-			t.Errorf("CancelRequested(%d, %s): %t, %v; want %t", tc.job, tc.queue, got, err, tc.want)
+		if got, err := CancelRequested(ctx, p, tc.job, tc.queue); err != nil || got.Requested != tc.want {
+			t.Errorf("CancelRequested(%d, %s): %+v, %v; want requested %t", tc.job, tc.queue, got, err, tc.want)
 		}
 	}
 

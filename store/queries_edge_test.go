@@ -62,8 +62,8 @@ func TestReadingQueriesWithNoRows(t *testing.T) {
 	bs, err := BuildSamples(ctx, p, "v0", 5)
 	empty("BuildSamples", len(bs), err)
 
-	if ok, err := CancelRequested(ctx, p, 1, "cuzk"); err != nil || ok {
-		t.Errorf("CancelRequested of no job: %t, %v", ok, err)
+	if c, err := CancelRequested(ctx, p, 1, "cuzk"); err != nil || c != (CancelRequest{}) {
+		t.Errorf("CancelRequested of no job: %+v, %v", c, err)
 	}
 	if paused, ok, err := QueuePaused(ctx, p, "nope"); err != nil || ok || paused {
 		t.Errorf("QueuePaused of no queue: %t, %t, %v", paused, ok, err)

@@ -173,8 +173,8 @@ func TestStatusesAndStates(t *testing.T) {
 	// Retry: a queued request cannot be retried; a cancelled one is queued again.
 	_, err = Retry(ctx, db.Pool, "r2")
 	wantErr(t, err, "cuzk.retry_proof: ", "22023")
-	if job, err := Retry(ctx, db.Pool, "r1"); err != nil || job <= 0 {
-		t.Fatalf("retry of a cancelled request: job %d, %v", job, err)
+	if job, err := Retry(ctx, db.Pool, "r1"); err != nil || job == nil || *job <= 0 {
+		t.Fatalf("retry of a cancelled request: job %v, %v; want a new job (the submitter has no other request waiting)", job, err)
 	}
 	if state, _, err := RequestState(ctx, db.Pool, "r1"); err != nil || state != "queued" {
 		t.Fatalf("after retry: %q, %v", state, err)
