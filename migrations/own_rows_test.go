@@ -143,6 +143,19 @@ func TestSubmitterReadsOnlyItsOwnRows(t *testing.T) {
 		}
 	}
 
+	// Nor in the planner's statistics, which hold a column's most common values.
+	if _, err := db.Pool.Exec(ctx, `ANALYZE cuzk.proof_requests, cuzk.proofs, cuzk.proof_attempts`); err != nil {
+		t.Fatal(err)
+	}
+	const stats = `SELECT count(*)::text FROM pg_stats WHERE schemaname = 'cuzk'
+	                 AND tablename IN ('proof_requests', 'proofs', 'proof_attempts')`
+	if got := scalarText(t, bob, stats); got != "0" {
+		t.Errorf("bob reads %s rows of pg_stats on the request tables, want none", got)
+	}
+	if got := scalarText(t, db.Pool, stats); got == "0" {
+		t.Error("the owner reads no pg_stats of the request tables: the check above proves nothing")
+	}
+
 	// Timing aggregates and samples are the fleet's: both requests' attempts count.
 	for _, q := range []string{
 		"SELECT max(n)::text FROM cuzk.timing_history('1 hour', now() - interval '1 day', 'c')",
