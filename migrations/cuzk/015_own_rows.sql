@@ -7,9 +7,10 @@
 --
 -- 1. Tables. Row-level security on proof_requests, proofs and proof_attempts: a
 --    submitter's policy admits its own rows (proofs and attempts through their
---    request, one probe of proof_requests' request_id key per row); cuzk_worker's
---    admits all. The owner is not subject to them, so the SECURITY DEFINER functions
---    (submit, retry, cancel, admission, repair) see every row as before.
+--    request: a probe of proof_requests' request_id key, or one hashed scan for a
+--    whole listing); cuzk_worker's admits all. The owner is not subject to them, so the SECURITY DEFINER functions
+--    (submit, retry, cancel, admission, repair) see every row as before. Row-level
+--    security also hides these tables' planner statistics (pg_stats) from submitters.
 -- 2. Views run with their owner's rights, past row-level security: proof_status and
 --    attempt_phases filter the same way themselves, as security barriers, so that no
 --    function in a caller's WHERE sees another's rows before the filter.
@@ -18,6 +19,10 @@
 --    it stays the fleet's; so do the build and config hash lookups of
 --    compare_timings. Its one-request groups (a bucket small enough) say how long some
 --    proof of a circuit took, not whose.
+-- 4. A request recorded before 014 may name a role instead of its login (a plain INSERT
+--    after SET ROLE recorded the role; submit_proof before 010, the owner): only
+--    those that read every request read it until the owner sets its login in
+--    submitted_by.
 
 ALTER TABLE cuzk.proof_requests ENABLE ROW LEVEL SECURITY;
 ALTER TABLE cuzk.proofs ENABLE ROW LEVEL SECURITY;
