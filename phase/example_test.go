@@ -17,13 +17,18 @@ import (
 func ExampleAll() {
 	ctx := context.Background()
 
-	// Out of example scope: a private database holding one finished attempt, and a
-	// login in the cuzk_submitter role.
+	// Out of example scope: a private database holding one finished attempt of a
+	// request submitted by a login in the cuzk_submitter role (a submitter reads only
+	// its own requests' attempts).
 	tb := pgtest.NewExampleTB()
 	defer tb.Close()
 	db := pgtest.New(tb)
 	recordAttempts(ctx, db.Pool, 1)
-	pool := pgtest.Login(tb, db.Pool, db.URL, db.Name+"_orchestrator", "cuzk_submitter")
+	login := db.Name + "_orchestrator"
+	pool := pgtest.Login(tb, db.Pool, db.URL, login, "cuzk_submitter")
+	if _, err := db.Pool.Exec(ctx, `UPDATE cuzk.proof_requests SET submitted_by = $1`, login); err != nil {
+		panic(err)
+	}
 
 	all := phase.All()
 	cols := make([]string, len(all))
@@ -75,7 +80,7 @@ func Example_timingHistory() {
 	ctx := context.Background()
 
 	// Out of example scope: a private database holding three finished attempts, and a
-	// login in the cuzk_submitter role.
+	// login in the cuzk_submitter role (timings are the fleet's: it submitted none).
 	tb := pgtest.NewExampleTB()
 	defer tb.Close()
 	db := pgtest.New(tb)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -126,5 +127,50 @@ func TestRolesSubmitterAndWorker(t *testing.T) {
 	var jobID *int64
 	if err := sub.QueryRow(context.Background(), "SELECT cuzk.retry_proof('r-cancel')").Scan(&jobID); err != nil || jobID == nil {
 		t.Fatalf("submitter retry_proof: %v, %v", jobID, err)
+	}
+}
+
+// A worker connected as cuzk_worker proves every submitter's requests, and each
+// submitter then reads its own request, proof and attempts and none of another's.
+func TestRolesWorkerProvesEverySubmittersOwnRows(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	const circuit = "synthetic-k8"
+	register(t, db.Pool, circuit)
+	alice := pgtest.Login(t, db.Pool, db.URL, db.Name+"_alice", "cuzk_submitter")
+	bob := pgtest.Login(t, db.Pool, db.URL, db.Name+"_bob", "cuzk_submitter")
+	wrk := loginAs(t, db, "cuzk_worker")
+	submitters := map[string]*pgxpool.Pool{"r-alice": alice, "r-bob": bob}
+	for rid, pool := range submitters {
+		in, err := synth.Inputs(circuit, uint64(len(rid)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantAllowed(t, pool, "submit "+rid, "SELECT cuzk.submit_proof($1, $2, $3::jsonb)", rid, circuit, string(in))
+	}
+
+	startWorker(t, wrk, nil)
+	for rid, pool := range submitters {
+		if st, le := waitState(t, pool, rid, "succeeded", "failed"); st != "succeeded" {
+			t.Fatalf("%s as cuzk_worker: %s: %s", rid, st, le)
+		}
+		verifyStored(t, pool, rid) // by its submitter, with gnark alone
+	}
+	for rid, pool := range submitters {
+		for _, q := range []string{
+			"SELECT request_id FROM cuzk.proof_status",
+			"SELECT request_id FROM cuzk.proofs",
+			"SELECT DISTINCT request_id FROM cuzk.proof_attempts",
+			"SELECT DISTINCT request_id FROM cuzk.attempt_phases",
+		} {
+			var got []string
+			rows, err := pool.Query(ctx, q)
+			if err == nil {
+				got, err = pgx.CollectRows(rows, pgx.RowTo[string])
+			}
+			if err != nil || len(got) != 1 || got[0] != rid {
+				t.Errorf("the submitter of %s: %s: %v, %v; want only %s", rid, q, got, err, rid)
+			}
+		}
 	}
 }
