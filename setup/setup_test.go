@@ -18,6 +18,7 @@ import (
 	cs "github.com/consensys/gnark/constraint/bls12-381"
 
 	"github.com/cuzk/cuzk/prover"
+	"github.com/cuzk/cuzk/setup/setuptest"
 	"github.com/cuzk/cuzk/synth"
 )
 
@@ -293,65 +294,5 @@ func TestProofsVerify(t *testing.T) {
 
 // TestFixedBaseCPU: the CPU multiplier on the edge scalars (0, 1, r-1, small values).
 func TestFixedBaseCPU(t *testing.T) {
-	checkFixedBase(t, CPU{}, 1000)
+	setuptest.CheckFixedBase(t, CPU{}, 1000)
 }
-
-// checkFixedBase compares mul's points with gnark-crypto's, one by one, on n scalars:
-// 0, 1, 2, r-1, r-2, small values and random ones.
-func checkFixedBase(t *testing.T, mul FixedBase, n int) {
-	t.Helper()
-	s := edgeScalars(n)
-	_, _, g1, g2 := curve.Generators()
-	o1 := make([]curve.G1Affine, n)
-	o2 := make([]curve.G2Affine, n)
-	if err := mul.G1(context.Background(), s, o1); err != nil {
-		t.Fatal(err)
-	}
-	if err := mul.G2(context.Background(), s, o2); err != nil {
-		t.Fatal(err)
-	}
-	bad := 0
-	for i := range s {
-		var w1 curve.G1Affine
-		var w2 curve.G2Affine
-		w1.ScalarMultiplication(&g1, s[i].BigInt(new(big.Int)))
-		w2.ScalarMultiplication(&g2, s[i].BigInt(new(big.Int)))
-		if !o1[i].Equal(&w1) || !o2[i].Equal(&w2) || (s[i].IsZero() && (!o1[i].IsInfinity() || !o2[i].IsInfinity())) {
-			if bad++; bad <= 5 {
-				t.Errorf("%s: scalar %d (%s): G1 ok %v, G2 ok %v", mul.Name(), i, s[i].String(), o1[i].Equal(&w1), o2[i].Equal(&w2))
-			}
-		}
-	}
-	if bad > 0 {
-		t.Errorf("%s: %d of %d points wrong", mul.Name(), bad, n)
-	}
-}
-
-func edgeScalars(n int) []fr.Element {
-	s := make([]fr.Element, n)
-	var rm1 fr.Element
-	rm1.SetOne()
-	rm1.Neg(&rm1)
-	fixed := []fr.Element{{}, fr.One(), rm1}
-	copy(s, fixed)
-	rng := rand.New(rand.NewPCG(9, 9))
-	for i := len(fixed); i < n; i++ {
-		switch {
-		case i < 40:
-			s[i].SetUint64(uint64(i - 1)) // 2, 3, ...: small, one window digit
-		case i < 50:
-			s[i].SetUint64(uint64(i - 38))
-			s[i].Neg(&s[i]) // r-2, r-3, ...
-		case i%97 == 0:
-			s[i].SetUint64(rng.Uint64() >> (rng.IntN(64))) // any width
-		default:
-			var b [32]byte
-			for k := range b {
-				b[k] = byte(rng.Uint32())
-			}
-			s[i].SetBytes(b[:])
-		}
-	}
-	return s
-}
-
