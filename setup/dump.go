@@ -98,9 +98,6 @@ func (kw *keyWriter) write(ctx context.Context, h *header, q *qap, domain *fft.D
 	if err := writeVector(ctx, kw, "g2.B", q.B, kw.mul.G2); err != nil {
 		return err
 	}
-	clear(q.A)
-	clear(q.B)
-	clear(q.K)
 	kw.phase("write", kw.wrote)
 	return nil
 }

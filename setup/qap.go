@@ -171,6 +171,14 @@ func evalQAP(ctx context.Context, r1cs *cs.R1CS, domain *fft.Domain, tw *toxicWa
 	return q, ctx.Err()
 }
 
+// zero clears the scalars (they are the toxic waste's images).
+func (q *qap) zero() {
+	clear(q.A)
+	clear(q.B)
+	clear(q.K)
+	clear(q.vkK)
+}
+
 // accumulator adds a linear expression's terms times L into the wire accumulators.
 type accumulator struct{ r1cs *cs.R1CS }
 

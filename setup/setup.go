@@ -82,6 +82,7 @@ func Write(ctx context.Context, r1cs *cs.R1CS, w io.Writer, o Options) (*groth16
 	if err != nil {
 		return nil, err
 	}
+	defer q.zero()
 	phase("qap", time.Since(start))
 
 	vk, head, err := smallPoints(ctx, o.Mul, r1cs, q, &tw)

@@ -3,11 +3,16 @@ package setup
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
+	"fmt"
 	"math/big"
 	"math/rand/v2"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"testing/cryptotest"
+	"time"
 
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
@@ -295,4 +300,44 @@ func TestProofsVerify(t *testing.T) {
 // TestFixedBaseCPU: the CPU multiplier on the edge scalars (0, 1, r-1, small values).
 func TestFixedBaseCPU(t *testing.T) {
 	setuptest.CheckFixedBase(t, CPU{}, 1000)
+}
+
+// TestToxicWasteNotWritten: none of τ, α, β, γ, δ, 1/γ, 1/δ appears in the written key
+// or in what Phase is told, in Montgomery form or as a canonical integer (either byte
+// order).
+func TestToxicWasteNotWritten(t *testing.T) {
+	c := compile(t, "synthetic-k12")
+	var said strings.Builder
+	dump, _, vk := makeKeys(t, c.CS, 13, Options{Phase: func(name string, d time.Duration) { fmt.Fprintln(&said, name, d) }})
+	var vkb bytes.Buffer
+	if _, err := vk.WriteTo(&vkb); err != nil {
+		t.Fatal(err)
+	}
+	cryptotest.SetGlobalRandom(t, 13)
+	tw, err := sampleToxicWaste(fft.NewDomain(uint64(c.CS.GetNbConstraints())).Cardinality)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, e := range map[string]fr.Element{"τ": tw.t, "α": tw.alpha, "β": tw.beta, "γ": tw.gamma, "δ": tw.delta, "1/γ": tw.gammaInv, "1/δ": tw.deltaInv} {
+		limbs := e.Bits() // canonical
+		be := e.Bytes()
+		le := slices.Clone(be[:])
+		slices.Reverse(le)
+		var raw [32]byte
+		for i, w := range e { // Montgomery limbs, as memory holds them
+			binary.LittleEndian.PutUint64(raw[8*i:], w)
+		}
+		var canon [32]byte
+		for i, w := range limbs {
+			binary.LittleEndian.PutUint64(canon[8*i:], w)
+		}
+		for form, b := range map[string][]byte{"Montgomery": raw[:], "canonical LE": canon[:], "big-endian": be[:], "little-endian": le} {
+			if bytes.Contains(dump, b[:16]) || bytes.Contains(vkb.Bytes(), b[:16]) {
+				t.Errorf("%s (%s) appears in the written keys", name, form)
+			}
+		}
+		if strings.Contains(said.String(), e.String()) {
+			t.Errorf("%s appears in the phase report", name)
+		}
+	}
 }
