@@ -46,6 +46,9 @@ typedef struct {
 	int (*compute_h)(cuzk_stream*, const cuzk_domain*, cuzk_buf*, size_t, cuzk_buf*, cuzk_buf*, size_t, const uint64_t*);
 	int (*compute_h_batch)(cuzk_stream*, const cuzk_domain*, cuzk_buf*, size_t, size_t, cuzk_buf*, cuzk_buf*, size_t, size_t, int, size_t, const uint64_t*);
 	int (*buf_upload_gather)(cuzk_stream*, int, const cuzk_upload_seg*);
+	int (*fixed_base_create)(cuzk_stream*, int, const void*, int, int, cuzk_fixed_base**);
+	int (*fixed_base_destroy)(cuzk_fixed_base*);
+	int (*fixed_base_mul)(cuzk_stream*, cuzk_fixed_base*, const void*, size_t, void*);
 } cuzk_fns;
 
 // cuzk_open fills f from the library at path; on failure it writes a reason to err.
@@ -94,6 +97,9 @@ static int cuzk_open(const char* path, cuzk_fns* f, char* err, size_t errlen) {
 	SYM(compute_h, "cuzk_compute_h")
 	SYM(compute_h_batch, "cuzk_compute_h_batch")
 	SYM(buf_upload_gather, "cuzk_buf_upload_gather")
+	SYM(fixed_base_create, "cuzk_fixed_base_create")
+	SYM(fixed_base_destroy, "cuzk_fixed_base_destroy")
+	SYM(fixed_base_mul, "cuzk_fixed_base_mul")
 #undef SYM
 	return 0;
 }
@@ -131,6 +137,9 @@ static int c_domain_destroy(cuzk_fns* f, cuzk_domain* d, char* e) { return keep(
 static int c_ntt(cuzk_fns* f, cuzk_stream* s, const cuzk_domain* d, cuzk_buf* b, size_t off, int fl, char* e) { return keep(f, f->ntt(s, d, b, off, fl), e); }
 static int c_compute_h_batch(cuzk_fns* f, cuzk_stream* s, const cuzk_domain* d, cuzk_buf* a, size_t ao, size_t as, cuzk_buf* b, cuzk_buf* c, size_t bo, size_t bs, int n, size_t nc, const uint64_t* den, char* e) { return keep(f, f->compute_h_batch(s, d, a, ao, as, b, c, bo, bs, n, nc, den), e); }
 static int c_buf_upload_gather(cuzk_fns* f, cuzk_stream* s, int n, const cuzk_upload_seg* g, char* e) { return keep(f, f->buf_upload_gather(s, n, g), e); }
+static int c_fixed_base_create(cuzk_fns* f, cuzk_stream* s, int g, const void* t, int c, int w, cuzk_fixed_base** o, char* e) { return keep(f, f->fixed_base_create(s, g, t, c, w, o), e); }
+static int c_fixed_base_destroy(cuzk_fns* f, cuzk_fixed_base* b, char* e) { return keep(f, f->fixed_base_destroy(b), e); }
+static int c_fixed_base_mul(cuzk_fns* f, cuzk_stream* s, cuzk_fixed_base* b, const void* sc, size_t n, void* out, char* e) { return keep(f, f->fixed_base_mul(s, b, sc, n, out), e); }
 static int c_compute_h(cuzk_fns* f, cuzk_stream* s, const cuzk_domain* d, cuzk_buf* a, size_t ao, cuzk_buf* b, cuzk_buf* c, size_t n, const uint64_t* den, char* e) { return keep(f, f->compute_h(s, d, a, ao, b, c, n, den), e); }
 */
 import "C"
@@ -719,4 +728,37 @@ func (s *cudaStream) computeH(d *nttDomain, a *devBuf, aOff int, b, c *devBuf, n
 	return s.lib.call("compute h", func(e *C.char) C.int {
 		return C.c_compute_h(s.lib.fns, s.s, d.d, a.b, C.size_t(aOff), b.b, c.b, C.size_t(nConstraints), &den[0], e)
 	})
+}
+
+// fixedBaseTable is a fixed point's window table on the device (cuzk_fixed_base).
+type fixedBaseTable struct {
+	lib *cudaLib
+	t   *C.cuzk_fixed_base
+}
+
+// newFixedBase uploads a window table of nwin windows of c bits (group 1: G1, 2: G2).
+func (s *cudaStream) newFixedBase(group int, table unsafe.Pointer, c, nwin int) (*fixedBaseTable, error) {
+	var t *C.cuzk_fixed_base
+	if err := s.lib.call("fixed-base table", func(e *C.char) C.int {
+		return C.c_fixed_base_create(s.lib.fns, s.s, C.int(group), table, C.int(c), C.int(nwin), &t, e)
+	}); err != nil {
+		return nil, err
+	}
+	return &fixedBaseTable{lib: s.lib, t: t}, nil
+}
+
+// fixedBaseMul writes n affine points scalars[i]·G to out (host memory both).
+func (s *cudaStream) fixedBaseMul(what string, t *fixedBaseTable, scalars unsafe.Pointer, n int, out unsafe.Pointer) error {
+	return s.lib.call(what, func(e *C.char) C.int {
+		return C.c_fixed_base_mul(s.lib.fns, s.s, t.t, scalars, C.size_t(n), out, e)
+	})
+}
+
+func (t *fixedBaseTable) close() error {
+	if t == nil || t.t == nil {
+		return nil
+	}
+	err := t.lib.call("fixed-base table destroy", func(e *C.char) C.int { return C.c_fixed_base_destroy(t.lib.fns, t.t, e) })
+	t.t = nil
+	return err
 }

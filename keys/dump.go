@@ -7,17 +7,23 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
+	"log/slog"
 	"os"
 	"runtime"
+	"time"
 
+	"github.com/consensys/gnark-crypto/ecc"
+	"github.com/consensys/gnark/backend/groth16"
 	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
 )
 
-// The load cache beside pk.bin. pk.bin stays the canonical key (its SHA-256 is the
-// circuit's pk_digest); pk.dump is the same key as gnark's WriteDump, a memory image
-// that ReadDump copies back without decompressing or subgroup-checking a point: at
-// 2^22 constraints parsing pk.bin took about 3 minutes, the dump a few seconds.
+// The proving key as gnark's WriteDump, a memory image that ReadDump copies back
+// without decompressing or subgroup-checking a point: at 2^22 constraints parsing
+// pk.bin took about 3 minutes, the dump a few seconds. Keys are written as the dump
+// alone (its SHA-256 is the circuit's pk_digest); beside an older directory's pk.bin
+// (then the canonical key, whose SHA-256 is the pk_digest) it is a load cache.
 const (
 	DumpFile    = "pk.dump"
 	DumpSumFile = "pk.dump.sum"
@@ -33,8 +39,8 @@ const DumpFormat = "gnark v0.14.0 gnark-crypto v0.19.0 bls12-381 WriteDump " + r
 // dumpSum is pk.dump.sum: what the dump is and which pk.bin it was made from.
 type dumpSum struct {
 	Format     string `json:"format"`
-	PKDigest   string `json:"pk_digest"`          // SHA-256 of the pk.bin the dump was made from
-	PKBytes    int64  `json:"pk_bytes,omitempty"` // its size (0 in sidecars written before it was kept)
+	PKDigest   string `json:"pk_digest"`          // the key's digest: SHA-256 of the pk.bin the dump was made from, or of the dump when it is the key
+	PKBytes    int64  `json:"pk_bytes,omitempty"` // that pk.bin's size (0: none, or a sidecar written before it was kept)
 	DumpSHA256 string `json:"dump_sha256"`        // SHA-256 of pk.dump itself
 	DumpBytes  int64  `json:"dump_bytes"`
 }
@@ -44,35 +50,91 @@ type dumpSum struct {
 var errNoDump = errors.New("no dump")
 
 // writeDump writes pk.dump and its sidecar for a key whose pk.bin has pkDigest and
-// pkBytes bytes. The
-// old sidecar goes first, so a reader never pairs the new dump with the old sidecar
-// (it would see no sidecar and read pk.bin instead); the new one goes last.
+// pkBytes bytes. The old sidecar goes first, so a reader never pairs the new dump with
+// the old sidecar (it would see no sidecar and read pk.bin instead); the new one goes
+// last.
 func (d Dir) writeDump(circuit string, pk *groth16bls.ProvingKey, pkDigest string, pkBytes int64) error {
-	sumPath := d.Path(circuit, DumpSumFile)
-	if err := os.Remove(sumPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(d.Path(circuit, DumpSumFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	s := dumpSum{Format: DumpFormat, PKDigest: pkDigest, PKBytes: max(pkBytes, 0)}
+	s, err := d.writeDumpFile(circuit, pk.WriteDump)
+	if err != nil {
+		return err
+	}
+	s.PKDigest, s.PKBytes = pkDigest, max(pkBytes, 0)
+	return d.writeSum(circuit, s)
+}
+
+// writeDumpFile writes pk.dump with dump and returns its sidecar without the key's
+// digest.
+func (d Dir) writeDumpFile(circuit string, dump func(io.Writer) error) (dumpSum, error) {
+	s := dumpSum{Format: DumpFormat}
 	err := writeAtomic(d.Path(circuit, DumpFile), func(w io.Writer) error {
 		h := sha256.New()
-		cw := &countingWriter{w: io.MultiWriter(w, h)}
-		if err := pk.WriteDump(cw); err != nil {
+		cw := &countingWriter{w: &hashingWriter{w: w, h: h}}
+		if err := dump(cw); err != nil {
 			return err
 		}
 		s.DumpSHA256, s.DumpBytes = hex.EncodeToString(h.Sum(nil)), cw.n
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("write %s of %s: %w", DumpFile, circuit, err)
+		return s, fmt.Errorf("write %s of %s: %w", DumpFile, circuit, err)
 	}
+	return s, nil
+}
+
+// writeSum writes circuit's sidecar.
+func (d Dir) writeSum(circuit string, s dumpSum) error {
 	b, err := json.Marshal(s)
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(sumPath, func(w io.Writer) error { _, err := w.Write(append(b, '\n')); return err }); err != nil {
+	if err := writeAtomic(d.Path(circuit, DumpSumFile), func(w io.Writer) error { _, err := w.Write(append(b, '\n')); return err }); err != nil {
 		return fmt.Errorf("write %s of %s: %w", DumpSumFile, circuit, err)
 	}
 	return nil
+}
+
+// dumpOnly is circuit's sidecar when it describes a key written as the dump alone
+// (the digest it names is the dump's own, no pk.bin size); nil otherwise.
+func (d Dir) dumpOnly(circuit string) *dumpSum {
+	s := d.rawSum(circuit)
+	if s == nil || s.PKBytes != 0 || s.PKDigest == "" || s.PKDigest != s.DumpSHA256 {
+		return nil
+	}
+	return s
+}
+
+// loadDumpOnly loads a key written as the dump alone: its sidecar s must have this
+// build's format and name digest (when set), and the dump must hash to it. There is
+// no pk.bin to fall back on, so any failure fails the load.
+func (d Dir) loadDumpOnly(circuit, digest string, s *dumpSum, o LoadOptions, log *slog.Logger) (*groth16bls.ProvingKey, *groth16bls.VerifyingKey, LoadStats, error) {
+	start := time.Now()
+	st := LoadStats{Source: SourceDump, Bytes: fileSize(d.Path(circuit, DumpFile))}
+	path := d.Path(circuit, DumpFile)
+	switch {
+	case digest != "" && s.PKDigest != digest:
+		return nil, nil, st, fmt.Errorf("proving key %s has SHA-256 %s (%s), but cuzk.circuits.pk_digest of %s is %s: not the registered key (run cuzk setup again or fix --keys-dir)",
+			path, s.PKDigest, DumpSumFile, circuit, digest)
+	case s.Format != DumpFormat:
+		return nil, nil, st, fmt.Errorf("proving key %s is in dump format %q, this build reads %q: make the key again (cuzk setup --force)", path, s.Format, DumpFormat)
+	}
+	log.Info("loading proving key", "circuit", circuit, "from", st.Source, "dump_bytes", st.Bytes)
+	prog := newLoadProgress(circuit, log, o.Progress, o.progress)
+	prog.expect(2 * st.Bytes)
+	pk, err := d.readDump(circuit, s, prog)
+	if err != nil {
+		return nil, nil, st, fmt.Errorf("load proving key of %s: %w", circuit, err)
+	}
+	vk := groth16.NewVerifyingKey(ecc.BLS12_381).(*groth16bls.VerifyingKey)
+	if err := readFile(d.Path(circuit, VKFile), func(r io.Reader) error { _, err := vk.ReadFrom(r); return err }); err != nil {
+		return nil, nil, st, fmt.Errorf("load verifying key of %s: %w", circuit, err)
+	}
+	st.Duration = time.Since(start)
+	log.Info("proving key loaded", "circuit", circuit, "from", st.Source, "bytes", st.Bytes, "ms", st.Duration.Milliseconds(),
+		"mb_per_s", mbPerSecond(st.Bytes, st.Duration), "dump_written", false)
+	return pk, vk, st, nil
 }
 
 // readSum reads circuit's sidecar and checks that it describes a dump this build can
@@ -180,5 +242,28 @@ type countingWriter struct {
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
+	return n, err
+}
+
+// hashingWriter writes to w and h; a large write is hashed while it is written (at
+// Filecoin sizes the key is tens of gigabytes, and SHA-256 alone runs at about the
+// speed of the disk).
+type hashingWriter struct {
+	w io.Writer
+	h hash.Hash
+}
+
+func (t *hashingWriter) Write(p []byte) (int, error) {
+	if len(p) < 1<<20 {
+		t.h.Write(p)
+		return t.w.Write(p)
+	}
+	done := make(chan struct{})
+	go func() {
+		t.h.Write(p)
+		close(done)
+	}()
+	n, err := t.w.Write(p)
+	<-done
 	return n, err
 }

@@ -2,9 +2,9 @@ package keys
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"os"
 	"regexp"
@@ -42,16 +42,30 @@ func compileCube(t testing.TB) *cs.R1CS {
 	return ccs.(*cs.R1CS)
 }
 
-// setupCube runs Setup for the cube circuit in a fresh keys directory.
+// setupCube makes a keys directory of the cube circuit as cuzk wrote them before keys
+// were written once: pk.bin (gnark's groth16.Setup, WriteTo), vk.bin, and the dump
+// made from pk.bin with its sidecar. It returns pk.bin's digest.
 func setupCube(t *testing.T) (Dir, *cs.R1CS, string) {
 	t.Helper()
 	d := Dir(t.TempDir())
 	ccs := compileCube(t)
-	if _, _, _, err := d.Setup(context.Background(), "cube", ccs); err != nil {
+	gpk, gvk, err := groth16.Setup(ccs)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if err := os.MkdirAll(d.Path("cube", ""), dirPerm); err != nil {
+		t.Fatal(err)
+	}
+	for f, w := range map[string]io.WriterTo{PKFile: gpk, VKFile: gvk} {
+		if err := writeAtomic(d.Path("cube", f), func(out io.Writer) error { _, err := w.WriteTo(out); return err }); err != nil {
+			t.Fatal(err)
+		}
 	}
 	digest, err := FileDigest(d.Path("cube", PKFile))
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.writeDump("cube", gpk.(*groth16bls.ProvingKey), digest, fileSize(d.Path("cube", PKFile))); err != nil {
 		t.Fatal(err)
 	}
 	return d, ccs, digest
@@ -131,11 +145,11 @@ func proveVerify(t *testing.T, ccs *cs.R1CS, pk *groth16bls.ProvingKey, vk *grot
 	}
 }
 
-func TestSetupWritesDumpAndLoadUsesIt(t *testing.T) {
+func TestOldDirectoryLoadsFromItsDump(t *testing.T) {
 	d, ccs, digest := setupCube(t)
 	s := readSumFile(t, d)
 	if s.Format != DumpFormat || s.PKDigest != digest || s.DumpBytes != fileSize(d.Path("cube", DumpFile)) {
-		t.Fatalf("sidecar after Setup: %+v; want format %q, pk digest %s and the dump's size", s, DumpFormat, digest)
+		t.Fatalf("sidecar of an old directory: %+v; want format %q, pk digest %s and the dump's size", s, DumpFormat, digest)
 	}
 	if got, _ := FileDigest(d.Path("cube", DumpFile)); got != s.DumpSHA256 {
 		t.Errorf("sidecar records dump SHA-256 %s, the file has %s", s.DumpSHA256, got)

@@ -1,19 +1,25 @@
 // Package keys keeps Groth16 key files on disk, one directory per circuit:
 //
-//	<keys-dir>/<circuit>/pk.bin        gnark ProvingKey.WriteTo (BLS12-381)
-//	<keys-dir>/<circuit>/pk.dump       gnark ProvingKey.WriteDump of the same key: a
-//	                                   load cache, rebuilt from pk.bin when missing or bad
+//	<keys-dir>/<circuit>/pk.dump       gnark ProvingKey.WriteDump: the proving key in the
+//	                                   layout the worker loads without decoding a point
 //	<keys-dir>/<circuit>/pk.dump.sum   JSON: the dump's format, SHA-256 and size, and
-//	                                   the pk.bin digest it was made from
+//	                                   the digest of the key it holds (pk_digest)
 //	<keys-dir>/<circuit>/vk.bin        gnark VerifyingKey.WriteTo
+//	<keys-dir>/<circuit>/pk.bin        gnark ProvingKey.WriteTo: imported keys, and keys
+//	                                   set up by earlier versions
 //	<keys-dir>/<circuit>/circuit.r1cs  gnark R1CS.WriteTo (imported circuits only;
 //	                                   built-in ones are compiled by package synth)
 //
+// Setup writes the proving key once, as the dump: the pk_digest of cuzk.circuits is
+// then the dump's SHA-256. Where there is a pk.bin (an import, whose digest stays the
+// SHA-256 of the file the operator imported, or a directory set up before), pk.bin is
+// the canonical key, its SHA-256 the pk_digest, and pk.dump a load cache of it,
+// rebuilt when missing or bad.
+//
 // Files are written to a temporary name and renamed, so a reader never sees a partial
-// key. The proving key's SHA-256 (the pk_digest of cuzk.circuits) is checked on load,
-// so a key that does not match the registered circuit is refused rather than used:
-// either pk.bin hashes to it, or the dump's sidecar names it and the dump hashes to
-// the SHA-256 the sidecar records.
+// key. The proving key's digest is checked on load, so a key that does not match the
+// registered circuit is refused rather than used: either pk.bin hashes to it, or the
+// dump's sidecar names it and the dump hashes to the SHA-256 the sidecar records.
 package keys
 
 import (
@@ -35,6 +41,7 @@ import (
 	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
 	cs "github.com/consensys/gnark/constraint/bls12-381"
 	"github.com/cuzk/cuzk/prover"
+	"github.com/cuzk/cuzk/setup"
 	"github.com/cuzk/cuzk/synth"
 )
 
@@ -54,36 +61,54 @@ type Dir string
 // Path is the path of file f of circuit.
 func (d Dir) Path(circuit, f string) string { return filepath.Join(string(d), circuit, f) }
 
-// Has reports whether circuit has both keys in d.
+// Has reports whether circuit has both keys in d (pk.bin, or a dump that is the key).
 func (d Dir) Has(circuit string) bool {
 	_, e1 := os.Stat(d.Path(circuit, PKFile))
 	_, e2 := os.Stat(d.Path(circuit, VKFile))
+	if e1 != nil && d.dumpOnly(circuit) != nil {
+		e1 = nil
+	}
 	return e1 == nil && e2 == nil
 }
 
-// Setup runs a development key ceremony for r1cs with gnark's groth16.Setup and writes
-// the keys. It is NOT a production ceremony: the toxic waste exists in this process's
-// memory, so whoever runs it could forge proofs. It returns the pk digest.
-func (d Dir) Setup(ctx context.Context, circuit string, r1cs *cs.R1CS) (pk *groth16bls.ProvingKey, vk *groth16bls.VerifyingKey, digest string, err error) {
-	if err := synth.CheckCircuitName(circuit); err != nil {
-		return nil, nil, "", err
+// Digest is circuit's pk digest: pk.bin's SHA-256 where there is one, else the one its
+// dump's sidecar records for a key written as the dump alone (checked on Load).
+func (d Dir) Digest(circuit string) (string, error) {
+	if _, err := os.Stat(d.Path(circuit, PKFile)); err == nil {
+		return FileDigest(d.Path(circuit, PKFile))
 	}
-	if err := prover.CheckNoCommitments(circuit, r1cs); err != nil {
-		return nil, nil, "", err
+	if s := d.dumpOnly(circuit); s != nil {
+		return s.PKDigest, nil
 	}
-	gpk, gvk, err := groth16.Setup(r1cs)
-	if err != nil {
-		return nil, nil, "", fmt.Errorf("setup %s: %w", circuit, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, nil, "", err
-	}
-	pk, vk = gpk.(*groth16bls.ProvingKey), gvk.(*groth16bls.VerifyingKey)
-	digest, err = d.Write(circuit, pk, vk)
-	return pk, vk, digest, err
+	return "", fmt.Errorf("circuit %s: no proving key in %s", circuit, filepath.Join(string(d), circuit))
 }
 
-// Write stores pk and vk for circuit, and pk's dump, and returns the pk digest.
+// Setup runs a development key ceremony for r1cs (package setup, multiplying on o.Mul)
+// and writes the keys, the proving key once, as the dump. It is NOT a production
+// ceremony: the toxic waste exists in this process's memory, so whoever runs it could
+// forge proofs. It returns the verifying key and the pk digest.
+func (d Dir) Setup(ctx context.Context, circuit string, r1cs *cs.R1CS, o setup.Options) (vk *groth16bls.VerifyingKey, digest string, err error) {
+	if err := synth.CheckCircuitName(circuit); err != nil {
+		return nil, "", err
+	}
+	if err := prover.CheckNoCommitments(circuit, r1cs); err != nil {
+		return nil, "", err
+	}
+	digest, err = d.writeKeys(circuit, func(w io.Writer) error {
+		var err error
+		vk, err = setup.Write(ctx, r1cs, w, o)
+		return err
+	}, func() *groth16bls.VerifyingKey { return vk })
+	if err != nil {
+		return nil, "", fmt.Errorf("setup %s: %w", circuit, err)
+	}
+	return vk, digest, nil
+}
+
+// Write stores an imported pk and vk for circuit: pk.bin as gnark's WriteTo encodes
+// it, so that the pk digest stays the SHA-256 of the key file the operator imported
+// (when it was written by WriteTo), and the dump made from it for loading. It returns
+// the pk digest.
 func (d Dir) Write(circuit string, pk *groth16bls.ProvingKey, vk *groth16bls.VerifyingKey) (string, error) {
 	if err := synth.CheckCircuitName(circuit); err != nil {
 		return "", err
@@ -110,6 +135,33 @@ func (d Dir) Write(circuit string, pk *groth16bls.ProvingKey, vk *groth16bls.Ver
 		return "", err
 	}
 	return digest, nil
+}
+
+// writeKeys writes circuit's dump with dump, then vk.bin with vk() (known once dump
+// ran), then the sidecar naming the dump as the key (a pk.bin there goes first).
+func (d Dir) writeKeys(circuit string, dump func(io.Writer) error, vk func() *groth16bls.VerifyingKey) (string, error) {
+	if err := os.MkdirAll(filepath.Join(string(d), circuit), dirPerm); err != nil {
+		return "", fmt.Errorf("keys dir: %w", err)
+	}
+	sumPath := d.Path(circuit, DumpSumFile)
+	if err := os.Remove(sumPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	if err := os.Remove(d.Path(circuit, PKFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	s, err := d.writeDumpFile(circuit, dump)
+	if err != nil {
+		return "", err
+	}
+	if err := writeAtomic(d.Path(circuit, VKFile), func(w io.Writer) error { _, err := vk().WriteTo(w); return err }); err != nil {
+		return "", fmt.Errorf("write verifying key of %s: %w", circuit, err)
+	}
+	s.PKDigest = s.DumpSHA256 // the dump is the key
+	if err := d.writeSum(circuit, s); err != nil {
+		return "", err
+	}
+	return s.PKDigest, nil
 }
 
 // Import copies externally produced gnark files (R1CS, pk, vk) into d after checking
@@ -248,9 +300,13 @@ func (d Dir) LoadWith(circuit, digest string, o LoadOptions) (*groth16bls.Provin
 	}
 	start := time.Now()
 	st := LoadStats{Source: SourcePK}
-	// The dump is a cache of pk.bin, never a key of its own: without pk.bin the key is
-	// missing (an operator who removes it expects the circuit's key to be gone).
+	// Beside a pk.bin the dump is a cache of it, never a key of its own: without pk.bin
+	// such a key is missing (an operator who removes it expects the circuit's key to be
+	// gone). A key written as the dump alone has a sidecar that says so.
 	if _, err := os.Stat(d.Path(circuit, PKFile)); err != nil {
+		if s := d.dumpOnly(circuit); s != nil {
+			return d.loadDumpOnly(circuit, digest, s, o, log)
+		}
 		return nil, nil, st, fmt.Errorf("load proving key of %s: %w", circuit, err)
 	}
 	pkBytes, dumpBytes := fileSize(d.Path(circuit, PKFile)), fileSize(d.Path(circuit, DumpFile))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cuzk/cuzk/internal/bench"
 	"github.com/cuzk/cuzk/keys"
+	"github.com/cuzk/cuzk/setup"
 	"github.com/cuzk/cuzk/synth"
 )
 
@@ -51,7 +52,11 @@ func (c benchCmd) Run(ctx context.Context, g *globals) error {
 	}
 	if pk == nil || err != nil {
 		err = step(g.stderr, "development key setup for "+c.Circuit+" (not a production ceremony)", func() (err error) {
-			pk, vk, _, err = kd.Setup(ctx, c.Circuit, compiled.CS)
+			var digest string
+			if _, digest, err = kd.Setup(ctx, c.Circuit, compiled.CS, setup.Options{}); err != nil {
+				return err
+			}
+			pk, vk, err = kd.Load(c.Circuit, digest)
 			return err
 		})
 		if err != nil {

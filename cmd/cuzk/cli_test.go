@@ -305,7 +305,7 @@ func TestSetupBuiltinRegistersCircuit(t *testing.T) {
 		t.Errorf("setup stdout lacks the registration line:\n%s", r.stdout)
 	}
 
-	pkPath := filepath.Join(keysDir, "synthetic-k6", "pk.bin")
+	pkPath := filepath.Join(keysDir, "synthetic-k6", "pk.dump")
 	vkFile, err := os.ReadFile(filepath.Join(keysDir, "synthetic-k6", "vk.bin"))
 	if err != nil {
 		t.Fatal(err)
@@ -334,7 +334,7 @@ func TestSetupBuiltinRegistersCircuit(t *testing.T) {
 		t.Errorf("second setup should reuse the existing keys without a ceremony:\n%s", again.stderr)
 	}
 	if got := fileSHA256(t, pkPath); got != digest {
-		t.Errorf("second setup rewrote pk.bin (digest %s, was %s)", got, digest)
+		t.Errorf("second setup rewrote pk.dump (digest %s, was %s)", got, digest)
 	}
 	if got := psql(t, db.URL, "SELECT pk_digest FROM cuzk.circuits WHERE name = 'synthetic-k6';"); got != digest {
 		t.Errorf("pk_digest after second setup %q, want %q", got, digest)

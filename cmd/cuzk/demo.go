@@ -70,7 +70,7 @@ func (c demoCmd) Run(ctx context.Context, g *globals) error {
 		return err
 	}
 	reg := synth.NewRegistry(d.CacheDir)
-	if err := setupBuiltin(ctx, g, pool, reg, keys.Dir(d.KeysDir), c.Circuit, false); err != nil {
+	if err := setupBuiltin(ctx, g, pool, reg, keys.Dir(d.KeysDir), c.Circuit, false, "cpu"); err != nil {
 		return err
 	}
 

@@ -129,7 +129,7 @@ func TestReplacedKeysKeepProofsVerifiable(t *testing.T) {
 		t.Errorf("forced import report: %q", r.stdout)
 	}
 	if got, want := psql(t, db.URL, `SELECT c.key_version || ' ' || (c.vk = k.vk) || ' ' || k.pk_digest FROM cuzk.circuits c
-	    JOIN cuzk.circuit_keys k ON k.circuit = c.name AND k.version = 2 WHERE c.name = 'cube';`), "2 true "+fileSHA256(t, filepath.Join(keysDir, "cube", "pk.bin")); got != want {
+	    JOIN cuzk.circuit_keys k ON k.circuit = c.name AND k.version = 2 WHERE c.name = 'cube';`), "2 true "+fileSHA256(t, filepath.Join(keysDir, "cube", "pk.dump")); got != want {
 		t.Errorf("current key after --force: %q, want %q", got, want)
 	}
 	r = mustOK(t, cuzkDB(t, db.URL, "verify", "--all"))
@@ -244,7 +244,7 @@ func TestFailedImportLeavesNothing(t *testing.T) {
 
 	mustOK(t, cuzkDB(t, db.URL, importArgs("cube", files, keysDir, cacheDir)...))
 	sums := map[string]string{}
-	for _, f := range []string{"pk.bin", "vk.bin", "circuit.r1cs"} {
+	for _, f := range []string{"pk.dump", "vk.bin", "circuit.r1cs"} {
 		sums[f] = fileSHA256(t, filepath.Join(keysDir, "cube", f))
 	}
 	wantExit(t, cuzkDB(t, db.URL, append(importArgs("cube", files2, keysDir, cacheDir), "--force")...), exitRuntime, "test_refuse")

@@ -12,7 +12,9 @@ import (
 	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/cuzk/cuzk/gpu"
 	"github.com/cuzk/cuzk/keys"
+	"github.com/cuzk/cuzk/setup"
 	"github.com/cuzk/cuzk/store"
 	"github.com/cuzk/cuzk/synth"
 )
@@ -74,6 +76,8 @@ type setupCmd struct {
 	PK      string `name:"pk" help:"With --import: gnark proving key file (ProvingKey.WriteTo)." type:"existingfile"`
 	VK      string `name:"vk" help:"With --import: gnark verifying key file (VerifyingKey.WriteTo)." type:"existingfile"`
 	Force   bool   `help:"Replace a registered circuit's keys (a new ceremony, or --import of other keys): records a new key version; proofs already stored keep verifying with the version they were made with."`
+	Backend string `enum:"cpu,cuda,auto" default:"auto" help:"Where --circuit's key points are computed: cuda (the GPU), cpu, or auto (cuda when the CUDA library and a GPU are there, else cpu)."`
+	Offline bool   `help:"With --circuit: write the keys to --keys-dir/NAME and register nothing (no database needed); prints each phase's time. Replaces keys already there."`
 }
 
 func (c setupCmd) Run(ctx context.Context, g *globals) error {
@@ -89,8 +93,14 @@ func (c setupCmd) Run(ctx context.Context, g *globals) error {
 			return usageError{err.Error()}
 		}
 	}
+	if c.Offline && c.Circuit == "" {
+		return usagef("--offline sets up a --circuit")
+	}
 	if err := c.resolve(); err != nil {
 		return err
+	}
+	if c.Offline {
+		return setupOffline(ctx, g, synth.NewRegistry(c.CacheDir), keys.Dir(c.KeysDir), c.Circuit, c.Backend)
 	}
 	pool, err := g.connect(ctx)
 	if err != nil {
@@ -101,25 +111,16 @@ func (c setupCmd) Run(ctx context.Context, g *globals) error {
 	if c.Import != "" {
 		return importCircuit(ctx, g, pool, reg, keys.Dir(c.KeysDir), c.Import, c.R1CS, c.PK, c.VK, c.Force)
 	}
-	return setupBuiltin(ctx, g, pool, reg, keys.Dir(c.KeysDir), c.Circuit, c.Force)
+	return setupBuiltin(ctx, g, pool, reg, keys.Dir(c.KeysDir), c.Circuit, c.Force, c.Backend)
 }
 
 // setupBuiltin compiles a built-in circuit, runs the development ceremony unless keys
 // already exist, and registers the circuit.
-func setupBuiltin(ctx context.Context, g *globals, pool *pgxpool.Pool, reg *synth.Registry, kd keys.Dir, name string, force bool) error {
-	t := time.Now()
-	var compiled *synth.Compiled
-	err := step(g.stderr, "compiling "+name, func() (err error) {
-		compiled, err = reg.Get(ctx, name)
-		return err
-	})
+func setupBuiltin(ctx context.Context, g *globals, pool *pgxpool.Pool, reg *synth.Registry, kd keys.Dir, name string, force bool, backend string) error {
+	compiled, err := compileBuiltin(ctx, g, reg, name)
 	if err != nil {
-		if synth.IsBadInput(err) {
-			return usageError{err.Error()}
-		}
 		return err
 	}
-	fmt.Fprintf(g.stderr, "compiled %s: %d constraints, %d wires (%s)\n", name, compiled.NbConstraints(), compiled.NbWires(), time.Since(t).Round(time.Millisecond))
 
 	_, curVK, registered, err := store.CurrentKey(ctx, pool, name)
 	if err != nil {
@@ -142,7 +143,7 @@ func setupBuiltin(ctx context.Context, g *globals, pool *pgxpool.Pool, reg *synt
 		if registered && !bytes.Equal(row.VK, curVK) {
 			return errNeedsForce(name, "the keys in "+filepath.Join(string(kd), name)+" are not its registered ones")
 		}
-		if row.PKDigest, err = keys.FileDigest(kd.Path(name, keys.PKFile)); err != nil {
+		if row.PKDigest, err = kd.Digest(name); err != nil {
 			return err
 		}
 		if version, err = installKeys(ctx, pool, kd, name, nil, row); err != nil {
@@ -152,12 +153,15 @@ func setupBuiltin(ctx context.Context, g *globals, pool *pgxpool.Pool, reg *synt
 		if registered && !force {
 			return errNeedsForce(name, "its keys are not in "+string(kd)+" (point --keys-dir at them)")
 		}
-		fmt.Fprintln(g.stderr, "WARNING: running a DEVELOPMENT key ceremony (gnark groth16.Setup). It is NOT a production "+
-			"ceremony: the toxic waste exists in this process's memory, so whoever ran it could forge proofs.")
-		t = time.Now()
+		mul, err := developmentMultiplier(backend, g)
+		if err != nil {
+			return err
+		}
+		defer mul.Close()
+		t := time.Now()
 		version, err = installKeys(ctx, pool, kd, name, func(stage keys.Dir) error {
 			return step(g.stderr, "key setup for "+name, func() error {
-				_, vk, digest, err := stage.Setup(ctx, name, compiled.CS)
+				vk, digest, err := stage.Setup(ctx, name, compiled.CS, setup.Options{Mul: mul})
 				if err != nil {
 					return err
 				}
@@ -173,6 +177,62 @@ func setupBuiltin(ctx context.Context, g *globals, pool *pgxpool.Pool, reg *synt
 	}
 	fmt.Fprintf(g.stdout, "registered %s: %d constraints, %d public inputs, pk sha256 %s, key version %d\n", name, compiled.NbConstraints(), compiled.NbPublic()-1, row.PKDigest[:16], version)
 	return nil
+}
+
+// compileBuiltin compiles (or loads from the cache) a built-in circuit, saying so on
+// stderr.
+func compileBuiltin(ctx context.Context, g *globals, reg *synth.Registry, name string) (*synth.Compiled, error) {
+	t := time.Now()
+	var compiled *synth.Compiled
+	err := step(g.stderr, "compiling "+name, func() (err error) {
+		compiled, err = reg.Get(ctx, name)
+		return err
+	})
+	if err != nil {
+		if synth.IsBadInput(err) {
+			return nil, usageError{err.Error()}
+		}
+		return nil, err
+	}
+	fmt.Fprintf(g.stderr, "compiled %s: %d constraints, %d wires (%s)\n", name, compiled.NbConstraints(), compiled.NbWires(), time.Since(t).Round(time.Millisecond))
+	return compiled, nil
+}
+
+// setupOffline makes a built-in circuit's keys in kd without a database, printing one
+// line per phase ("phase NAME SECONDS") on stdout: compile, qap, each point vector
+// (g1.A, g1.B, g1.Z, g1.K, g2.B: computed and handed to the writer), write (the
+// writer's busy time, overlapped with the vectors), total.
+func setupOffline(ctx context.Context, g *globals, reg *synth.Registry, kd keys.Dir, name, backend string) error {
+	start := time.Now()
+	compiled, err := compileBuiltin(ctx, g, reg, name)
+	if err != nil {
+		return err
+	}
+	phase := func(what string, d time.Duration) { fmt.Fprintf(g.stdout, "phase %s %.3f s\n", what, d.Seconds()) }
+	phase("compile", time.Since(start))
+	mul, err := developmentMultiplier(backend, g)
+	if err != nil {
+		return err
+	}
+	defer mul.Close()
+	t := time.Now()
+	_, digest, err := kd.Setup(ctx, name, compiled.CS, setup.Options{Mul: mul, Phase: phase})
+	if err != nil {
+		return err
+	}
+	phase("setup", time.Since(t))
+	phase("total", time.Since(start))
+	fmt.Fprintf(g.stdout, "keys of %s (%d constraints, %d wires) written to %s, pk sha256 %s, %d bytes; not registered\n",
+		name, compiled.NbConstraints(), compiled.NbWires(), filepath.Join(string(kd), name), digest[:16], fileBytes(kd.Path(name, keys.DumpFile)))
+	return nil
+}
+
+func fileBytes(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return -1
+	}
+	return fi.Size()
 }
 
 // errNeedsForce refuses to replace a registered circuit's keys without --force.
@@ -297,4 +357,36 @@ func encodeVK(vk *groth16bls.VerifyingKey) ([]byte, error) {
 	var b bytes.Buffer
 	_, err := vk.WriteTo(&b)
 	return b.Bytes(), err
+}
+
+// closingFixedBase is a setup multiplier that holds resources until closed.
+type closingFixedBase interface {
+	setup.FixedBase
+	Close() error
+}
+
+type cpuFixedBase struct{ setup.CPU }
+
+func (cpuFixedBase) Close() error { return nil }
+
+// developmentMultiplier is the multiplier --backend names, the GPU (device 0) for
+// cuda, the CPU for cpu, and for auto the GPU when the CUDA library and a device are
+// there (saying on stderr why not otherwise); it then warns on stderr that the keys
+// come from a development ceremony.
+func developmentMultiplier(backend string, g *globals) (closingFixedBase, error) {
+	var mul closingFixedBase = cpuFixedBase{}
+	if backend != "cpu" {
+		f, err := gpu.NewFixedBase(0)
+		switch {
+		case err == nil:
+			mul = f
+		case backend == "auto" && gpu.IsUnavailable(err):
+			fmt.Fprintf(g.stderr, "key points on the CPU: %v\n", err)
+		default:
+			return nil, fmt.Errorf("--backend %s: %w", backend, err)
+		}
+	}
+	fmt.Fprintln(g.stderr, "WARNING: running a DEVELOPMENT key ceremony (points on "+mul.Name()+"). It is NOT a production "+
+		"ceremony: the toxic waste exists in this process's memory, so whoever ran it could forge proofs.")
+	return mul, nil
 }

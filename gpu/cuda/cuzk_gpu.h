@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define CUZK_ABI_VERSION 5
+#define CUZK_ABI_VERSION 6
 
 enum {
     CUZK_OK = 0,
@@ -154,6 +154,17 @@ int cuzk_compute_h(cuzk_stream* s, const cuzk_domain* d, cuzk_buf* a, size_t a_o
 int cuzk_compute_h_batch(cuzk_stream* s, const cuzk_domain* d, cuzk_buf* a, size_t a_offset, size_t a_stride,
                          cuzk_buf* b, cuzk_buf* c, size_t bc_offset, size_t bc_stride, int count,
                          size_t n_constraints, const uint64_t den[4]);
+
+/* Fixed-base multiplication (a key setup's points): scalars times one fixed point G.
+ * table holds, for each of nwin windows of c bits (c*nwin >= 255), the points
+ * d*2^(c*w)*G for 1 <= d < 2^c at table[w*(2^c-1) + d-1], affine in gnark's layout
+ * (group 1: G1, 96 bytes; 2: G2, 192); it is copied to the device. */
+typedef struct cuzk_fixed_base cuzk_fixed_base;
+int cuzk_fixed_base_create(cuzk_stream* s, int group, const void* table, int c, int nwin, cuzk_fixed_base** out);
+int cuzk_fixed_base_destroy(cuzk_fixed_base* fb);
+/* host_out[i] = host_scalars[i]*G for i < n: scalars are gnark fr.Elements (Montgomery
+ * form, 32 bytes), points affine in gnark's layout, (0, 0) for a zero scalar. */
+int cuzk_fixed_base_mul(cuzk_stream* s, cuzk_fixed_base* fb, const void* host_scalars, size_t n, void* host_out);
 
 #ifdef __cplusplus
 }
