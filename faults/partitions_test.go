@@ -71,4 +71,12 @@ func TestKill9MidPartitionsKeepsFinishedOnes(t *testing.T) {
 	if out := e.cuzk("verify", "kp"); out != "kp: ok (3 partitions)\n" {
 		t.Errorf("cuzk verify kp: %q", out)
 	}
+	// A partition's proof swapped for another's no longer verifies: verify names it.
+	if _, err := e.pool.Exec(ctx, `UPDATE cuzk.proofs SET proofs[3] = proofs[2] WHERE request_id = 'kp'`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = runCmd(ctx, []string{"DATABASE_URL=" + e.url}, "verify", "kp")
+	if err == nil || !strings.Contains(err.Error(), "\nkp: INVALID: partition 2 of 3: ") {
+		t.Errorf("cuzk verify kp with partition 2's proof replaced: %v", err)
+	}
 }
