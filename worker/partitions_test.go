@@ -151,8 +151,8 @@ func TestPartitionedRequestThroughSQL(t *testing.T) {
 	if err := db.Pool.QueryRow(context.Background(), `
 		SELECT (SELECT sum(synth_ms) FROM cuzk.partition_attempts WHERE request_id = 'c2'), a.synth_ms,
 		       (SELECT sum(prove_ms) FROM cuzk.partition_attempts WHERE request_id = 'c2'), a.prove_ms,
-		       s.partitions_done, s.partitions
-		  FROM cuzk.proof_attempts a JOIN cuzk.proof_status s USING (request_id) WHERE a.request_id = 'c2'`).
+		       (SELECT count(*) FROM cuzk.partition_proofs WHERE request_id = 'c2'), r.partitions
+		  FROM cuzk.proof_attempts a JOIN cuzk.proof_requests r USING (request_id) WHERE a.request_id = 'c2'`).
 		Scan(&synthSum, &synth, &proveSum, &prove, &done, &parts); err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestPartitionedRequestThroughSQL(t *testing.T) {
 		t.Errorf("attempt prove_ms %.3f, partitions' sum %.3f", prove, proveSum)
 	}
 	if done != 3 || parts != 3 {
-		t.Errorf("proof_status: %d of %d partitions done, want 3 of 3", done, parts)
+		t.Errorf("%d of %d partitions proven, want 3 of 3", done, parts)
 	}
 }
 

@@ -191,13 +191,6 @@ COMMENT ON COLUMN cuzk.proofs.public_witnesses IS
 COMMENT ON COLUMN cuzk.proofs.proof IS
     'gnark Proof.WriteTo of the proof; for a partitioned request the N proofs, each preceded by its length as a 4-byte big-endian integer.';
 
--- partitions_done: the partitions with a stored proof (for N = 1, 0 until it succeeds).
-CREATE OR REPLACE VIEW cuzk.proof_status AS
-SELECT r.request_id, r.circuit, r.state, r.attempts, r.last_error, r.priority,
-       r.created_at, r.updated_at, r.finished_at, r.submitted_by, r.partitions,
-       (SELECT count(*) FROM cuzk.partition_proofs p WHERE p.request_id = r.request_id)::int AS partitions_done
-  FROM cuzk.proof_requests r;
-
 -- One row per partition an attempt worked on: its outcome and phase times.
 CREATE TABLE cuzk.partition_attempts (
     request_id     text NOT NULL,
@@ -227,16 +220,20 @@ CREATE TABLE cuzk.partition_attempts (
 COMMENT ON TABLE cuzk.partition_attempts IS
     'Each partition an attempt worked on, with its phase times in milliseconds (total_ms: from its start to its proof stored); the attempt''s phase columns are their sums.';
 
--- Submitters see the partitions of their own requests only; workers and operators all.
+-- Submitters see the partitions of their own requests only (any, for those that act
+-- on every request: cuzk.acts_for_all); workers all. (SELECT cuzk.acts_for_all()) is
+-- computed once per query, not per row.
 ALTER TABLE cuzk.partition_proofs ENABLE ROW LEVEL SECURITY;
 ALTER TABLE cuzk.partition_attempts ENABLE ROW LEVEL SECURITY;
-CREATE POLICY partition_proofs_all ON cuzk.partition_proofs TO cuzk_worker, cuzk_operator USING (true);
-CREATE POLICY partition_attempts_all ON cuzk.partition_attempts TO cuzk_worker, cuzk_operator USING (true);
-CREATE POLICY partition_proofs_own ON cuzk.partition_proofs FOR SELECT TO cuzk_submitter
-    USING (EXISTS (SELECT 1 FROM cuzk.proof_requests r WHERE r.request_id = partition_proofs.request_id
-                                                         AND r.submitted_by = session_user));
-CREATE POLICY partition_attempts_own ON cuzk.partition_attempts FOR SELECT TO cuzk_submitter
-    USING (EXISTS (SELECT 1 FROM cuzk.proof_requests r WHERE r.request_id = partition_attempts.request_id
-                                                         AND r.submitted_by = session_user));
-GRANT SELECT ON cuzk.partition_proofs, cuzk.partition_attempts TO cuzk_submitter, cuzk_operator;
+CREATE POLICY own_partition_proofs ON cuzk.partition_proofs FOR SELECT TO cuzk_submitter
+    USING ((SELECT cuzk.acts_for_all())
+           OR EXISTS (SELECT 1 FROM cuzk.proof_requests r
+                       WHERE r.request_id = partition_proofs.request_id AND r.submitted_by = session_user));
+CREATE POLICY own_partition_attempts ON cuzk.partition_attempts FOR SELECT TO cuzk_submitter
+    USING ((SELECT cuzk.acts_for_all())
+           OR EXISTS (SELECT 1 FROM cuzk.proof_requests r
+                       WHERE r.request_id = partition_attempts.request_id AND r.submitted_by = session_user));
+CREATE POLICY worker_all ON cuzk.partition_proofs TO cuzk_worker USING (true) WITH CHECK (true);
+CREATE POLICY worker_all ON cuzk.partition_attempts TO cuzk_worker USING (true) WITH CHECK (true);
+GRANT SELECT ON cuzk.partition_proofs, cuzk.partition_attempts TO cuzk_submitter;
 GRANT SELECT, INSERT, UPDATE ON cuzk.partition_proofs, cuzk.partition_attempts TO cuzk_worker;
