@@ -136,12 +136,28 @@ func TestPartitionedRequestThroughSQL(t *testing.T) {
 	db := pgtest.New(t)
 	register(t, db.Pool, partitionCircuit)
 	startWorker(t, db.Pool, nil)
-	psql(t, db.URL, fmt.Sprintf("SELECT cuzk.submit_proof(request_id => 'c2', circuit => '%s', inputs => $j$%s$j$::jsonb);",
-		partitionCircuit, partitionInputs(t, 3, -1)))
-	if st, le := waitState(t, db.Pool, "c2", "succeeded", "failed"); st != "succeeded" {
-		t.Fatalf("c2: %s: %s", st, le)
+	one, err := synth.Inputs(partitionCircuit, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	psql(t, db.URL, fmt.Sprintf(`SELECT cuzk.submit_proof(request_id => 'c2', circuit => '%[1]s', inputs => $j$%[2]s$j$::jsonb);
+		SELECT cuzk.submit_proof(request_id => 'single', circuit => '%[1]s', inputs => $j$%[3]s$j$::jsonb);`,
+		partitionCircuit, partitionInputs(t, 3, -1), one))
+	for _, rid := range []string{"c2", "single"} {
+		if st, le := waitState(t, db.Pool, rid, "succeeded", "failed"); st != "succeeded" {
+			t.Fatalf("%s: %s: %s", rid, st, le)
+		}
 	}
 	verifyPartitions(t, db.Pool, "c2", 3)
+	// A single proof is stored as it always was: proof and public_witness alone.
+	verifyStored(t, db.Pool, "single")
+	if got := scalarString(t, db.Pool, `SELECT format('%s %s %s %s', r.partitions, p.partitions, p.proofs IS NULL, p.public_witnesses IS NULL)
+	                                     FROM cuzk.proofs p JOIN cuzk.proof_requests r USING (request_id) WHERE request_id = 'single'`); got != "1 1 t t" {
+		t.Errorf("single proof: partitions, partitions, proofs IS NULL, public_witnesses IS NULL = %s, want 1 1 t t", got)
+	}
+	if got := scalar(t, db.Pool, `SELECT count(*) FROM cuzk.partition_attempts WHERE request_id = 'single'`); got != 0 {
+		t.Errorf("single proof: %d partition rows, want none", got)
+	}
 	if got := fmt.Sprint(partitionRows(t, db.Pool, "c2", 1)); got != "map[succeeded:[0 1 2]]" {
 		t.Errorf("partition rows of attempt 1: %s, want partitions 0 to 2 succeeded", got)
 	}
@@ -280,4 +296,13 @@ func waitAttemptOutcome(t *testing.T, pool *pgxpool.Pool, rid string, attempt in
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("attempt %d of %s is %s, want %s", attempt, rid, got, want)
+}
+
+func scalarString(t *testing.T, pool *pgxpool.Pool, sql string) string {
+	t.Helper()
+	var s string
+	if err := pool.QueryRow(context.Background(), sql).Scan(&s); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return s
 }
