@@ -31,8 +31,12 @@ func TestRequestChecksSayWhatIsWrong(t *testing.T) {
 			`request_id must be 1 to 256 characters, not 0`, "request_id"},
 		{"long request_id", `INSERT INTO cuzk.proof_requests (request_id, circuit, inputs) VALUES (repeat('x', 257), 'c', '{}')`,
 			`request_id must be 1 to 256 characters, not 257`, "request_id"},
-		{"inputs array", `SELECT cuzk.submit_proof('r4', 'c', '[1, 2]'::jsonb)`,
-			`request "r4": inputs must be a JSON object, not a JSON array`, "inputs"},
+		{"inputs array of numbers", `SELECT cuzk.submit_proof('r4', 'c', '[{}, 2]'::jsonb)`,
+			`request "r4": partition 1 of the inputs array is a JSON number, not an object`, "inputs"},
+		{"empty inputs array", `SELECT cuzk.submit_proof('r5', 'c', '[]'::jsonb)`,
+			`request "r5": inputs has 0 partitions, not 1 to 64`, "inputs"},
+		{"inputs string", `SELECT cuzk.submit_proof('r6', 'c', '"x"'::jsonb)`,
+			`request "r6": inputs must be a JSON object (or an array of them, one per partition), not a JSON string`, "inputs"},
 	}
 	for _, c := range cases {
 		_, err := db.Pool.Exec(ctx, c.sql)

@@ -45,9 +45,9 @@ func BeginAttempt(ctx context.Context, db DB, requestID string, jobID int64, ori
 		var inputs *string
 		var counted int
 		err := tx.QueryRow(ctx, `
-			SELECT id, request_id, circuit, inputs::text, witness, priority, max_attempts, attempts, state, created_at
+			SELECT id, request_id, circuit, inputs::text, witness, partitions, priority, max_attempts, attempts, state, created_at
 			  FROM cuzk.proof_requests WHERE request_id = $1 FOR UPDATE`, requestID).
-			Scan(&r.ID, &r.RequestID, &r.Circuit, &inputs, &r.Witness, &r.Priority, &r.MaxAttempts, &counted, &state, &r.CreatedAt)
+			Scan(&r.ID, &r.RequestID, &r.Circuit, &inputs, &r.Witness, &r.Partitions, &r.Priority, &r.MaxAttempts, &counted, &state, &r.CreatedAt)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("%w %q", ErrUnknownRequest, requestID)
 		}

@@ -86,6 +86,9 @@ type Proof struct {
 	// made and checked with; it names the key version stored with the proof. Empty:
 	// the circuit's current key.
 	VKDigest string
+	// Partitions > 1: the request is partitioned, its partitions' proofs are stored
+	// (StorePartition), and Proof and PublicWitness are unused.
+	Partitions int
 }
 
 // ErrDuplicateProof means another attempt already stored this request's proof (a
@@ -106,18 +109,11 @@ func StoreProof(ctx context.Context, db DB, p *Proof, scrub bool) error {
 	if state == "cancelled" {
 		return ErrCancelled
 	}
-	version, err := keyVersion(ctx, db, p.Circuit, p.VKDigest)
+	inserted, err := insertProof(ctx, db, p)
 	if err != nil {
 		return err
 	}
-	tag, err := db.Exec(ctx, `
-		INSERT INTO cuzk.proofs (request_id, circuit, proof, public_witness, attempt, worker, backend, key_version)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (request_id) DO NOTHING`,
-		p.RequestID, p.Circuit, p.Proof, p.PublicWitness, p.Attempt, p.Worker, p.Backend, version)
-	if err != nil {
-		return fmt.Errorf("insert proof of %q: %w", p.RequestID, err)
-	}
-	if tag.RowsAffected() == 0 {
+	if inserted == 0 {
 		// The row may be this very attempt's, from a commit whose answer the connection
 		// lost before a retry: then storing is done, not a duplicate.
 		var attempt int
@@ -139,6 +135,26 @@ func StoreProof(ctx context.Context, db DB, p *Proof, scrub bool) error {
 		return fmt.Errorf("mark %q succeeded: %w", p.RequestID, err)
 	}
 	return nil
+}
+
+// insertProof writes the request's proofs row unless it has one, and says how many rows
+// it wrote.
+func insertProof(ctx context.Context, db DB, p *Proof) (int64, error) {
+	if p.Partitions > 1 {
+		return insertPartitionedProof(ctx, db, p, p.Partitions)
+	}
+	version, err := keyVersion(ctx, db, p.Circuit, p.VKDigest)
+	if err != nil {
+		return 0, err
+	}
+	tag, err := db.Exec(ctx, `
+		INSERT INTO cuzk.proofs (request_id, circuit, proof, public_witness, attempt, worker, backend, key_version)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (request_id) DO NOTHING`,
+		p.RequestID, p.Circuit, p.Proof, p.PublicWitness, p.Attempt, p.Worker, p.Backend, version)
+	if err != nil {
+		return 0, fmt.Errorf("insert proof of %q: %w", p.RequestID, err)
+	}
+	return tag.RowsAffected(), nil
 }
 
 // SetRequestOutcome records a failed attempt on the request: 'failed' when no attempt

@@ -11,13 +11,24 @@ import (
 type StoredProof struct {
 	RequestID         string
 	Proof, Public, VK []byte
+	// Proofs and Publics are a partitioned request's, in partition order; nil for a
+	// single proof (Proof and Public).
+	Proofs, Publics [][]byte
+}
+
+// Parts are the stored proof's proofs and public witnesses, one per partition.
+func (p *StoredProof) Parts() (proofs, publics [][]byte) {
+	if p.Proofs == nil {
+		return [][]byte{p.Proof}, [][]byte{p.Public}
+	}
+	return p.Proofs, p.Publics
 }
 
 // StoredProofs reads the stored proofs of the named requests, or every one with all,
 // oldest first.
 func StoredProofs(ctx context.Context, db DB, requestIDs []string, all bool) ([]StoredProof, error) {
 	rows, err := db.Query(ctx, `
-		SELECT p.request_id, p.proof, p.public_witness, k.vk
+		SELECT p.request_id, p.proof, p.public_witness, k.vk, p.proofs, p.public_witnesses
 		  FROM cuzk.proofs p JOIN cuzk.circuit_keys k ON k.circuit = p.circuit AND k.version = p.key_version
 		 WHERE $1 OR p.request_id = ANY($2) ORDER BY p.created_at`, all, requestIDs)
 	if err != nil {

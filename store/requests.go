@@ -16,6 +16,7 @@ type Request struct {
 	Circuit     string
 	Inputs      []byte // inputs JSON, or nil when Witness is set
 	Witness     []byte // gnark full-witness binary, or nil
+	Partitions  int    // 1, or the length of the inputs array of a partitioned request
 	Priority    int
 	MaxAttempts int
 	Attempt     int     // this attempt's number (1-based, across retries)

@@ -77,3 +77,23 @@ func formatValue(v *big.Int) string {
 	}
 	return "0x" + v.Text(16)
 }
+
+// PartitionedInputs returns the inputs of a request of n partitions of the built-in
+// circuit name: a JSON array of n inputs objects, those of seeds seed to seed+n-1.
+func PartitionedInputs(name string, seed uint64, n int) ([]byte, error) {
+	if n < 1 || seed+uint64(n-1) < seed {
+		return nil, badInput("partitions %d from seed %d: want 1 or more, with seeds below 2^64", n, seed)
+	}
+	out := []byte{'['}
+	for i := range uint64(n) {
+		b, err := Inputs(name, seed+i)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, b...)
+	}
+	return append(out, ']'), nil
+}

@@ -124,6 +124,9 @@ func (w *Worker) work(ctx context.Context, job *river.Job[jobs.ProveArgs]) error
 		return fmt.Errorf("begin attempt: %w", err)
 	}
 	log = log.With("attempt", req.Attempt)
+	if req.Partitions > 1 {
+		return w.workPartitions(ctx, job, req, start, log)
+	}
 
 	it := &item{ctx: ctx, job: job, req: req, start: start, done: make(chan struct{})}
 	it.att = store.Attempt{RequestID: req.RequestID, Circuit: req.Circuit, Attempt: req.Attempt, QueueMs: &req.QueueMs}

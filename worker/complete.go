@@ -19,22 +19,13 @@ import (
 // persist verifies the proof and stores it, the attempt row and the job completion in
 // one transaction.
 func (w *Worker) persist(ctx context.Context, it *item, log *slog.Logger) error {
-	t := time.Now()
-	proofBytes, err := prover.EncodeProof(it.proof)
+	proofBytes, err := checkProof(it)
 	if err != nil {
 		it.err = err
 		return w.fail(ctx, it, log)
 	}
-	if err := prover.VerifyProof(it.key.VK, it.proof, it.public); err != nil {
-		it.times.Set(phase.Verify, time.Since(t))
-		// A proof that does not verify is never stored; it points at a faulty backend
-		// or key, so the attempt is retried.
-		it.err = fmt.Errorf("proof failed verification: %w", err)
-		return w.fail(ctx, it, log)
-	}
-	it.times.Set(phase.Verify, time.Since(t))
 
-	t = time.Now()
+	t := time.Now()
 	err = w.retryDB(ctx, log, "store proof", func(ctx context.Context) error {
 		return store.CompleteAttempt(ctx, w.pool, it.job, &store.Proof{
 			RequestID: it.req.RequestID, Circuit: it.req.Circuit,
@@ -55,6 +46,22 @@ func (w *Worker) persist(ctx context.Context, it *item, log *slog.Logger) error 
 	log.Info("proof stored", "outcome", it.att.Outcome, "total_ms", *it.att.TotalMs,
 		"synth_ms", deref(it.att.SynthMs), "prove_ms", deref(it.att.ProveMs), "backend", it.att.Backend)
 	return nil
+}
+
+// checkProof encodes and verifies the item's proof, timing the verify phase. A proof
+// that does not verify is never stored; it points at a faulty backend or key, so the
+// attempt is retried.
+func checkProof(it *item) ([]byte, error) {
+	t := time.Now()
+	defer func() { it.times.Set(phase.Verify, time.Since(t)) }()
+	proofBytes, err := prover.EncodeProof(it.proof)
+	if err != nil {
+		return nil, err
+	}
+	if err := prover.VerifyProof(it.key.VK, it.proof, it.public); err != nil {
+		return nil, fmt.Errorf("proof failed verification: %w", err)
+	}
+	return proofBytes, nil
 }
 
 // retryDB runs op until it succeeds, fails for a reason other than a lost or refused

@@ -376,6 +376,9 @@ func TestExitCodes(t *testing.T) {
 		t.Errorf("cuzk inputs --circuit nope printed %q on stdout", r.stdout)
 	}
 
+	r = cuzkDB(t, "", "inputs", "--circuit", "synthetic-k6", "--partitions", "0")
+	wantExit(t, r, exitUsage, "--partitions 0")
+
 	r = cuzkDB(t, "", "setup", "--import", "x", "--r1cs", filepath.Join(t.TempDir(), "missing.r1cs"))
 	wantExit(t, r, exitUsage, "missing.r1cs")
 
@@ -401,6 +404,30 @@ func TestExitCodes(t *testing.T) {
 		t.Errorf("cuzk worker --backend cuda without a GPU exited 0:\n%s", r)
 	} else if el := errorLines(r.stderr); len(el) != 1 || !strings.Contains(el[0], "unavailable") {
 		t.Errorf("cuzk worker --backend cuda without a GPU: want one error line saying unavailable, got %s", r)
+	}
+}
+
+// cuzk inputs --partitions N prints the inputs of seeds --seed onwards as one array.
+func TestInputsPartitions(t *testing.T) {
+	t.Parallel()
+	r := mustOK(t, cuzkDB(t, "", "inputs", "--circuit", "synthetic-k6", "--seed", "4", "--partitions", "3"))
+	var parts []json.RawMessage
+	if err := json.Unmarshal([]byte(r.stdout), &parts); err != nil || len(parts) != 3 {
+		t.Fatalf("cuzk inputs --partitions 3: %d elements (%v):\n%s", len(parts), err, r.stdout)
+	}
+	for i, got := range parts {
+		one := mustOK(t, cuzkDB(t, "", "inputs", "--circuit", "synthetic-k6", "--seed", fmt.Sprint(4+i)))
+		var want bytes.Buffer
+		if err := json.Compact(&want, []byte(one.stdout)); err != nil {
+			t.Fatal(err)
+		}
+		var g bytes.Buffer
+		if err := json.Compact(&g, got); err != nil {
+			t.Fatal(err)
+		}
+		if g.String() != want.String() {
+			t.Errorf("partition %d is not the inputs of seed %d", i, 4+i)
+		}
 	}
 }
 

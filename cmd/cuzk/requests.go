@@ -41,21 +41,34 @@ type inputsCmd struct {
 	Circuit string `required:"" help:"Built-in circuit name, e.g. synthetic-k10, merkle-poseidon2-d8-c2, sha256-preimage-b64."`
 	Seed    uint64 `default:"1" help:"Seed for the generated values (same seed, same inputs)."`
 	Count   int    `default:"1" help:"With --out-dir: write the inputs of this many seeds, --seed onwards."`
-	OutDir  string `name:"out-dir" placeholder:"DIR" help:"Write DIR/<seed>.json for each seed instead of printing (one process for many requests' inputs)."`
+	OutDir  string `name:"out-dir" placeholder:"DIR" help:"Write DIR/<seed>.json for each seed (with --partitions, the first seed of each array) instead of printing (one process for many requests' inputs)."`
+	// Partitions > 1 prints the inputs array of a partitioned request.
+	Partitions int `default:"1" help:"Print a JSON array of this many partitions' inputs (seeds --seed onwards), for a partitioned request."`
 }
 
 func (c inputsCmd) Run(ctx context.Context, g *globals) error {
 	if c.Count < 1 || (c.Count > 1 && c.OutDir == "") {
 		return usagef("--count %d: want 1, or more with --out-dir", c.Count)
 	}
-	if c.Seed+uint64(c.Count-1) < c.Seed {
-		return usagef("--seed %d --count %d: the seeds run past 2^64", c.Seed, c.Count)
+	if c.Partitions < 1 {
+		return usagef("--partitions %d: want 1 or more", c.Partitions)
+	}
+	per := uint64(c.Partitions)
+	last := uint64(c.Count)*per - 1
+	if last/per != uint64(c.Count-1) || c.Seed+last < c.Seed {
+		return usagef("--seed %d --count %d --partitions %d: the seeds run past 2^64", c.Seed, c.Count, c.Partitions)
 	}
 	for i := range uint64(c.Count) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		b, err := synth.Inputs(c.Circuit, c.Seed+i)
+		var b []byte
+		var err error
+		if c.Partitions == 1 {
+			b, err = synth.Inputs(c.Circuit, c.Seed+i)
+		} else {
+			b, err = synth.PartitionedInputs(c.Circuit, c.Seed+i*per, c.Partitions)
+		}
 		if err != nil {
 			if synth.IsBadInput(err) {
 				return usageError{err.Error()}
@@ -71,9 +84,10 @@ func (c inputsCmd) Run(ctx context.Context, g *globals) error {
 				return fmt.Errorf("--out-dir: %w", err)
 			}
 		}
-		f := filepath.Join(c.OutDir, fmt.Sprintf("%d.json", c.Seed+i))
+		seed := c.Seed + i*per // the first of the file's partitions with --partitions
+		f := filepath.Join(c.OutDir, fmt.Sprintf("%d.json", seed))
 		if err := os.WriteFile(f, append(b, '\n'), 0o644); err != nil {
-			return fmt.Errorf("inputs of seed %d: %w", c.Seed+i, err)
+			return fmt.Errorf("inputs of seed %d: %w", seed, err)
 		}
 	}
 	return nil

@@ -37,7 +37,8 @@ func TestSubmitStatusCancelMessages(t *testing.T) {
 	oneError(submit("p0", "{}", "--priority", "0"), "priority must be 1 (most urgent) to 4")
 	oneError(submit("m0", "{}", "--max-attempts", "0"), "max attempts must be 1 to 100")
 	// Caught by the database: the message comes from its check, still a usage error.
-	oneError(submit("arr", "[1]"), `submit: request "arr": inputs must be a JSON object, not a JSON array`)
+	oneError(submit("arr", "[1]"), `submit: request "arr": partition 0 of the inputs array is a JSON number, not an object`)
+	oneError(submit("str", `"x"`), `submit: request "str": inputs must be a JSON object (or an array of them, one per partition), not a JSON string`)
 	r := cuzkEnv(t, []string{"DATABASE_URL=" + db.URL}, "{}", time.Minute, "submit", "--request-id", "u", "--circuit", "nope", "--inputs", "-")
 	oneError(r, `submit: unknown circuit "nope" (known circuits: c)`)
 

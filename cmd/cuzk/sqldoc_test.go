@@ -102,7 +102,7 @@ func TestSQLCookbookRunsAsWritten(t *testing.T) {
 	redirect := regexp.MustCompile(`^(.*?)\s*>\s*(\S+)$`)
 	for _, b := range docBlocks(t, sqlDoc) {
 		switch b.section {
-		case "Status and results":
+		case "Status and results", "Partitioned requests":
 			if worker == nil {
 				t.Fatal("docs/sql.md reads results before it starts a worker")
 			}
@@ -194,9 +194,16 @@ func TestSQLCookbookRunsAsWritten(t *testing.T) {
 	want("retry returns a job id, cancel of the queued request true, of the succeeded one false",
 		len(rc) == 3 && id.MatchString(rc[0]) && rc[1] == "t" && rc[2] == "f", rc)
 
+	parts := block("partitions FROM cuzk.proof_requests")
+	want("the partitioned request has 3 partitions", len(parts) == 2 && id.MatchString(parts[0]) && parts[1] == "3", parts)
+	pst := block("AS proven")
+	want("the partitioned request succeeded with 3 partitions, its proofs in order and 3 partition rows",
+		len(pst) == 7 && pst[0] == "succeeded|3|3" && strings.HasPrefix(pst[1], `0|\x`) && strings.HasPrefix(pst[3], `2|\x`) &&
+			regexp.MustCompile(`^1\|2\|succeeded\|`).MatchString(pst[6]), pst)
+
 	var n int
-	if err := db.Pool.QueryRow(ctx, "SELECT count(*) FROM cuzk.proof_requests WHERE submitted_by = $1", roles["curio"]).Scan(&n); err != nil || n != 5 {
-		t.Errorf("the page's submitter submitted %d requests (%v), want 5", n, err)
+	if err := db.Pool.QueryRow(ctx, "SELECT count(*) FROM cuzk.proof_requests WHERE submitted_by = $1", roles["curio"]).Scan(&n); err != nil || n != 6 {
+		t.Errorf("the page's submitter submitted %d requests (%v), want 6", n, err)
 	}
 }
 

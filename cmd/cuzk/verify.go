@@ -30,9 +30,13 @@ func (c verifyCmd) Run(ctx context.Context, g *globals) error {
 	bad := 0
 	for _, r := range list {
 		found[r.RequestID] = true
-		if err := prover.Verify(r.VK, r.Proof, r.Public); err != nil {
+		if err := verifyParts(&r); err != nil {
 			fmt.Fprintf(g.stdout, "%s: INVALID: %v\n", r.RequestID, err)
 			bad++
+			continue
+		}
+		if r.Proofs != nil {
+			fmt.Fprintf(g.stdout, "%s: ok (%d partitions)\n", r.RequestID, len(r.Proofs))
 			continue
 		}
 		fmt.Fprintf(g.stdout, "%s: ok\n", r.RequestID)
@@ -45,6 +49,24 @@ func (c verifyCmd) Run(ctx context.Context, g *globals) error {
 	}
 	if bad > 0 {
 		return fmt.Errorf("%d of %d proofs did not verify", bad, max(len(list), len(c.RequestIDs)))
+	}
+	return nil
+}
+
+// verifyParts verifies every partition of a stored proof (the one proof of a
+// single-proof request), naming the first that fails.
+func verifyParts(r *store.StoredProof) error {
+	proofs, publics := r.Parts()
+	if len(proofs) != len(publics) {
+		return fmt.Errorf("%d proofs but %d public witnesses", len(proofs), len(publics))
+	}
+	for i := range proofs {
+		if err := prover.Verify(r.VK, proofs[i], publics[i]); err != nil {
+			if r.Proofs == nil {
+				return err
+			}
+			return fmt.Errorf("partition %d of %d: %w", i, len(proofs), err)
+		}
 	}
 	return nil
 }

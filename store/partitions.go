@@ -1,0 +1,136 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cuzk/cuzk/phase"
+)
+
+// PartitionInputs splits the inputs of a request of n partitions (a JSON array of n
+// inputs objects, as the insert check admitted) into one inputs JSON per partition.
+func PartitionInputs(inputs []byte, n int) ([][]byte, error) {
+	var parts []json.RawMessage
+	if err := json.Unmarshal(inputs, &parts); err != nil {
+		return nil, fmt.Errorf("split inputs into partitions: %w", err)
+	}
+	if len(parts) != n {
+		return nil, fmt.Errorf("split inputs into partitions: %d inputs for %d partitions", len(parts), n)
+	}
+	out := make([][]byte, n)
+	for i, p := range parts {
+		out[i] = p
+	}
+	return out, nil
+}
+
+// DonePartitions are the partitions of a request that have a stored proof made with
+// the circuit's current key: a retry proves only the others. A partition proven with
+// an earlier key is proven again, so that every partition verifies with one key.
+func DonePartitions(ctx context.Context, db DB, requestID string) (map[int]bool, error) {
+	rows, _ := db.Query(ctx, `
+		SELECT p.partition FROM cuzk.partition_proofs p
+		  JOIN cuzk.proof_requests r ON r.request_id = p.request_id
+		  JOIN cuzk.circuits c ON c.name = r.circuit
+		 WHERE p.request_id = $1 AND p.key_version = c.key_version`, requestID)
+	list, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	if err != nil {
+		return nil, fmt.Errorf("read proven partitions of %q: %w", requestID, err)
+	}
+	done := make(map[int]bool, len(list))
+	for _, p := range list {
+		done[p] = true
+	}
+	return done, nil
+}
+
+// PartitionAttempt is what an attempt did with one partition: its outcome and phase
+// times (by the names of package phase; the queue phase is the attempt's alone).
+type PartitionAttempt struct {
+	RequestID             string
+	Attempt, Partition    int
+	Outcome, Error        string // succeeded | failed
+	StartedAt, FinishedAt time.Time
+	Phases                map[string]time.Duration
+}
+
+// RecordPartition inserts a partition's row of its attempt.
+func RecordPartition(ctx context.Context, db DB, a *PartitionAttempt) error {
+	args := []any{a.RequestID, a.Attempt, a.Partition, a.Outcome, nullString(CapError(a.Error)), a.StartedAt, nullTime(a.FinishedAt)}
+	cols := []string{"request_id", "attempt", "partition", "outcome", "error", "started_at", "finished_at"}
+	vals := []string{"$1", "$2", "$3", "$4", "$5", "$6", "coalesce($7, now())"}
+	for _, p := range phase.All() {
+		d, ok := a.Phases[p.Name]
+		if p.Name == phase.Queue || !ok {
+			continue
+		}
+		args = append(args, Ms(d))
+		cols = append(cols, p.Column)
+		vals = append(vals, fmt.Sprintf("$%d", len(args)))
+	}
+	_, err := db.Exec(ctx, "INSERT INTO cuzk.partition_attempts ("+strings.Join(cols, ", ")+") VALUES ("+
+		strings.Join(vals, ", ")+") ON CONFLICT DO NOTHING", args...)
+	if err != nil {
+		return fmt.Errorf("record partition %d of attempt %d of %q: %w", a.Partition, a.Attempt, a.RequestID, err)
+	}
+	return nil
+}
+
+// StorePartition stores one partition's verified proof with its attempt row, in one
+// transaction, as soon as it is made: a worker that dies later loses none. A proof of
+// the partition made with an earlier key is replaced; one made with the same key stays
+// (a rescued attempt finishing late).
+func StorePartition(ctx context.Context, db DB, p *Proof, partition int, a *PartitionAttempt, stamp func(*PartitionAttempt)) error {
+	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		version, err := keyVersion(ctx, tx, p.Circuit, p.VKDigest)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `
+			INSERT INTO cuzk.partition_proofs (request_id, partition, proof, public_witness, key_version, attempt, worker, backend)
+			VALUES ($1, $2, $3, $4, coalesce($5, (SELECT key_version FROM cuzk.circuits WHERE name = $6)), $7, $8, $9)
+			ON CONFLICT (request_id, partition) DO UPDATE
+			   SET proof = EXCLUDED.proof, public_witness = EXCLUDED.public_witness, key_version = EXCLUDED.key_version,
+			       attempt = EXCLUDED.attempt, worker = EXCLUDED.worker, backend = EXCLUDED.backend, created_at = now()
+			 WHERE cuzk.partition_proofs.key_version <> EXCLUDED.key_version`,
+			p.RequestID, partition, p.Proof, p.PublicWitness, version, p.Circuit, p.Attempt, p.Worker, p.Backend); err != nil {
+			return fmt.Errorf("store proof of partition %d of %q: %w", partition, p.RequestID, err)
+		}
+		stamp(a)
+		return RecordPartition(ctx, tx, a)
+	})
+}
+
+// insertPartitionedProof writes the proofs row of a request of n partitions from its
+// stored partition proofs, which must all be there and made with one key.
+func insertPartitionedProof(ctx context.Context, db DB, p *Proof, n int) (int64, error) {
+	var have, versions int
+	if err := db.QueryRow(ctx, `SELECT count(*), count(DISTINCT key_version) FROM cuzk.partition_proofs WHERE request_id = $1`,
+		p.RequestID).Scan(&have, &versions); err != nil {
+		return 0, fmt.Errorf("count partition proofs of %q: %w", p.RequestID, err)
+	}
+	if have != n || versions != 1 {
+		return 0, fmt.Errorf("store proof of %q: %d of %d partitions proven, with %d keys", p.RequestID, have, n, versions)
+	}
+	// Each proof and public witness in the concatenations is preceded by its length
+	// (int4send: 4 bytes, big-endian), so a reader needs no knowledge of gnark's sizes.
+	tag, err := db.Exec(ctx, `
+		INSERT INTO cuzk.proofs (request_id, circuit, proof, public_witness, attempt, worker, backend, key_version,
+		                         partitions, proofs, public_witnesses)
+		SELECT $1, $2, string_agg(int4send(length(proof)) || proof, ''::bytea ORDER BY partition),
+		       string_agg(int4send(length(public_witness)) || public_witness, ''::bytea ORDER BY partition),
+		       $3, $4, coalesce(nullif($5, ''), max(backend)), min(key_version), count(*), array_agg(proof ORDER BY partition),
+		       array_agg(public_witness ORDER BY partition)
+		  FROM cuzk.partition_proofs WHERE request_id = $1
+		ON CONFLICT (request_id) DO NOTHING`,
+		p.RequestID, p.Circuit, p.Attempt, p.Worker, p.Backend)
+	if err != nil {
+		return 0, fmt.Errorf("insert proof of %q: %w", p.RequestID, err)
+	}
+	return tag.RowsAffected(), nil
+}
