@@ -472,9 +472,11 @@ CREATE TABLE cuzk.proof_requests (
     finished_at timestamp with time zone,
     inputs_scrubbed_at timestamp with time zone,
     payload_digest bytea,
-    CONSTRAINT proof_requests_inputs_object CHECK (((inputs IS NULL) OR (jsonb_typeof(inputs) = 'object'::text))),
+    partitions integer DEFAULT 1 NOT NULL,
+    CONSTRAINT proof_requests_inputs_shape CHECK (((inputs IS NULL) OR (jsonb_typeof(inputs) = 'object'::text) OR ((jsonb_typeof(inputs) = 'array'::text) AND (jsonb_array_length(inputs) = partitions)))),
     CONSTRAINT proof_requests_max_attempts_check CHECK (((max_attempts >= 1) AND (max_attempts <= 100))),
     CONSTRAINT proof_requests_one_input CHECK (((inputs_scrubbed_at IS NOT NULL) OR ((inputs IS NULL) <> (witness IS NULL)))),
+    CONSTRAINT proof_requests_partitions_check CHECK ((partitions >= 1)),
     CONSTRAINT proof_requests_priority_check CHECK (((priority >= 1) AND (priority <= 4))),
     CONSTRAINT proof_requests_request_id_check CHECK (((request_id <> ''::text) AND (length(request_id) <= 256))),
     CONSTRAINT proof_requests_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])))
@@ -487,6 +489,10 @@ COMMENT ON COLUMN cuzk.proof_requests.attempts IS 'Attempts that used up max_att
 -- Name: COLUMN proof_requests.payload_digest; Type: COMMENT; Schema: cuzk; Owner: -
 
 COMMENT ON COLUMN cuzk.proof_requests.payload_digest IS 'sha256 of the inputs as JSON text (jsonb''s canonical form) or of the witness, set at insert; submit_proof compares a resubmission with it. NULL for requests scrubbed before it existed.';
+
+-- Name: COLUMN proof_requests.partitions; Type: COMMENT; Schema: cuzk; Owner: -
+
+COMMENT ON COLUMN cuzk.proof_requests.partitions IS 'Number of partitions: the length of an inputs array, else 1. Set at insert.';
 
 -- Name: own_request(text, text); Type: FUNCTION; Schema: cuzk; Owner: -
 
@@ -570,6 +576,40 @@ BEGIN
     RETURN NULL;
 END $$;
 
+-- Name: proof_requests_b_partitions(); Type: FUNCTION; Schema: cuzk; Owner: -
+
+CREATE FUNCTION cuzk.proof_requests_b_partitions() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'cuzk', 'pg_temp'
+    AS $$
+DECLARE
+    lim  int;
+    n    int;
+    bad  int;
+BEGIN
+    NEW.partitions := 1;
+    IF NEW.inputs IS NULL OR jsonb_typeof(NEW.inputs) <> 'array' THEN
+        RETURN NEW;
+    END IF;
+    n := jsonb_array_length(NEW.inputs);
+    lim := coalesce((SELECT s.value::int FROM cuzk.settings s WHERE s.name = 'max_partitions'), 64);
+    IF n = 0 OR n > lim THEN
+        RAISE EXCEPTION 'request "%": inputs has % partitions, not 1 to %', left(NEW.request_id, 256), n, lim
+            USING ERRCODE = 'check_violation', COLUMN = 'inputs',
+                  HINT = 'a partitioned request''s inputs is a JSON array of one inputs object per partition; cuzk.settings max_partitions is the limit';
+    END IF;
+    SELECT min(e.i) - 1 INTO bad FROM jsonb_array_elements(NEW.inputs) WITH ORDINALITY AS e(v, i)
+     WHERE jsonb_typeof(e.v) <> 'object';
+    IF bad IS NOT NULL THEN
+        RAISE EXCEPTION 'request "%": partition % of the inputs array is a JSON %, not an object', left(NEW.request_id, 256), bad,
+                        jsonb_typeof(NEW.inputs -> bad)
+            USING ERRCODE = 'check_violation', COLUMN = 'inputs',
+                  HINT = 'each element holds one partition''s inputs: {"X": "3", "Path.0": "0x1f"}';
+    END IF;
+    NEW.partitions := n;
+    RETURN NEW;
+END $$;
+
 -- Name: proof_requests_check(); Type: FUNCTION; Schema: cuzk; Owner: -
 
 CREATE FUNCTION cuzk.proof_requests_check() RETURNS trigger
@@ -584,6 +624,8 @@ DECLARE
     hint    text;
     payload bytea;
     what    text := 'inputs';
+    part    text := '';
+    size    bigint;
 BEGIN
     IF NEW.request_id = '' OR length(NEW.request_id) > 256 THEN
         RAISE EXCEPTION 'request_id must be 1 to 256 characters, not %', length(NEW.request_id)
@@ -609,8 +651,9 @@ BEGIN
         RAISE EXCEPTION 'request "%": give exactly one of inputs (jsonb) or witness (bytea)', left(NEW.request_id, 256)
             USING ERRCODE = 'check_violation';
     END IF;
-    IF NEW.inputs IS NOT NULL AND jsonb_typeof(NEW.inputs) <> 'object' THEN
-        RAISE EXCEPTION 'request "%": inputs must be a JSON object, not a JSON %', left(NEW.request_id, 256), jsonb_typeof(NEW.inputs)
+    IF NEW.inputs IS NOT NULL AND jsonb_typeof(NEW.inputs) NOT IN ('object', 'array') THEN
+        RAISE EXCEPTION 'request "%": inputs must be a JSON object (or an array of them, one per partition), not a JSON %',
+                        left(NEW.request_id, 256), jsonb_typeof(NEW.inputs)
             USING ERRCODE = 'check_violation', COLUMN = 'inputs',
                   HINT = 'keys are the circuit''s variable names, values decimal or 0x-hex strings: {"X": "3", "Path.0": "0x1f"}';
     END IF;
@@ -638,8 +681,16 @@ BEGIN
         why := 'set by cuzk.settings max_request_bytes';
         hint := 'the owner changes the limit with UPDATE cuzk.settings SET value = … WHERE name = ''max_request_bytes'' (NULL: each circuit''s own)';
     END IF;
-    IF octet_length(payload) > lim THEN
-        RAISE EXCEPTION 'request "%": % of % bytes % the %-byte limit %', left(NEW.request_id, 256), what, octet_length(payload),
+    size := octet_length(payload);
+    IF NEW.partitions > 1 THEN
+        -- Each partition within the limit of one request: the longest element decides.
+        SELECT e.i - 1, octet_length(convert_to(e.v::text, 'UTF8')) INTO part, size
+          FROM jsonb_array_elements(NEW.inputs) WITH ORDINALITY AS e(v, i)
+         ORDER BY octet_length(convert_to(e.v::text, 'UTF8')) DESC, e.i LIMIT 1;
+        part := format(' (partition %s)', part);
+    END IF;
+    IF size > lim THEN
+        RAISE EXCEPTION 'request "%": % of % bytes % the %-byte limit %', left(NEW.request_id, 256), what || part, size,
                         CASE what WHEN 'inputs' THEN 'exceed' ELSE 'exceeds' END, lim, why
             USING ERRCODE = 'program_limit_exceeded', COLUMN = what, HINT = hint;
     END IF;
@@ -1253,6 +1304,57 @@ COMMENT ON COLUMN cuzk.circuits.max_inputs_bytes IS 'Longest valid inputs of the
 
 COMMENT ON COLUMN cuzk.circuits.max_witness_bytes IS 'Size of the circuit''s full-witness binary (12 + 32 per input variable); a longer witness is refused at insert.';
 
+-- Name: partition_attempts; Type: TABLE; Schema: cuzk; Owner: -
+
+CREATE TABLE cuzk.partition_attempts (
+    request_id text NOT NULL,
+    attempt integer NOT NULL,
+    partition integer NOT NULL,
+    outcome text NOT NULL,
+    error text,
+    started_at timestamp with time zone NOT NULL,
+    finished_at timestamp with time zone DEFAULT now() NOT NULL,
+    batch_wait_ms double precision,
+    mem_wait_ms double precision,
+    srs_ms double precision,
+    synth_ms double precision,
+    prove_wait_ms double precision,
+    prove_ms double precision,
+    h2d_ms double precision,
+    ntt_ms double precision,
+    msm_ms double precision,
+    msm_g1_ms double precision,
+    msm_g2_ms double precision,
+    verify_ms double precision,
+    persist_ms double precision,
+    total_ms double precision,
+    CONSTRAINT partition_attempts_outcome_check CHECK ((outcome = ANY (ARRAY['succeeded'::text, 'failed'::text]))),
+    CONSTRAINT partition_attempts_partition_check CHECK ((partition >= 0))
+);
+
+-- Name: TABLE partition_attempts; Type: COMMENT; Schema: cuzk; Owner: -
+
+COMMENT ON TABLE cuzk.partition_attempts IS 'Each partition an attempt worked on, with its phase times in milliseconds (total_ms: from its start to its proof stored); the attempt''s phase columns are their sums.';
+
+-- Name: partition_proofs; Type: TABLE; Schema: cuzk; Owner: -
+
+CREATE TABLE cuzk.partition_proofs (
+    request_id text NOT NULL,
+    partition integer NOT NULL,
+    proof bytea NOT NULL,
+    public_witness bytea NOT NULL,
+    key_version integer NOT NULL,
+    attempt integer NOT NULL,
+    worker text NOT NULL,
+    backend text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT partition_proofs_partition_check CHECK ((partition >= 0))
+);
+
+-- Name: TABLE partition_proofs; Type: COMMENT; Schema: cuzk; Owner: -
+
+COMMENT ON TABLE cuzk.partition_proofs IS 'The verified proof of each partition of a partitioned request, stored as soon as it is made; a retry proves only the partitions missing here.';
+
 -- Name: phase_samples; Type: VIEW; Schema: cuzk; Owner: -
 
 CREATE VIEW cuzk.phase_samples AS
@@ -1337,12 +1439,29 @@ CREATE TABLE cuzk.proofs (
     worker text NOT NULL,
     backend text NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
-    key_version integer NOT NULL
+    key_version integer NOT NULL,
+    partitions integer DEFAULT 1 NOT NULL,
+    proofs bytea[],
+    public_witnesses bytea[],
+    CONSTRAINT proofs_partitions CHECK ((((proofs IS NULL) AND (public_witnesses IS NULL) AND (partitions = 1)) OR ((cardinality(proofs) = partitions) AND (cardinality(public_witnesses) = partitions)))),
+    CONSTRAINT proofs_partitions_check CHECK ((partitions >= 1))
 );
+
+-- Name: COLUMN proofs.proof; Type: COMMENT; Schema: cuzk; Owner: -
+
+COMMENT ON COLUMN cuzk.proofs.proof IS 'gnark Proof.WriteTo of the proof; for a partitioned request the N proofs, each preceded by its length as a 4-byte big-endian integer.';
 
 -- Name: COLUMN proofs.key_version; Type: COMMENT; Schema: cuzk; Owner: -
 
 COMMENT ON COLUMN cuzk.proofs.key_version IS 'Version of the circuit''s key the proof was made with: verify with cuzk.circuit_keys.vk of (circuit, key_version).';
+
+-- Name: COLUMN proofs.proofs; Type: COMMENT; Schema: cuzk; Owner: -
+
+COMMENT ON COLUMN cuzk.proofs.proofs IS 'The proofs of a partitioned request in partition order (gnark Proof.WriteTo each); NULL for a single-proof request, whose proof is the proof column.';
+
+-- Name: COLUMN proofs.public_witnesses; Type: COMMENT; Schema: cuzk; Owner: -
+
+COMMENT ON COLUMN cuzk.proofs.public_witnesses IS 'The public witnesses of a partitioned request in partition order (gnark witness.MarshalBinary each); NULL for a single-proof request.';
 
 -- Name: schema_version; Type: TABLE; Schema: cuzk; Owner: -
 
@@ -1358,6 +1477,7 @@ CREATE TABLE cuzk.settings (
     description text DEFAULT ''::text NOT NULL,
     CONSTRAINT settings_admitted_per_submitter CHECK (((name <> 'admitted_per_submitter'::text) OR (value ~ '^[1-9][0-9]{0,8}$'::text))),
     CONSTRAINT settings_ended_inputs_kept CHECK (((name <> 'ended_inputs_kept'::text) OR (value IS NULL) OR (value ~ '^[0-9]+ (second|minute|hour|day|week)s?$'::text))),
+    CONSTRAINT settings_max_partitions CHECK (((name <> 'max_partitions'::text) OR (value ~ '^[1-9][0-9]{0,5}$'::text))),
     CONSTRAINT settings_max_request_bytes CHECK (((name <> 'max_request_bytes'::text) OR (value ~ '^[1-9][0-9]{0,17}$'::text)))
 );
 
@@ -1438,6 +1558,16 @@ ALTER TABLE ONLY cuzk.circuit_keys
 
 ALTER TABLE ONLY cuzk.circuits
     ADD CONSTRAINT circuits_pkey PRIMARY KEY (name);
+
+-- Name: partition_attempts partition_attempts_pkey; Type: CONSTRAINT; Schema: cuzk; Owner: -
+
+ALTER TABLE ONLY cuzk.partition_attempts
+    ADD CONSTRAINT partition_attempts_pkey PRIMARY KEY (request_id, attempt, partition);
+
+-- Name: partition_proofs partition_proofs_pkey; Type: CONSTRAINT; Schema: cuzk; Owner: -
+
+ALTER TABLE ONLY cuzk.partition_proofs
+    ADD CONSTRAINT partition_proofs_pkey PRIMARY KEY (request_id, partition);
 
 -- Name: proof_attempts proof_attempts_pkey; Type: CONSTRAINT; Schema: cuzk; Owner: -
 
@@ -1555,6 +1685,10 @@ CREATE TRIGGER proof_requests_a_tenant BEFORE INSERT ON cuzk.proof_requests FOR 
 
 CREATE TRIGGER proof_requests_admit AFTER INSERT ON cuzk.proof_requests REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION cuzk.proof_requests_admit();
 
+-- Name: proof_requests proof_requests_b_partitions; Type: TRIGGER; Schema: cuzk; Owner: -
+
+CREATE TRIGGER proof_requests_b_partitions BEFORE INSERT ON cuzk.proof_requests FOR EACH ROW EXECUTE FUNCTION cuzk.proof_requests_b_partitions();
+
 -- Name: proof_requests proof_requests_check; Type: TRIGGER; Schema: cuzk; Owner: -
 
 CREATE TRIGGER proof_requests_check BEFORE INSERT ON cuzk.proof_requests FOR EACH ROW EXECUTE FUNCTION cuzk.proof_requests_check();
@@ -1571,6 +1705,16 @@ CREATE TRIGGER proofs_key_version BEFORE INSERT ON cuzk.proofs FOR EACH ROW EXEC
 
 ALTER TABLE ONLY cuzk.circuits
     ADD CONSTRAINT circuits_key_version_fkey FOREIGN KEY (name, key_version) REFERENCES cuzk.circuit_keys(circuit, version) DEFERRABLE INITIALLY DEFERRED;
+
+-- Name: partition_attempts partition_attempts_request_id_attempt_fkey; Type: FK CONSTRAINT; Schema: cuzk; Owner: -
+
+ALTER TABLE ONLY cuzk.partition_attempts
+    ADD CONSTRAINT partition_attempts_request_id_attempt_fkey FOREIGN KEY (request_id, attempt) REFERENCES cuzk.proof_attempts(request_id, attempt) ON DELETE CASCADE;
+
+-- Name: partition_proofs partition_proofs_request_id_fkey; Type: FK CONSTRAINT; Schema: cuzk; Owner: -
+
+ALTER TABLE ONLY cuzk.partition_proofs
+    ADD CONSTRAINT partition_proofs_request_id_fkey FOREIGN KEY (request_id) REFERENCES cuzk.proof_requests(request_id) ON DELETE CASCADE;
 
 -- Name: proof_attempts proof_attempts_request_id_fkey; Type: FK CONSTRAINT; Schema: cuzk; Owner: -
 
@@ -1598,6 +1742,18 @@ CREATE POLICY own_attempts ON cuzk.proof_attempts FOR SELECT TO cuzk_submitter U
    FROM cuzk.proof_requests r
   WHERE ((r.request_id = proof_attempts.request_id) AND (r.submitted_by = SESSION_USER))))));
 
+-- Name: partition_attempts own_partition_attempts; Type: POLICY; Schema: cuzk; Owner: -
+
+CREATE POLICY own_partition_attempts ON cuzk.partition_attempts FOR SELECT TO cuzk_submitter USING ((( SELECT cuzk.acts_for_all() AS acts_for_all) OR (EXISTS ( SELECT 1
+   FROM cuzk.proof_requests r
+  WHERE ((r.request_id = partition_attempts.request_id) AND (r.submitted_by = SESSION_USER))))));
+
+-- Name: partition_proofs own_partition_proofs; Type: POLICY; Schema: cuzk; Owner: -
+
+CREATE POLICY own_partition_proofs ON cuzk.partition_proofs FOR SELECT TO cuzk_submitter USING ((( SELECT cuzk.acts_for_all() AS acts_for_all) OR (EXISTS ( SELECT 1
+   FROM cuzk.proof_requests r
+  WHERE ((r.request_id = partition_proofs.request_id) AND (r.submitted_by = SESSION_USER))))));
+
 -- Name: proofs own_proofs; Type: POLICY; Schema: cuzk; Owner: -
 
 CREATE POLICY own_proofs ON cuzk.proofs FOR SELECT TO cuzk_submitter USING ((( SELECT cuzk.acts_for_all() AS acts_for_all) OR (EXISTS ( SELECT 1
@@ -1607,6 +1763,14 @@ CREATE POLICY own_proofs ON cuzk.proofs FOR SELECT TO cuzk_submitter USING ((( S
 -- Name: proof_requests own_requests; Type: POLICY; Schema: cuzk; Owner: -
 
 CREATE POLICY own_requests ON cuzk.proof_requests FOR SELECT TO cuzk_submitter USING ((( SELECT cuzk.acts_for_all() AS acts_for_all) OR (submitted_by = SESSION_USER)));
+
+-- Name: partition_attempts; Type: ROW SECURITY; Schema: cuzk; Owner: -
+
+ALTER TABLE cuzk.partition_attempts ENABLE ROW LEVEL SECURITY;
+
+-- Name: partition_proofs; Type: ROW SECURITY; Schema: cuzk; Owner: -
+
+ALTER TABLE cuzk.partition_proofs ENABLE ROW LEVEL SECURITY;
 
 -- Name: proof_attempts; Type: ROW SECURITY; Schema: cuzk; Owner: -
 
@@ -1623,6 +1787,14 @@ ALTER TABLE cuzk.proofs ENABLE ROW LEVEL SECURITY;
 -- Name: proof_requests submit_own; Type: POLICY; Schema: cuzk; Owner: -
 
 CREATE POLICY submit_own ON cuzk.proof_requests FOR INSERT TO cuzk_submitter WITH CHECK ((submitted_by = SESSION_USER));
+
+-- Name: partition_attempts worker_all; Type: POLICY; Schema: cuzk; Owner: -
+
+CREATE POLICY worker_all ON cuzk.partition_attempts TO cuzk_worker USING (true) WITH CHECK (true);
+
+-- Name: partition_proofs worker_all; Type: POLICY; Schema: cuzk; Owner: -
+
+CREATE POLICY worker_all ON cuzk.partition_proofs TO cuzk_worker USING (true) WITH CHECK (true);
 
 -- Name: proof_attempts worker_all; Type: POLICY; Schema: cuzk; Owner: -
 
@@ -1754,6 +1926,10 @@ GRANT SELECT(finished_at) ON TABLE cuzk.proof_requests TO cuzk_submitter;
 
 GRANT SELECT(inputs_scrubbed_at) ON TABLE cuzk.proof_requests TO cuzk_submitter;
 
+-- Name: COLUMN proof_requests.partitions; Type: ACL; Schema: cuzk; Owner: -
+
+GRANT SELECT(partitions) ON TABLE cuzk.proof_requests TO cuzk_submitter;
+
 -- Name: FUNCTION own_request(req_id text, verb text); Type: ACL; Schema: cuzk; Owner: -
 
 REVOKE ALL ON FUNCTION cuzk.own_request(req_id text, verb text) FROM PUBLIC;
@@ -1819,6 +1995,16 @@ GRANT SELECT ON TABLE cuzk.circuit_keys TO cuzk_worker;
 
 GRANT SELECT ON TABLE cuzk.circuits TO cuzk_submitter;
 GRANT SELECT ON TABLE cuzk.circuits TO cuzk_worker;
+
+-- Name: TABLE partition_attempts; Type: ACL; Schema: cuzk; Owner: -
+
+GRANT SELECT ON TABLE cuzk.partition_attempts TO cuzk_submitter;
+GRANT SELECT,INSERT,UPDATE ON TABLE cuzk.partition_attempts TO cuzk_worker;
+
+-- Name: TABLE partition_proofs; Type: ACL; Schema: cuzk; Owner: -
+
+GRANT SELECT ON TABLE cuzk.partition_proofs TO cuzk_submitter;
+GRANT SELECT,INSERT,UPDATE ON TABLE cuzk.partition_proofs TO cuzk_worker;
 
 -- Name: TABLE phase_samples; Type: ACL; Schema: cuzk; Owner: -
 
