@@ -12,10 +12,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// A truncated pk.bin is a transient fault: the attempt fails with an error naming the
-// file, its size and the size it should have, is retried after backoff, and once the
-// file is repaired the request succeeds (its dump beside it never stands in for the
-// damaged key).
+// A truncated proving key (the pk.dump cuzk setup writes) is a transient fault: the
+// attempt fails with an error naming the file, its size and the size it should have, is
+// retried after backoff, and once the file is repaired the request succeeds.
 func TestTruncatedKeyRetriedUntilRepaired(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

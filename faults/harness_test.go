@@ -205,7 +205,11 @@ func setupEnv(t *testing.T, url string, pool *pgxpool.Pool) *env {
 // back after a test spoils it.
 func (e *env) pkFile(circuit string) (string, []byte) {
 	e.t.Helper()
+	// cuzk setup writes the key once, as pk.dump; imported keys keep pk.bin.
 	path := filepath.Join(e.keys, circuit, "pk.bin")
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		path = filepath.Join(e.keys, circuit, "pk.dump")
+	}
 	saved, err := os.ReadFile(path)
 	if err != nil {
 		e.t.Fatal(err)

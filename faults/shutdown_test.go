@@ -65,6 +65,7 @@ func TestSIGTERMFinishesInFlightAndHandsBackTheRest(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ids := e.submit("term", big, 3, 5)
+	release := e.holdProofs() // all three claimed and none stored yet, however fast the machine
 	a := e.start("term-a", "--mem-budget", memFor(t, big), "--shutdown-grace", "60s")
 	e.waitFor(time.Minute, "term-a claimed all three", func(ctx context.Context) (bool, string, error) {
 		var n int
@@ -72,6 +73,7 @@ func TestSIGTERMFinishesInFlightAndHandsBackTheRest(t *testing.T) {
 		return n == 3, fmt.Sprintf("%d running", n), err
 	})
 	a.signal(t, syscall.SIGTERM)
+	release() // the proof in flight is stored within the grace period
 	if code := a.wait(t, 60*time.Second); code != 0 {
 		t.Fatalf("worker exited %d after SIGTERM, want 0", code)
 	}

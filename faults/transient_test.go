@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -50,8 +51,8 @@ func TestMissingKeyRetriedThenFailedThenRetried(t *testing.T) {
 			t.Fatalf("%s: %d attempts, want %d: %+v", id, len(list), len(want), list)
 		}
 		for i, a := range list {
-			if a.Outcome != want[i] || !strings.Contains(a.Error, "pk.bin") {
-				t.Errorf("%s attempt %d: %s %q, want %s naming the missing pk.bin", id, a.N, a.Outcome, a.Error, want[i])
+			if a.Outcome != want[i] || !strings.Contains(a.Error, filepath.Base(pk)) {
+				t.Errorf("%s attempt %d: %s %q, want %s naming the missing %s", id, a.N, a.Outcome, a.Error, want[i], filepath.Base(pk))
 			}
 			if i > 0 {
 				// Backoff doubles from --retry-backoff: at least 300ms, then 600ms.
@@ -66,8 +67,8 @@ func TestMissingKeyRetriedThenFailedThenRetried(t *testing.T) {
 		if err := e.pool.QueryRow(context.Background(), `SELECT state, attempts, last_error FROM cuzk.proof_status WHERE request_id = $1`, id).Scan(&state, &attempts, &lastErr); err != nil {
 			t.Fatal(err)
 		}
-		if state != "failed" || attempts != maxAttempts || !strings.Contains(lastErr, "pk.bin") {
-			t.Errorf("%s: %s after %d attempts (%q), want failed after %d naming pk.bin", id, state, attempts, lastErr, maxAttempts)
+		if state != "failed" || attempts != maxAttempts || !strings.Contains(lastErr, filepath.Base(pk)) {
+			t.Errorf("%s: %s after %d attempts (%q), want failed after %d naming %s", id, state, attempts, lastErr, maxAttempts, filepath.Base(pk))
 		}
 	}
 

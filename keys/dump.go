@@ -125,7 +125,7 @@ func (d Dir) loadDumpOnly(circuit, digest string, s *dumpSum, o LoadOptions, log
 	prog.expect(2 * st.Bytes)
 	pk, err := d.readDump(circuit, s, prog)
 	if err != nil {
-		return nil, nil, st, fmt.Errorf("load proving key of %s: %w", circuit, err)
+		return nil, nil, st, d.damagedDump(circuit, digest, s, err)
 	}
 	vk := groth16.NewVerifyingKey(ecc.BLS12_381).(*groth16bls.VerifyingKey)
 	if err := readFile(d.Path(circuit, VKFile), func(r io.Reader) error { _, err := vk.ReadFrom(r); return err }); err != nil {
@@ -135,6 +135,25 @@ func (d Dir) loadDumpOnly(circuit, digest string, s *dumpSum, o LoadOptions, log
 	log.Info("proving key loaded", "circuit", circuit, "from", st.Source, "bytes", st.Bytes, "ms", st.Duration.Milliseconds(),
 		"mb_per_s", mbPerSecond(st.Bytes, st.Duration), "dump_written", false)
 	return pk, vk, st, nil
+}
+
+// damagedDump is the error of a key written as the dump alone that cannot be read: the
+// file, its size against the sidecar's, and the registered digest, as damagedPK says
+// them for a pk.bin. A missing file keeps its os.ErrNotExist.
+func (d Dir) damagedDump(circuit, digest string, s *dumpSum, err error) error {
+	path := d.Path(circuit, DumpFile)
+	size := fileSize(path)
+	if size < 0 {
+		return fmt.Errorf("load proving key of %s: %w", circuit, err)
+	}
+	what := fmt.Sprintf("%d bytes", size)
+	if s.DumpBytes != size {
+		what += fmt.Sprintf(", %d expected (%s)", s.DumpBytes, DumpSumFile)
+	}
+	if digest != "" {
+		what += ", cuzk.circuits.pk_digest " + digest
+	}
+	return fmt.Errorf("proving key %s of %s is truncated or damaged (%s): %w", path, circuit, what, err)
 }
 
 // readSum reads circuit's sidecar and checks that it describes a dump this build can

@@ -129,7 +129,7 @@ func TestReplacedKeysKeepProofsVerifiable(t *testing.T) {
 		t.Errorf("forced import report: %q", r.stdout)
 	}
 	if got, want := psql(t, db.URL, `SELECT c.key_version || ' ' || (c.vk = k.vk) || ' ' || k.pk_digest FROM cuzk.circuits c
-	    JOIN cuzk.circuit_keys k ON k.circuit = c.name AND k.version = 2 WHERE c.name = 'cube';`), "2 true "+fileSHA256(t, filepath.Join(keysDir, "cube", "pk.dump")); got != want {
+	    JOIN cuzk.circuit_keys k ON k.circuit = c.name AND k.version = 2 WHERE c.name = 'cube';`), "2 true "+fileSHA256(t, filepath.Join(keysDir, "cube", "pk.bin")); got != want {
 		t.Errorf("current key after --force: %q, want %q", got, want)
 	}
 	r = mustOK(t, cuzkDB(t, db.URL, "verify", "--all"))
