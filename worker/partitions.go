@@ -166,7 +166,12 @@ func (w *Worker) finishPartition(ctx context.Context, i int, it *item, prev <-ch
 	var proofBytes []byte
 	err := it.err
 	if err == nil {
-		proofBytes, err = checkProof(it)
+		// Off River's goroutine, a panic is recovered here: it fails the partition, not
+		// the worker.
+		err = w.safely("verify partition proof", func() (err error) {
+			proofBytes, err = checkProof(it)
+			return err
+		})
 	}
 	if prev != nil {
 		<-prev
