@@ -16,7 +16,15 @@ type Budget struct {
 
 	mu       sync.Mutex
 	reserved int64
+	live     int // reservations holding bytes
+	peak     BudgetPeak
 	waiters  []*budgetWaiter
+}
+
+// BudgetPeak is the most a budget has held at once since it was made.
+type BudgetPeak struct {
+	Bytes        int64 // bytes reserved
+	Reservations int   // reservations holding bytes
 }
 
 type budgetWaiter struct {
@@ -37,6 +45,20 @@ func (b *Budget) Reserved() int64 {
 	return b.reserved
 }
 
+// Peak is the most the budget has held at once.
+func (b *Budget) Peak() BudgetPeak {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.peak
+}
+
+// Waiting is the number of reservations waiting for bytes.
+func (b *Budget) Waiting() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.waiters)
+}
+
 // TooLargeError says a request can never fit the budget; it fails at once rather than
 // waiting forever.
 type TooLargeError struct{ Need, Total int64 }
@@ -52,7 +74,7 @@ func (b *Budget) Reserve(ctx context.Context, n int64) (*Reservation, error) {
 	}
 	b.mu.Lock()
 	if len(b.waiters) == 0 && b.reserved+n <= b.total {
-		b.reserved += n
+		b.grantLocked(n)
 		b.mu.Unlock()
 		return &Reservation{b: b, n: n}, nil
 	}
@@ -68,8 +90,7 @@ func (b *Budget) Reserve(ctx context.Context, n int64) (*Reservation, error) {
 		defer b.mu.Unlock()
 		select {
 		case <-w.ready: // granted while we were giving up: hand it back
-			b.reserved -= n
-			b.wakeLocked()
+			b.releaseLocked(n, n > 0)
 		default:
 			for i, x := range b.waiters {
 				if x == w {
@@ -83,18 +104,35 @@ func (b *Budget) Reserve(ctx context.Context, n int64) (*Reservation, error) {
 	}
 }
 
-func (b *Budget) release(n int64) {
+// release gives back n bytes of a reservation; last says it holds none after.
+func (b *Budget) release(n int64, last bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.releaseLocked(n, last)
+}
+
+func (b *Budget) releaseLocked(n int64, last bool) {
 	b.reserved -= n
+	if last {
+		b.live--
+	}
 	b.wakeLocked()
+}
+
+func (b *Budget) grantLocked(n int64) {
+	b.reserved += n
+	if n > 0 {
+		b.live++
+	}
+	b.peak.Bytes = max(b.peak.Bytes, b.reserved)
+	b.peak.Reservations = max(b.peak.Reservations, b.live)
 }
 
 func (b *Budget) wakeLocked() {
 	for len(b.waiters) > 0 && b.reserved+b.waiters[0].n <= b.total {
 		w := b.waiters[0]
 		b.waiters = b.waiters[1:]
-		b.reserved += w.n
+		b.grantLocked(w.n)
 		close(w.ready)
 	}
 }
@@ -118,7 +156,7 @@ func (r *Reservation) Shrink(keep int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if keep < r.n {
-		r.b.release(r.n - keep)
+		r.b.release(r.n-keep, keep <= 0)
 		r.n = keep
 	}
 }

@@ -168,3 +168,39 @@ func TestBudgetSnoozeDelayIsBounded(t *testing.T) {
 		}
 	}
 }
+
+// The peak counts bytes and the reservations holding them, across both release steps
+// and a waiter that gives up.
+func TestBudgetPeakAndWaiting(t *testing.T) {
+	b := NewBudget(100)
+	r1, _ := b.Reserve(context.Background(), 60)
+	r2, _ := b.Reserve(context.Background(), 30)
+	if p := b.Peak(); p != (BudgetPeak{Bytes: 90, Reservations: 2}) {
+		t.Fatalf("peak %+v after 60 and 30 bytes, want 90 bytes in 2", p)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	got := make(chan error, 1)
+	go func() {
+		_, err := b.Reserve(ctx, 50)
+		got <- err
+	}()
+	for b.Waiting() != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	if err := <-got; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled waiter: %v", err)
+	}
+	r1.Shrink(10) // first release step: still a reservation
+	r3, _ := b.Reserve(context.Background(), 60)
+	if p := b.Peak(); p != (BudgetPeak{Bytes: 100, Reservations: 3}) {
+		t.Fatalf("peak %+v, want 100 bytes in 3 reservations", p)
+	}
+	for _, r := range []*Reservation{r1, r2, r3} {
+		r.Release()
+		r.Release()
+	}
+	if b.Reserved() != 0 || b.live != 0 || b.Waiting() != 0 {
+		t.Fatalf("after every release: %d bytes in %d reservations, %d waiting", b.Reserved(), b.live, b.Waiting())
+	}
+}

@@ -29,6 +29,7 @@ type item struct {
 	compiled    *synth.Compiled
 	res         *Reservation
 	sol         *synth.Solution
+	queued      chan struct{} // when not nil, closed once the item is in the provers' queue
 	synthDone   time.Time
 	keyWait     time.Duration // after synthesis, for the key to be read (Catalog.Prepare)
 	key         *ResidentKey

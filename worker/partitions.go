@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/riverqueue/river"
@@ -15,15 +17,20 @@ import (
 )
 
 // workPartitions runs an attempt of a request of several partitions: each partition
-// without a stored proof goes through the pipeline as a request of its own, in order,
-// and its verified proof is stored as soon as it is made, so that neither a failure
-// nor a dead worker costs a finished partition. The attempt's phase times are the
-// sums over its partitions; its total spans the attempt. When the last partition is
-// stored the request's proofs row is written and the job completed.
+// without a stored proof goes through the pipeline as a request of its own, and its
+// verified proof is stored as soon as it is made, so that neither a failure nor a dead
+// worker costs a finished partition. The attempt's phase times are the sums over its
+// recorded partitions; its total spans the attempt. When the last partition is stored
+// the request's proofs row is written and the job completed.
 //
-// Partitions run one at a time: each holds its own memory reservation, released when
-// its proof is stored. Overlapping one partition's synthesis with the previous one's
-// prove belongs to a slotted pipeline that reserves for both.
+// Partitions stream through the pipeline: partition i+1 enters it once partition i is
+// synthesized and queued for a prover, so partitions reach the provers in order, their
+// reservations are taken in order, and partition i+1 is synthesized while partition i
+// is proven when the budget holds both. As many partitions are in memory at once as the
+// budget holds; each reservation is released in two steps as for any request: its bulk
+// once its proof is made, the rest once that proof is stored. Proofs are stored in
+// partition order. After a partition fails no further partition starts; those already
+// started finish, and those of them that succeed are stored.
 func (w *Worker) workPartitions(ctx context.Context, job *river.Job[jobs.ProveArgs], req *store.Request, start time.Time, log *slog.Logger) error {
 	all := &item{ctx: ctx, job: job, req: req, start: start, done: make(chan struct{})}
 	all.att = store.Attempt{RequestID: req.RequestID, Circuit: req.Circuit, Attempt: req.Attempt, QueueMs: &req.QueueMs}
@@ -43,16 +50,65 @@ func (w *Worker) workPartitions(ctx context.Context, job *river.Job[jobs.ProveAr
 	if err != nil {
 		return failed(err)
 	}
+
+	var (
+		mu       sync.Mutex // all's phase times and attempt record
+		wg       sync.WaitGroup
+		stopping atomic.Bool // a partition failed: start no more
+		runs     = make([]partitionRun, len(inputs))
+		prev     chan struct{} // closed once the previous partition is stored or failed
+		endErr   error
+	)
 	for i, in := range inputs {
 		if done[i] {
 			continue
 		}
 		if err := context.Cause(ctx); err != nil {
-			return failed(err)
+			endErr = err
+			break
 		}
-		if err := w.provePartition(ctx, all, i, in, log); err != nil {
-			return failed(fmt.Errorf("partition %d of %d: %w", i, req.Partitions, err))
+		if stopping.Load() {
+			break
 		}
+		it := w.startPartition(ctx, all, in)
+		settled := make(chan struct{})
+		wg.Add(1)
+		go func(prev <-chan struct{}) {
+			defer wg.Done()
+			defer close(settled)
+			r := w.finishPartition(ctx, i, it, prev, log)
+			if r.err != nil {
+				stopping.Store(true)
+			} else {
+				mu.Lock()
+				all.absorb(it)
+				mu.Unlock()
+			}
+			runs[i] = r
+		}(prev)
+		prev = settled
+		// The next partition starts once this one is queued for a prover (or has failed).
+		select {
+		case <-it.queued:
+		case <-it.done:
+			if it.err != nil {
+				stopping.Store(true)
+			}
+		}
+	}
+	wg.Wait()
+	for i, r := range runs {
+		if r.err == nil {
+			continue
+		}
+		// The earliest failure is the attempt's; later partitions that failed meanwhile
+		// (mostly because the attempt is ending) leave no row, and a retry proves them.
+		all.absorb(r.it)
+		w.recordFailedPartition(ctx, r.row, log)
+		return failed(fmt.Errorf("partition %d of %d: %w", i, req.Partitions, r.err))
+	}
+	if endErr != nil {
+		return failed(endErr)
 	}
 
 	t := time.Now()
@@ -77,24 +133,48 @@ func (w *Worker) workPartitions(ctx context.Context, job *river.Job[jobs.ProveAr
 	return nil
 }
 
-// provePartition takes partition i of all's request through the pipeline, stores its
-// verified proof with its row of the attempt, and adds its phase times to all's. A
-// partition that fails has its row recorded too.
-func (w *Worker) provePartition(ctx context.Context, all *item, i int, inputs []byte, log *slog.Logger) error {
+// partitionRun is how one partition of an attempt ended: err is nil when its proof is
+// stored; else row is its failed row, not yet recorded.
+type partitionRun struct {
+	it  *item
+	row *store.PartitionAttempt
+	err error
+}
+
+// startPartition hands a partition of all's request, with its inputs, to the pipeline
+// as a request of its own; its queued channel is closed once it is synthesized and in
+// the provers' queue.
+func (w *Worker) startPartition(ctx context.Context, all *item, inputs []byte) *item {
 	req := *all.req
 	req.Inputs, req.Witness, req.Partitions = inputs, nil, 1
-	it := &item{ctx: ctx, job: all.job, req: &req, start: time.Now(), done: make(chan struct{})}
+	it := &item{ctx: ctx, job: all.job, req: &req, start: time.Now(), done: make(chan struct{}), queued: make(chan struct{})}
 	it.att = store.Attempt{RequestID: req.RequestID, Circuit: req.Circuit, Attempt: req.Attempt}
 	w.collector.add(it)
+	return it
+}
+
+// finishPartition waits for partition i (it) to come out of the pipeline, verifies its
+// proof and, once prev is closed (the partition before it is settled), stores the proof
+// with its row of the attempt.
+func (w *Worker) finishPartition(ctx context.Context, i int, it *item, prev <-chan struct{}, log *slog.Logger) partitionRun {
 	<-it.done // every stage delivers, also when ctx ends
 	if it.res != nil {
 		defer it.res.Release()
 	}
+	req := it.req
 	row := &store.PartitionAttempt{RequestID: req.RequestID, Attempt: req.Attempt, Partition: i, StartedAt: it.start}
 	var proofBytes []byte
 	err := it.err
 	if err == nil {
-		proofBytes, err = checkProof(it)
+		// Off River's goroutine, a panic is recovered here: it fails the partition, not
+		// the worker.
+		err = w.safely("verify partition proof", func() (err error) {
+			proofBytes, err = checkProof(it)
+			return err
+		})
+	}
+	if prev != nil {
+		<-prev
 	}
 	if err == nil {
 		t := time.Now()
@@ -113,22 +193,26 @@ func (w *Worker) provePartition(ctx context.Context, all *item, i int, inputs []
 			err = fmt.Errorf("store proof: %w", err)
 		}
 	}
-	all.absorb(it)
 	if err != nil {
 		row.Outcome, row.Error, row.FinishedAt = "failed", err.Error(), time.Now()
 		it.times.Set(phase.Total, row.FinishedAt.Sub(it.start))
 		row.Phases = it.times.Phases()
-		dbCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		if dbErr := w.retryDB(dbCtx, log, "record failed partition", func(ctx context.Context) error {
-			return store.RecordPartition(ctx, w.pool, row)
-		}); dbErr != nil {
-			log.Error("recording failed partition", "partition", i, "err", cappedError{dbErr})
-		}
-		return err
+		return partitionRun{it: it, row: row, err: err}
 	}
 	log.Debug("partition stored", "partition", i)
-	return nil
+	return partitionRun{it: it}
+}
+
+// recordFailedPartition inserts a failed partition's row, also when the attempt's
+// context has ended (a cancel, a time limit).
+func (w *Worker) recordFailedPartition(ctx context.Context, row *store.PartitionAttempt, log *slog.Logger) {
+	dbCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	if err := w.retryDB(dbCtx, log, "record failed partition", func(ctx context.Context) error {
+		return store.RecordPartition(ctx, w.pool, row)
+	}); err != nil {
+		log.Error("recording failed partition", "partition", row.Partition, "err", cappedError{err})
+	}
 }
 
 // absorb adds a partition's phase times (all but its total) to the attempt's, and

@@ -306,3 +306,125 @@ func scalarString(t *testing.T, pool *pgxpool.Pool, sql string) string {
 	}
 	return s
 }
+
+// heldProve is the CPU backend whose first Prove waits until cond holds on the worker's
+// budget (or a minute has passed), and records whether it did.
+type heldProve struct {
+	prover.Backend
+	budget atomic.Pointer[worker.Budget]
+	cond   func(*worker.Budget) bool
+	calls  atomic.Int32
+	met    atomic.Bool
+}
+
+func (h *heldProve) Prove(ctx context.Context, k prover.Key, sols []*synth.Solution) ([]prover.Parts, prover.PhaseTimes, error) {
+	if h.calls.Add(1) == 1 {
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+			if b := h.budget.Load(); b != nil && h.cond(b) {
+				h.met.Store(true)
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return nil, prover.PhaseTimes{}, context.Cause(ctx)
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
+	return h.Backend.Prove(ctx, k, sols)
+}
+
+// partitionDB is a database with partitionCircuit registered, and the bytes one of
+// its partitions reserves.
+func partitionDB(t *testing.T) (*pgtest.DB, int64) {
+	t.Helper()
+	db := pgtest.New(t)
+	register(t, db.Pool, partitionCircuit)
+	compiled, _, _ := keys.setup(t, partitionCircuit)
+	return db, synth.EstimateBytes(compiled)
+}
+
+// proveAllPartitions submits rid as n partitions and fails the test unless its first
+// attempt proves every one of them.
+func proveAllPartitions(t *testing.T, db *pgtest.DB, rid string, n int) {
+	t.Helper()
+	if st, le := submitPartitions(t, db, rid, n); st != "succeeded" {
+		t.Fatalf("%s: %s: %s", rid, st, le)
+	}
+	verifyPartitions(t, db.Pool, rid, n)
+	want := make([]int, n)
+	for i := range want {
+		want[i] = i
+	}
+	if got, want := fmt.Sprint(partitionRows(t, db.Pool, rid, 1)), fmt.Sprint(map[string][]int{"succeeded": want}); got != want {
+		t.Errorf("%s: partition rows %s, want %s", rid, got, want)
+	}
+}
+
+// submitPartitions submits rid as n partitions of partitionCircuit and waits for it to
+// end; it returns its state and last error.
+func submitPartitions(t *testing.T, db *pgtest.DB, rid string, n int) (string, string) {
+	t.Helper()
+	psql(t, db.URL, fmt.Sprintf("SELECT cuzk.submit_proof(request_id => '%s', circuit => '%s', inputs => $j$%s$j$::jsonb);",
+		rid, partitionCircuit, partitionInputs(t, n, -1)))
+	return waitState(t, db.Pool, rid, "succeeded", "failed")
+}
+
+// With a budget for two partitions, the next partition is synthesized while the one
+// before it is proven: the first proof is held until partition 1 is synthesized
+// (partition 2, which starts only then, waits for the budget), which can only happen
+// if the two overlap.
+func TestPartitionsOverlapUnderBudgetForTwo(t *testing.T) {
+	db, need := partitionDB(t)
+	held := &heldProve{Backend: prover.NewCPU(), cond: func(b *worker.Budget) bool {
+		return b.Reserved() >= 2*need && b.Waiting() > 0
+	}}
+	rw := startWorkerWith(t, db.Pool, []worker.Prover{{Backend: held}}, nil, func(c *worker.Config) {
+		c.MemBudget = 2*need + need/8 // two partitions and the remainders of proven ones
+	})
+	held.budget.Store(rw.w.Budget())
+	proveAllPartitions(t, db, "two", 3)
+	if !held.met.Load() {
+		t.Error("partition 1 was never synthesized while partition 0 was proven")
+	}
+	if peak := rw.w.Budget().Peak(); peak.Bytes < 2*need || peak.Bytes > rw.w.Budget().Total() {
+		t.Errorf("budget peak %d bytes, want two partitions' %d and at most the budget %d", peak.Bytes, 2*need, rw.w.Budget().Total())
+	}
+	// In the rows: partition 1 entered the pipeline before partition 0 was stored.
+	if got := scalarString(t, db.Pool, `SELECT ((SELECT started_at FROM cuzk.partition_attempts WHERE request_id = 'two' AND partition = 1)
+	                                         < (SELECT finished_at FROM cuzk.partition_attempts WHERE request_id = 'two' AND partition = 0))::text`); got != "true" {
+		t.Errorf("partition 1 started before partition 0 was stored: %s, want true", got)
+	}
+}
+
+// A budget that holds exactly one partition still proves the request, one partition
+// at a time: never two reservations at once, so never a synthesis beside a proof.
+func TestPartitionsBudgetForOneRunsOneAtATime(t *testing.T) {
+	db, need := partitionDB(t)
+	rw := startWorker(t, db.Pool, func(c *worker.Config) { c.MemBudget = need })
+	proveAllPartitions(t, db, "one", 3)
+	if peak := rw.w.Budget().Peak(); peak.Reservations != 1 || peak.Bytes != need {
+		t.Errorf("budget peak %+v, want 1 reservation of %d bytes", peak, need)
+	}
+}
+
+// A budget smaller than one partition fails the request at once, naming the bytes one
+// partition needs; nothing is reserved and it is not retried.
+func TestPartitionLargerThanBudgetFailsAtOnce(t *testing.T) {
+	db, need := partitionDB(t)
+	rw := startWorker(t, db.Pool, func(c *worker.Config) { c.MemBudget = need - 1 })
+	st, le := submitPartitions(t, db, "big", 3)
+	want := fmt.Sprintf("partition 0 of 3: reserve %d bytes: needs %d bytes of memory, more than the whole budget of %d bytes", need, need, need-1)
+	if st != "failed" || !strings.HasPrefix(le, want) {
+		t.Fatalf("big: %s %q, want failed with %q", st, le, want)
+	}
+	if got := fmt.Sprint(partitionRows(t, db.Pool, "big", 1)); got != "map[failed:[0]]" {
+		t.Errorf("partition rows: %s, want partition 0 failed and no other started", got)
+	}
+	if n := scalar(t, db.Pool, `SELECT count(*) FROM cuzk.proof_attempts WHERE request_id = 'big'`); n != 1 {
+		t.Errorf("%d attempts, want 1 (not retried)", n)
+	}
+	if peak := rw.w.Budget().Peak(); peak != (worker.BudgetPeak{}) {
+		t.Errorf("budget peak %+v, want nothing ever reserved", peak)
+	}
+}

@@ -76,6 +76,11 @@ func (w *Worker) startBatch(b *batch) {
 		}
 		b.items = solved
 		w.proveCh <- b // blocks when the provers are behind: backpressure
+		for _, it := range b.items {
+			if it.queued != nil {
+				close(it.queued)
+			}
+		}
 	}()
 }
 
