@@ -52,8 +52,13 @@ func (c benchCmd) Run(ctx context.Context, g *globals) error {
 	}
 	if pk == nil || err != nil {
 		err = step(g.stderr, "development key setup for "+c.Circuit+" (not a production ceremony)", func() (err error) {
+			mul, err := developmentMultiplier(c.Backend, g)
+			if err != nil {
+				return err
+			}
+			defer mul.Close()
 			var digest string
-			if _, digest, err = kd.Setup(ctx, c.Circuit, compiled.CS, setup.Options{}); err != nil {
+			if _, digest, err = kd.Setup(ctx, c.Circuit, compiled.CS, setup.Options{Mul: mul}); err != nil {
 				return err
 			}
 			pk, vk, err = kd.Load(c.Circuit, digest)
