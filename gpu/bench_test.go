@@ -46,7 +46,7 @@ func TestGPUBench(t *testing.T) {
 		}
 	}
 	cpuRef := os.Getenv("CUZK_GPU_BENCH_CPU") != "0"
-	// CUZK_GPU_BENCH_OPS limits the operations (g1, g1skew, g2, ntt, prove, batch; keyload and witness only when named), e.g. "g1,ntt";
+	// CUZK_GPU_BENCH_OPS limits the operations (g1, g1skew, g2, ntt, prove, batch; keyload, stream and witness only when named), e.g. "g1,ntt";
 	// default all.
 	ops := os.Getenv("CUZK_GPU_BENCH_OPS")
 	named := func(op string) bool { return slices.Contains(strings.Split(ops, ","), op) }
@@ -116,6 +116,14 @@ func TestGPUBench(t *testing.T) {
 		for _, name := range strings.Split(cmp.Or(os.Getenv("CUZK_GPU_BENCH_WITNESS"),
 			"sha256-preimage-b2048,merkle-poseidon2-d20-c256"), ",") {
 			benchWitness(t, c, s, q1, name, rng)
+		}
+	}
+	if named("stream") {
+		// CUZK_GPU_BENCH_STREAM_LOGS: sizes (default 24).
+		for _, f := range strings.Split(cmp.Or(os.Getenv("CUZK_GPU_BENCH_STREAM_LOGS"), "24"), ",") {
+			var l int
+			fmt.Sscan(f, &l)
+			benchStream(t, c, s, l, q1, q2)
 		}
 	}
 	if named("keyload") {
