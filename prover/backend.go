@@ -96,3 +96,10 @@ func ProveLanes(b Backend) int {
 	}
 	return 1
 }
+
+// StreamedKey is a Key some of whose bases did not fit its device: each MSM reads
+// them from pinned host memory. StreamedBytes is their size (not in Bytes).
+type StreamedKey interface {
+	Key
+	StreamedBytes() int64
+}

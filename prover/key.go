@@ -135,3 +135,12 @@ func (k *ProvingKey) CheckSolution(sol *synth.Solution) error {
 	}
 	return nil
 }
+
+// HostBytes is the host memory the key's bases and infinity markers hold: what a
+// host copy of the key costs, for budgeting.
+func (k *ProvingKey) HostBytes() int64 {
+	const g1, g2 = 96, 192
+	pk := k.PK
+	return int64(len(pk.G1.A)+len(pk.G1.B)+len(k.KZ))*g1 + int64(len(pk.G2.B))*g2 +
+		int64(len(pk.InfinityA)+len(pk.InfinityB))
+}

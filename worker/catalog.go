@@ -93,6 +93,7 @@ type ResidentKey struct {
 	users   int       // Key calls not yet released; guarded by c.mu, as are the rest
 	lastUse time.Time // for LRU eviction
 	dropped bool      // evicted or lost to a device reset: Close when users reaches 0
+	closed  bool      // closed, its hold on the host copy ended
 }
 
 // Release ends one use of the key begun by Catalog.Key: once no use is left, the
@@ -132,12 +133,31 @@ type CircuitLoader func(ctx context.Context, name string) (*synth.Compiled, erro
 // used key of that backend not in use and tries again. It logs evictions and device
 // resets to log (nil: slog's default).
 func NewCatalog(circuits CircuitLoader, keys KeyLoader, log *slog.Logger) Catalog {
+	return NewCatalogWith(circuits, keys, log, CatalogOptions{})
+}
+
+// CatalogOptions tune a catalog's key tiers.
+type CatalogOptions struct {
+	// HostKeyMemory is the most bytes the keys' host copies (the pinned tier) may
+	// hold together; past it the least recently used copy that no device key uses is
+	// dropped (its key is read from its files again when next needed). 0: half of the
+	// worker's memory budget (no limit for a catalog outside a worker).
+	HostKeyMemory int64
+}
+
+// NewCatalogWith is NewCatalog with options. A worker built on the catalog counts the
+// host copies of its keys in its memory budget.
+func NewCatalogWith(circuits CircuitLoader, keys KeyLoader, log *slog.Logger, o CatalogOptions) Catalog {
 	if log == nil {
 		log = slog.Default()
 	}
 	return &catalog{circuits: circuits, keys: keys, log: log, states: map[string]*KeyState{},
-		keysBy: map[string]*ResidentKey{}, resets: map[string]int{}, freed: make(chan struct{})}
+		keysBy: map[string]*ResidentKey{}, resets: map[string]int{}, freed: make(chan struct{}),
+		host: newHostTier(o.HostKeyMemory)}
 }
+
+// countIn makes the catalog reserve its keys' host copies in b (Worker does it).
+func (c *catalog) countIn(b *Budget) { c.host.countIn(b) }
 
 type catalog struct {
 	circuits CircuitLoader
@@ -145,7 +165,8 @@ type catalog struct {
 	log      *slog.Logger
 
 	resident loadOnce[*ResidentKey] // by circuit + "\x00" + backend name
-	gnark    loadOnce[gnarkKeys]    // by circuit
+	gnark    loadOnce[gnarkKeys]    // by circuit: the host copies (see host)
+	host     *hostTier
 
 	mu     sync.Mutex
 	states map[string]*KeyState    // by circuit + "\x00" + backend name ("" for the files)
@@ -260,8 +281,25 @@ func (c *catalog) Prepare(ctx context.Context, name string) (time.Duration, erro
 func (c *catalog) prepare(ctx context.Context, name string) (gnarkKeys, bool, error) {
 	return c.gnark.get(ctx, name, func(ctx context.Context) (gnarkKeys, error) {
 		pk, vk, err := c.buildKey(ctx, name)
-		return gnarkKeys{pk, vk}, err
+		if err != nil {
+			return gnarkKeys{}, err
+		}
+		if err := c.host.admit(ctx, name, pk.HostBytes(), func() { c.dropHost(name) }); err != nil {
+			return gnarkKeys{}, fmt.Errorf("memory for the host copy of the proving key of %s: %w", name, err)
+		}
+		return gnarkKeys{pk, vk}, nil
 	})
+}
+
+// dropHost forgets circuit's host copy, dropped from the pinned tier: the next use
+// reads its files again. Called by the host tier, with its lock held.
+func (c *catalog) dropHost(circuit string) {
+	c.gnark.forget(circuit, func(gnarkKeys) bool { return true })
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st := c.states[circuit+"\x00"]; st != nil && st.State == KeyResident {
+		st.State, st.Err = KeyEvicted, "host copy dropped: least recently used key not in use past the host key memory limit"
+	}
 }
 
 func (c *catalog) Key(ctx context.Context, name string, b prover.Backend) (*ResidentKey, time.Duration, error) {
@@ -288,22 +326,35 @@ func (c *catalog) Key(ctx context.Context, name string, b prover.Backend) (*Resi
 // use begins a use of k, unless it was dropped.
 func (c *catalog) use(k *ResidentKey) bool {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if k.dropped {
+		c.mu.Unlock()
 		return false
 	}
 	k.users++
 	k.lastUse = time.Now()
+	c.mu.Unlock()
+	c.host.touch(k.PK.Circuit) // not under c.mu: the host tier calls into the catalog under its own lock
 	return true
 }
 
 func (c *catalog) load(ctx context.Context, name string, b prover.Backend) (k *ResidentKey, err error) {
 	st := c.begin(name, b.Name())
 	defer func() { c.end(st, err) }()
-	g, _, err := c.prepare(ctx, name)
-	if err != nil {
-		return nil, err
+	var g gnarkKeys
+	for {
+		if g, _, err = c.prepare(ctx, name); err != nil {
+			return nil, err
+		}
+		if c.host.hold(name) {
+			break
+		}
+		// Dropped from the host tier since it was read: read it again.
 	}
+	defer func() {
+		if err != nil {
+			c.host.unhold(name)
+		}
+	}()
 	c.setBytes(st, c.fileBytes(name))
 	var enc bytes.Buffer
 	if _, err := g.vk.WriteTo(&enc); err != nil {
@@ -325,11 +376,14 @@ func (c *catalog) load(ctx context.Context, name string, b prover.Backend) (k *R
 				attrs = append(attrs, "precomputed_bytes", pre)
 			}
 			c.setResident(st, dk.Bytes(), pre)
+			c.host.move(name, TierPinned, TierDevice)
 			c.log.Info("proving key resident", attrs...)
 			return k, nil
 		}
 		// The device was reset while the key loaded: it may be gone with the others.
-		c.close(k)
+		if cerr := k.Key.Close(); cerr != nil {
+			c.log.Warn("closing a key loaded across a device reset", "circuit", name, "device", b.Name(), "err", cerr)
+		}
 	}
 }
 
@@ -451,10 +505,23 @@ func (c *catalog) dropLocked(k *ResidentKey, why string) {
 	k.state.Resident, k.state.Precomputed = 0, 0
 }
 
-// close frees a dropped key's memory.
+// close frees a dropped key's device memory and ends its hold on the key's host copy,
+// which stays in the pinned tier while the tier has room.
 func (c *catalog) close(k *ResidentKey) {
+	c.mu.Lock()
+	closed := k.closed
+	k.closed = true
+	c.mu.Unlock()
+	if closed {
+		return
+	}
 	if err := k.Key.Close(); err != nil {
 		c.log.Warn("closing evicted proving key", "circuit", k.PK.Circuit, "device", k.backend, "err", err)
+	}
+	if c.host.unhold(k.PK.Circuit) {
+		c.host.move(k.PK.Circuit, TierDevice, TierPinned)
+	} else {
+		c.host.move(k.PK.Circuit, TierDevice, TierFile)
 	}
 }
 
@@ -542,3 +609,58 @@ func (c *catalog) KeyStates() []KeyState {
 	})
 	return out
 }
+
+// KeyTiers implements KeyTierReporter: one entry per circuit whose key was read, by
+// circuit.
+func (c *catalog) KeyTiers() []KeyTier {
+	type dev struct {
+		name            string
+		bytes, streamed int64
+	}
+	c.mu.Lock()
+	names := map[string]bool{}
+	for _, st := range c.states {
+		if st.Device == "" {
+			names[st.Circuit] = true
+		}
+	}
+	devs := map[string][]dev{}
+	for _, k := range c.keysBy {
+		d := dev{name: k.backend, bytes: k.Key.Bytes()}
+		if s, ok := k.Key.(prover.StreamedKey); ok {
+			d.streamed = s.StreamedBytes()
+		}
+		devs[k.PK.Circuit] = append(devs[k.PK.Circuit], d)
+	}
+	c.mu.Unlock()
+	out := make([]KeyTier, 0, len(names))
+	for name := range names {
+		t := KeyTier{Circuit: name, Bytes: map[string]int64{}}
+		for _, d := range devs[name] {
+			t.Devices = append(t.Devices, d.name)
+			t.Bytes[TierDevice] += d.bytes
+			t.Streamed += d.streamed
+		}
+		slices.Sort(t.Devices)
+		if len(t.Devices) > 0 {
+			t.Tiers = append(t.Tiers, TierDevice)
+		}
+		hostBytes, held, read, last := c.host.state(name)
+		if held {
+			t.Tiers = append(t.Tiers, TierPinned)
+			t.Bytes[TierPinned] = hostBytes
+		}
+		t.Tiers = append(t.Tiers, TierFile)
+		t.Bytes[TierFile] = read
+		t.LastUsed = last
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b KeyTier) int { return cmp.Compare(a.Circuit, b.Circuit) })
+	return out
+}
+
+// TierMoves implements KeyTierReporter.
+func (c *catalog) TierMoves() []TierMove { return c.host.tierMoves() }
+
+// HostKeyLimit implements KeyTierReporter.
+func (c *catalog) HostKeyLimit() int64 { return c.host.limitBytes() }
