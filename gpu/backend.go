@@ -273,6 +273,18 @@ func (k *cudaKey) Bytes() int64 { return k.bytes }
 // PrecomputedBytes implements prover.PrecomputedKey.
 func (k *cudaKey) PrecomputedBytes() int64 { return k.precomputed }
 
+// StreamedBytes implements prover.StreamedKey: the base sets kept in pinned host
+// memory, read by each MSM, because they did not fit the device.
+func (k *cudaKey) StreamedBytes() int64 {
+	var n int64
+	for _, set := range []*baseSet{k.a, k.b1, k.kz, k.b2} {
+		if set != nil && set.b != nil && !set.resident() {
+			n += int64(set.count) * int64(96*set.group)
+		}
+	}
+	return n
+}
+
 func (k *cudaKey) Close() error {
 	k.closeOnce.Do(func() {
 		if k.owner != nil && k.owner.gen.Load() == k.gen {
