@@ -36,6 +36,7 @@ type smallDevice struct {
 	lost        bool
 	afterLoad   func() // run once after the next key is made resident
 	precomputed int64  // what its keys report as precomputed copies
+	streamed    int64  // what its keys report as streamed bases
 }
 
 type smallKey struct {
@@ -121,6 +122,9 @@ func (d *smallDevice) Prove(ctx context.Context, k prover.Key, sols []*synth.Sol
 
 // PrecomputedBytes implements prover.PrecomputedKey, as the CUDA backend's keys do.
 func (k *smallKey) PrecomputedBytes() int64 { return k.d.precomputed }
+
+// StreamedBytes implements prover.StreamedKey, as the CUDA backend's keys do.
+func (k *smallKey) StreamedBytes() int64 { return k.d.streamed }
 
 func (k *smallKey) Close() error {
 	k.d.mu.Lock()
