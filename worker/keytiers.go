@@ -62,7 +62,7 @@ type hostTier struct {
 	limit  int64   // 0: none
 	budget *Budget // nil: copies are not counted
 	copies map[string]*hostCopy
-	moves  map[[3]string]int64 // by circuit, from, to
+	moves  map[[3]string]int64  // by circuit, from, to
 	last   map[string]time.Time // a circuit's key's last use or load
 	read   map[string]int64     // the bytes a circuit's key's last read brought into memory
 }

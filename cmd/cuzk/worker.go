@@ -141,7 +141,9 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 		pk, vk, _, err := kd.LoadWith(name, d, keys.LoadOptions{Log: g.log, Progress: progress})
 		return pk, vk, err
 	}, g.log, worker.CatalogOptions{HostKeyMemory: int64(hostKeyMem)})
-	obs.keys = cat
+	if err := obs.watchKeys(cat); err != nil {
+		return err
+	}
 	if c.PreloadKeys != "" {
 		if cfg.PreloadKeys, err = preloadNames(ctx, c.PreloadKeys, pool, kd); err != nil {
 			g.log.Warn("preloading proving keys", "err", err)
