@@ -260,6 +260,7 @@ func (o *observability) handler(ctx context.Context, f httpFlags, log *slog.Logg
 		Window:     f.DashboardWindow,
 		GPUs:       o.gpus,
 		Keys:       o.dashboardKeys(),
+		KeyTiers:   o.dashboardKeyTiers(),
 		Comparison: comparisonPanel(o.pool),
 		Log:        log.With("component", "dashboard"),
 	}))
@@ -316,6 +317,23 @@ func keyLine(k worker.KeyState) string {
 		line += fmt.Sprintf("; %d bytes on the device, %d of them precomputed", k.Resident, k.Precomputed)
 	}
 	return line
+}
+
+// dashboardKeyTiers is the dashboard's "Key tiers" table's provider; nil (no table)
+// without a catalog that reports tiers.
+func (o *observability) dashboardKeyTiers() dashboard.KeyTiersFunc {
+	if o.tiers == nil {
+		return nil
+	}
+	return func() []dashboard.KeyTier {
+		ts := o.tiers.KeyTiers()
+		out := make([]dashboard.KeyTier, len(ts))
+		for i, k := range ts {
+			out[i] = dashboard.KeyTier{Circuit: k.Circuit, Tiers: k.Tiers, Devices: k.Devices, Device: k.Bytes[worker.TierDevice],
+				Streamed: k.Streamed, Pinned: k.Bytes[worker.TierPinned], File: k.Bytes[worker.TierFile], LastUsed: k.LastUsed}
+		}
+		return out
+	}
 }
 
 // dashboardKeys is the dashboard's "Proving keys" section's provider; nil (no section)

@@ -181,6 +181,9 @@ func TestWorkerHTTPEndpoints(t *testing.T) {
 	if !regexp.MustCompile(`<h2>Proving keys</h2>[\s\S]*<td>synthetic-k6</td><td>cpu</td><td>resident</td>`).MatchString(body) {
 		t.Error("dashboard: the Proving keys section does not show synthetic-k6 resident on cpu")
 	}
+	if !regexp.MustCompile(`<table id="key-tiers">[\s\S]*<td>synthetic-k6</td><td>device → pinned → file</td><td class="num">[^<]+ \(cpu\)</td><td class="num">\d`).MatchString(body) {
+		t.Error("dashboard: the Key tiers table does not show synthetic-k6 on cpu, pinned and in its file")
+	}
 
 	code, body = httpDo(t, "GET", base+"/riverui/")
 	if code != 200 || !strings.Contains(body, "<html") {
