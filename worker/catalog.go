@@ -291,6 +291,32 @@ func (c *catalog) prepare(ctx context.Context, name string) (gnarkKeys, bool, er
 	})
 }
 
+// reserveHost reserves the memory of name's host copy before it is read, unless it
+// is held or reserved already (hostTier.reserveAhead), at HostKeyBound; the read
+// gives back what it does not use.
+func (c *catalog) reserveHost(ctx context.Context, name string) error {
+	compiled, err := c.circuits(ctx, name)
+	if err != nil {
+		return err
+	}
+	if err := c.host.reserveAhead(ctx, name, HostKeyBound(compiled)); err != nil {
+		return fmt.Errorf("memory for the host copy of the proving key of %s: %w", name, err)
+	}
+	return nil
+}
+
+// HostKeyBound bounds the host memory of compiled's proving key, known before the key
+// is read: every wire with A, B (G1 and G2) and K bases and two infinity markers, and
+// a Z base per point of the domain (prover.ProvingKey.HostBytes once read).
+func HostKeyBound(compiled *synth.Compiled) int64 {
+	const g1, g2 = 96, 192
+	domain := int64(1)
+	for domain < int64(compiled.NbConstraints()) {
+		domain <<= 1
+	}
+	return int64(compiled.NbWires())*(3*g1+g2+2) + domain*g1
+}
+
 // dropHost forgets circuit's host copy, dropped from the pinned tier: the next use
 // reads its files again. Called by the host tier, with its lock held.
 func (c *catalog) dropHost(circuit string) {

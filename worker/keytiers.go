@@ -65,11 +65,14 @@ type hostTier struct {
 	moves  map[[3]string]int64  // by circuit, from, to
 	last   map[string]time.Time // a circuit's key's last use or load
 	read   map[string]int64     // the bytes a circuit's key's last read brought into memory
+	// ahead holds the reservations made for circuits' copies before their reads
+	// (reserveAhead), nil while one is being made; admit takes them over.
+	ahead map[string]*Reservation
 }
 
 type hostCopy struct {
 	bytes   int64
-	res     *Reservation // nil without a budget
+	res     []*Reservation // none without a budget
 	users   int
 	lastUse time.Time
 	drop    func() // forgets the copy, so that the next use reads the files again
@@ -77,7 +80,7 @@ type hostCopy struct {
 
 func newHostTier(limit int64) *hostTier {
 	return &hostTier{limit: limit, copies: map[string]*hostCopy{}, moves: map[[3]string]int64{},
-		last: map[string]time.Time{}, read: map[string]int64{}}
+		last: map[string]time.Time{}, read: map[string]int64{}, ahead: map[string]*Reservation{}}
 }
 
 // countIn makes later copies reserve their bytes in b; with no limit set, the tier's
@@ -97,28 +100,29 @@ func (h *hostTier) countIn(b *Budget) {
 // such copies while the budget is short, and last waiting for the budget (until ctx
 // ends). A copy larger than the limit is admitted all the same: a key is proven from
 // a host copy; it is the first to go once not in use.
+//
+// A reservation made for the copy ahead of its read (reserveAhead) is taken over and
+// shrunk to n; it is topped up the same way when n passes it.
 func (h *hostTier) admit(ctx context.Context, circuit string, n int64, drop func()) error {
 	h.mu.Lock()
-	for h.limit > 0 && h.usedLocked()+n > h.limit && h.dropLRULocked(circuit) {
+	var res []*Reservation
+	if r := h.ahead[circuit]; r != nil {
+		res = append(res, r)
 	}
-	budget := h.budget
+	delete(h.ahead, circuit)
 	h.mu.Unlock()
-	var res *Reservation
-	if budget != nil {
-		var err error
-		for {
-			if res, err = budget.Reserve(doneContext, n); err == nil {
-				break
-			}
-			h.mu.Lock()
-			dropped := h.dropLRULocked(circuit)
-			h.mu.Unlock()
-			if !dropped {
-				if res, err = budget.Reserve(ctx, n); err != nil {
-					return err
-				}
-				break
-			}
+	if held := reserved(res); held >= n {
+		if held > n {
+			res[0].Shrink(n)
+		}
+	} else {
+		more, err := h.reserve(ctx, circuit, n-held)
+		if err != nil {
+			release(res)
+			return err
+		}
+		if more != nil {
+			res = append(res, more)
 		}
 	}
 	h.mu.Lock()
@@ -126,12 +130,94 @@ func (h *hostTier) admit(ctx context.Context, circuit string, n int64, drop func
 	if old := h.copies[circuit]; old != nil {
 		h.releaseLocked(old)
 	}
+	if r := h.ahead[circuit]; r != nil { // reserved ahead while this read ended
+		r.Release()
+		delete(h.ahead, circuit)
+	}
 	now := time.Now()
 	h.copies[circuit] = &hostCopy{bytes: n, res: res, lastUse: now, drop: drop}
 	h.last[circuit] = now
 	h.read[circuit] = n
 	h.moves[[3]string{circuit, TierFile, TierPinned}]++
 	return nil
+}
+
+// reserve makes room for n more bytes of circuit's copy: it drops the least recently
+// used copies not in use (other than circuit's) while the tier would pass its limit,
+// then reserves n bytes of the budget, dropping more such copies while the budget is
+// short, and last waits for the budget until ctx ends. nil without a budget.
+func (h *hostTier) reserve(ctx context.Context, circuit string, n int64) (*Reservation, error) {
+	h.mu.Lock()
+	for h.limit > 0 && h.usedLocked()+h.aheadLocked()+n > h.limit && h.dropLRULocked(circuit) {
+	}
+	budget := h.budget
+	h.mu.Unlock()
+	if budget == nil {
+		return nil, nil
+	}
+	for {
+		if res, err := budget.Reserve(doneContext, n); err == nil {
+			return res, nil
+		}
+		h.mu.Lock()
+		dropped := h.dropLRULocked(circuit)
+		h.mu.Unlock()
+		if !dropped {
+			return budget.Reserve(ctx, n)
+		}
+	}
+}
+
+// reserveAhead reserves up to bound bytes for circuit's copy before it is read, unless
+// the copy is held or reserved already: a batch does it before its syntheses reserve
+// theirs, so that a read never waits for memory that requests waiting for that very
+// key hold. The read's admit takes the reservation over.
+func (h *hostTier) reserveAhead(ctx context.Context, circuit string, bound int64) error {
+	h.mu.Lock()
+	if _, ok := h.ahead[circuit]; ok || h.copies[circuit] != nil || h.budget == nil {
+		h.mu.Unlock()
+		return nil
+	}
+	h.ahead[circuit] = nil // being made: a second batch of the circuit does not reserve again
+	h.mu.Unlock()
+	res, err := h.reserve(ctx, circuit, bound)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err != nil || res == nil || h.copies[circuit] != nil {
+		// Failed, or the copy was admitted meanwhile (a read already under way).
+		delete(h.ahead, circuit)
+		if res != nil {
+			res.Release()
+		}
+		return err
+	}
+	h.ahead[circuit] = res
+	return nil
+}
+
+func (h *hostTier) aheadLocked() int64 {
+	var n int64
+	for _, r := range h.ahead {
+		if r != nil {
+			n += r.Bytes()
+		}
+	}
+	return n
+}
+
+// reserved is the bytes rs hold together.
+func reserved(rs []*Reservation) int64 {
+	var n int64
+	for _, r := range rs {
+		n += r.Bytes()
+	}
+	return n
+}
+
+func release(rs []*Reservation) {
+	for _, r := range rs {
+		r.Release()
+	}
 }
 
 // doneContext makes Budget.Reserve a try: it grants at once or gives up.
@@ -220,9 +306,7 @@ func (h *hostTier) dropLRULocked(keep string) bool {
 }
 
 func (h *hostTier) releaseLocked(c *hostCopy) {
-	if c.res != nil {
-		c.res.Release()
-	}
+	release(c.res)
 	if c.drop != nil {
 		c.drop()
 	}
