@@ -151,9 +151,36 @@ func NewCatalogWith(circuits CircuitLoader, keys KeyLoader, log *slog.Logger, o 
 	if log == nil {
 		log = slog.Default()
 	}
-	return &catalog{circuits: circuits, keys: keys, log: log, states: map[string]*KeyState{},
-		keysBy: map[string]*ResidentKey{}, resets: map[string]int{}, freed: make(chan struct{}),
-		host: newHostTier(o.HostKeyMemory)}
+	c := &catalog{circuits: circuits, keys: keys, log: log, states: map[string]*KeyState{},
+		keysBy: map[string]*ResidentKey{}, resets: map[string]int{}, freed: make(chan struct{})}
+	c.host = newHostTier(o.HostKeyMemory, c.freeDevice)
+	return c
+}
+
+// freeDevice evicts the least recently used key not in use of any device, other than
+// circuit keep's, so that its host copy can leave the pinned tier; false when there is
+// none, or under a preload (which evicts nothing).
+func (c *catalog) freeDevice(ctx context.Context, keep string) bool {
+	if ctx.Value(noEviction{}) != nil {
+		return false
+	}
+	c.mu.Lock()
+	var lru *ResidentKey
+	for _, k := range c.keysBy {
+		if k.users == 0 && k.PK.Circuit != keep && (lru == nil || k.lastUse.Before(lru.lastUse)) {
+			lru = k
+		}
+	}
+	if lru == nil {
+		c.mu.Unlock()
+		return false
+	}
+	c.dropLocked(lru, "least recently used key not in use, freed with its host copy for the host key memory limit")
+	c.mu.Unlock()
+	c.log.Info("proving key evicted", "circuit", lru.PK.Circuit, "device", lru.backend, "bytes", lru.Key.Bytes(),
+		"why", "host key memory full loading "+keep, "idle_ms", time.Since(lru.lastUse).Milliseconds())
+	c.close(lru)
+	return true
 }
 
 // countIn makes the catalog reserve its keys' host copies in b (Worker does it).

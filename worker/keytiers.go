@@ -56,7 +56,9 @@ type KeyTierReporter interface {
 // circuit, each reserved in the worker's memory budget, together held under a limit.
 // A copy is in use while a load reads it or a device key made from it lives (the
 // device key's proving key is the same memory); when the tier is over its limit, the
-// least recently used copy not in use is dropped (its key falls to the file tier).
+// least recently used copy not in use is dropped (its key falls to the file tier), and
+// when none is left, the least recently used device key not in use is evicted so that
+// its copy can go.
 type hostTier struct {
 	mu     sync.Mutex
 	limit  int64   // 0: none
@@ -65,6 +67,10 @@ type hostTier struct {
 	moves  map[[3]string]int64  // by circuit, from, to
 	last   map[string]time.Time // a circuit's key's last use or load
 	read   map[string]int64     // the bytes a circuit's key's last read brought into memory
+	// freeDevice evicts the least recently used device key not in use, of a circuit
+	// other than keep, so that its host copy can go; false when there is none (or ctx
+	// forbids evictions). Called without mu held.
+	freeDevice func(ctx context.Context, keep string) bool
 	// ahead holds the reservations made for circuits' copies before their reads
 	// (reserveAhead), nil while one is being made; admit takes them over.
 	ahead map[string]*Reservation
@@ -78,8 +84,8 @@ type hostCopy struct {
 	drop    func() // forgets the copy, so that the next use reads the files again
 }
 
-func newHostTier(limit int64) *hostTier {
-	return &hostTier{limit: limit, copies: map[string]*hostCopy{}, moves: map[[3]string]int64{},
+func newHostTier(limit int64, freeDevice func(ctx context.Context, keep string) bool) *hostTier {
+	return &hostTier{limit: limit, freeDevice: freeDevice, copies: map[string]*hostCopy{}, moves: map[[3]string]int64{},
 		last: map[string]time.Time{}, read: map[string]int64{}, ahead: map[string]*Reservation{}}
 }
 
@@ -147,9 +153,18 @@ func (h *hostTier) admit(ctx context.Context, circuit string, n int64, drop func
 // then reserves n bytes of the budget, dropping more such copies while the budget is
 // short, and last waits for the budget until ctx ends. nil without a budget.
 func (h *hostTier) reserve(ctx context.Context, circuit string, n int64) (*Reservation, error) {
-	h.mu.Lock()
-	for h.limit > 0 && h.usedLocked()+h.aheadLocked()+n > h.limit && h.dropLRULocked(circuit) {
+	over := func() bool { return h.limit > 0 && h.usedLocked()+h.aheadLocked()+n > h.limit }
+	for {
+		h.mu.Lock()
+		for over() && h.dropLRULocked(circuit) {
+		}
+		still := over()
+		h.mu.Unlock()
+		if !still || !h.freeDevice(ctx, circuit) {
+			break
+		}
 	}
+	h.mu.Lock()
 	budget := h.budget
 	h.mu.Unlock()
 	if budget == nil {
@@ -162,7 +177,7 @@ func (h *hostTier) reserve(ctx context.Context, circuit string, n int64) (*Reser
 		h.mu.Lock()
 		dropped := h.dropLRULocked(circuit)
 		h.mu.Unlock()
-		if !dropped {
+		if !dropped && !h.freeDevice(ctx, circuit) {
 			return budget.Reserve(ctx, n)
 		}
 	}

@@ -123,6 +123,34 @@ func TestPinnedTierFullDropsTheLeastRecentlyUsedCopyToFile(t *testing.T) {
 	}
 }
 
+// A key resident on a device holds its host copy: when the pinned tier has no room
+// for another key's copy and no copy is free to go, the least recently used idle device
+// key is evicted, and its copy goes with it (on the CPU backend, whose device never
+// fills, this is what bounds the keys a worker holds).
+func TestPinnedTierFullEvictsAnIdleDeviceKey(t *testing.T) {
+	const a, b = "synthetic-k6", "synthetic-k7"
+	keys.setup(t, a)
+	keys.setup(t, b)
+	dev := newSmallDevice(4)
+	cat := worker.NewCatalogWith(keys.reg.Get, keys.load, nil,
+		worker.CatalogOptions{HostKeyMemory: hostBytes(t, a) + hostBytes(t, b) - 1})
+	use(t, cat, a, dev).Release()
+	kb := use(t, cat, b, dev)
+	defer kb.Release()
+	if ta := tierOf(t, cat, a); !slices.Equal(ta.Tiers, []string{worker.TierFile}) {
+		t.Errorf("%s idle on the device, no room for %s's host copy: %+v, want file only", a, b, ta)
+	}
+	if st := keyState(cat, a, "cpu"); st.State != worker.KeyEvicted || !strings.Contains(st.Err, "host key memory") {
+		t.Errorf("%s on the device: %+v, want evicted for the host key memory", a, st)
+	}
+	if tb := tierOf(t, cat, b); !slices.Equal(tb.Tiers, []string{worker.TierDevice, worker.TierPinned, worker.TierFile}) {
+		t.Errorf("%s: %+v, want device, pinned and file", b, tb)
+	}
+	if _, _, resident := dev.counts(); resident != 1 {
+		t.Errorf("%d keys resident on the device, want 1", resident)
+	}
+}
+
 // A key in use is never evicted, from the device or from the pinned tier: with room
 // for no host copy at all, the copies of keys resident on a device stay.
 func TestKeyInUseKeepsItsTiers(t *testing.T) {
