@@ -243,7 +243,10 @@ func TestPipelineRequestLargerThanMemoryFailsAtOnce(t *testing.T) {
 	register(t, db.Pool, circuit)
 	compiled, _, _ := keys.setup(t, circuit)
 	need := synth.EstimateBytes(compiled)
-	startWorker(t, db.Pool, func(c *worker.Config) { c.MemBudget = need - 1 })
+	// The key's memory is left out of the budget here (a catalog that does not count
+	// it): its own refusal comes first otherwise (TestPartitionLargerThanBudgetFailsAtOnce).
+	uncounted := struct{ worker.Catalog }{worker.NewCatalog(keys.reg.Get, keys.load, nil)}
+	startWorkerCatalog(t, db.Pool, uncounted, nil, nil, func(c *worker.Config) { c.MemBudget = need - 1 })
 	insertRequests(t, db.Pool, "huge", circuit, 1, 2)
 
 	state, lastErr := waitState(t, db.Pool, "huge-1", "failed", "succeeded")
