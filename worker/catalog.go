@@ -326,22 +326,23 @@ func (c *catalog) reserveHost(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if err := c.host.reserveAhead(ctx, name, HostKeyBound(compiled)); err != nil {
+	if err := c.host.reserveAhead(ctx, name, HostKeyBound(int64(compiled.NbWires()), int64(compiled.NbConstraints()))); err != nil {
 		return fmt.Errorf("memory for the host copy of the proving key of %s: %w", name, err)
 	}
 	return nil
 }
 
-// HostKeyBound bounds the host memory of compiled's proving key, known before the key
-// is read: every wire with A, B (G1 and G2) and K bases and two infinity markers, and
-// a Z base per point of the domain (prover.ProvingKey.HostBytes once read).
-func HostKeyBound(compiled *synth.Compiled) int64 {
+// HostKeyBound bounds the host memory of the proving key of a circuit of wires wires
+// and constraints constraints, known before the key is read: every wire with A, B (G1
+// and G2) and K bases and two infinity markers, and a Z base per point of the domain
+// (prover.ProvingKey.HostBytes once read).
+func HostKeyBound(wires, constraints int64) int64 {
 	const g1, g2 = 96, 192
 	domain := int64(1)
-	for domain < int64(compiled.NbConstraints()) {
+	for domain < constraints {
 		domain <<= 1
 	}
-	return int64(compiled.NbWires())*(3*g1+g2+2) + domain*g1
+	return wires*(3*g1+g2+2) + domain*g1
 }
 
 // dropHost forgets circuit's host copy, dropped from the pinned tier: the next use

@@ -349,7 +349,7 @@ func partitionDB(t *testing.T) (*pgtest.DB, int64) {
 func keyBudget(t *testing.T) (bound, held int64) {
 	t.Helper()
 	compiled, _, _ := keys.setup(t, partitionCircuit)
-	return worker.HostKeyBound(compiled), hostBytes(t, partitionCircuit)
+	return worker.HostKeyBound(int64(compiled.NbWires()), int64(compiled.NbConstraints())), hostBytes(t, partitionCircuit)
 }
 
 // proveAllPartitions submits rid as n partitions and fails the test unless its first

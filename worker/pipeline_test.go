@@ -298,7 +298,7 @@ func TestPipelineMemoryForOneSynthesisSerializes(t *testing.T) {
 	insertRequests(t, db.Pool, "mem", circuit, n, 2)
 	key := hostBytes(t, circuit)
 	rw := startWorker(t, db.Pool, func(c *worker.Config) {
-		c.MemBudget = worker.HostKeyBound(compiled) + need + need/2 // the key and one synthesis
+		c.MemBudget = worker.HostKeyBound(int64(compiled.NbWires()), int64(compiled.NbConstraints())) + need + need/2 // the key and one synthesis
 		c.MaxBatch, c.SynthConcurrency, c.QueueDepth = 1, 2, 2
 	})
 	waitSucceeded(t, db.Pool, "mem", n)
