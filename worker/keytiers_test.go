@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
@@ -193,17 +194,20 @@ func TestStreamedKeyStaysPinned(t *testing.T) {
 	}
 }
 
-// dirLoader is a KeyLoader reading keys from d as cuzk's worker does.
-func dirLoader(d keydir.Dir) worker.KeyLoader {
+// dirLoader is a KeyLoader reading keys from d as cuzk's worker does, checking each
+// against the digest *registered names (none when "").
+func dirLoader(d keydir.Dir, registered *atomic.Value) worker.KeyLoader {
 	return func(_ context.Context, name string, progress func(read, total int64)) (*groth16bls.ProvingKey, *groth16bls.VerifyingKey, error) {
-		pk, vk, _, err := d.LoadWith(name, "", keydir.LoadOptions{Progress: progress})
+		digest, _ := registered.Load().(string)
+		pk, vk, _, err := d.LoadWith(name, digest, keydir.LoadOptions{Progress: progress})
 		return pk, vk, err
 	}
 }
 
-// A truncated or corrupt pk.dump fails the move that reads it, file to pinned, with an
-// error naming the file and what is wrong: on the first load, and on a load after the
-// key dropped back to the file tier. The key is never made resident from it.
+// A truncated or corrupt pk.dump, or one that is not the registered key, fails the
+// move that reads it, file to pinned, with an error naming the file and what is wrong:
+// on the first load, and on a load after the key dropped back to the file tier. The
+// key is never made resident from it.
 func TestDamagedKeyFileFailsEachReadPrecisely(t *testing.T) {
 	const a, b = "synthetic-k6", "synthetic-k7"
 	d := keydir.Dir(t.TempDir())
@@ -224,7 +228,8 @@ func TestDamagedKeyFileFailsEachReadPrecisely(t *testing.T) {
 	}
 	ctx := context.Background()
 	dev := newSmallDevice(1)
-	cat := worker.NewCatalogWith(keys.reg.Get, dirLoader(d), nil,
+	var registered atomic.Value
+	cat := worker.NewCatalogWith(keys.reg.Get, dirLoader(d, &registered), nil,
 		worker.CatalogOptions{HostKeyMemory: hostBytes(t, a) + hostBytes(t, b) - 1})
 
 	check := func(when, want string) {
@@ -263,6 +268,12 @@ func TestDamagedKeyFileFailsEachReadPrecisely(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("reload from the file tier, truncated", "truncated")
+	// An intact dump that is not the registered key (cuzk.circuits.pk_digest).
+	if err := os.WriteFile(dump, good, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	registered.Store(strings.Repeat("0", 64))
+	check("reload from the file tier, another key's digest registered", "not the registered key")
 }
 
 // Through a worker against Postgres, a key's host copy is counted in the worker's
