@@ -104,8 +104,8 @@ func (h *hostTier) countIn(b *Budget) {
 // to forget it. It first drops the least recently used copies not in use while the
 // tier would pass its limit, then reserves n bytes of the budget, dropping more
 // such copies while the budget is short, and last waiting for the budget (until ctx
-// ends). A copy larger than the limit is admitted all the same: a key is proven from
-// a host copy; it is the first to go once not in use.
+// ends). A copy larger than the limit is admitted all the same (a key is proven from
+// a host copy), without evicting device keys for it.
 //
 // A reservation made for the copy ahead of its read (reserveAhead) is taken over and
 // shrunk to n; it is topped up the same way when n passes it.
@@ -158,7 +158,8 @@ func (h *hostTier) reserve(ctx context.Context, circuit string, n int64) (*Reser
 		h.mu.Lock()
 		for over() && h.dropLRULocked(circuit) {
 		}
-		still := over()
+		// A copy larger than the whole limit is admitted over it: device keys stay.
+		still := over() && n <= h.limit
 		h.mu.Unlock()
 		if !still || !h.freeDevice(ctx, circuit) {
 			break
@@ -169,6 +170,9 @@ func (h *hostTier) reserve(ctx context.Context, circuit string, n int64) (*Reser
 	h.mu.Unlock()
 	if budget == nil {
 		return nil, nil
+	}
+	if n > budget.Total() {
+		return budget.Reserve(ctx, n) // refused at once: nothing to drop for it
 	}
 	for {
 		if res, err := budget.Reserve(doneContext, n); err == nil {

@@ -152,6 +152,26 @@ func TestPinnedTierFullEvictsAnIdleDeviceKey(t *testing.T) {
 	}
 }
 
+// A key larger than the whole host limit is admitted over it, after the idle copies,
+// but evicts no idle device key for it: the limit could never hold it.
+func TestKeyLargerThanHostLimitEvictsNoDeviceKey(t *testing.T) {
+	const a, b = "synthetic-k6", "synthetic-k7"
+	keys.setup(t, a)
+	keys.setup(t, b)
+	dev := newSmallDevice(4)
+	cat := worker.NewCatalogWith(keys.reg.Get, keys.load, nil, worker.CatalogOptions{HostKeyMemory: hostBytes(t, b) - 1})
+	use(t, cat, a, dev).Release()
+	use(t, cat, b, dev).Release()
+	for _, c := range []string{a, b} {
+		if tc := tierOf(t, cat, c); !slices.Equal(tc.Tiers, []string{worker.TierDevice, worker.TierPinned, worker.TierFile}) {
+			t.Errorf("%s: %+v, want device, pinned and file", c, tc)
+		}
+	}
+	if _, _, resident := dev.counts(); resident != 2 {
+		t.Errorf("%d keys resident, want both", resident)
+	}
+}
+
 // A key in use is never evicted, from the device or from the pinned tier: with room
 // for no host copy at all, the copies of keys resident on a device stay.
 func TestKeyInUseKeepsItsTiers(t *testing.T) {
