@@ -101,14 +101,9 @@ func (h *hostTier) countIn(b *Budget) {
 }
 
 // admit records circuit's new host copy of n bytes, read from its files, with drop
-// to forget it. It first drops the least recently used copies not in use while the
-// tier would pass its limit, then reserves n bytes of the budget, dropping more
-// such copies while the budget is short, and last waiting for the budget (until ctx
-// ends). A copy larger than the limit is admitted all the same (a key is proven from
-// a host copy), without evicting device keys for it.
-//
-// A reservation made for the copy ahead of its read (reserveAhead) is taken over and
-// shrunk to n; it is topped up the same way when n passes it.
+// to forget it, making room for it as reserve does. A reservation made for the copy
+// ahead of its read (reserveAhead) is taken over and shrunk to n, or topped up when n
+// passes it.
 func (h *hostTier) admit(ctx context.Context, circuit string, n int64, drop func()) error {
 	h.mu.Lock()
 	var res []*Reservation
@@ -148,10 +143,12 @@ func (h *hostTier) admit(ctx context.Context, circuit string, n int64, drop func
 	return nil
 }
 
-// reserve makes room for n more bytes of circuit's copy: it drops the least recently
-// used copies not in use (other than circuit's) while the tier would pass its limit,
-// then reserves n bytes of the budget, dropping more such copies while the budget is
-// short, and last waits for the budget until ctx ends. nil without a budget.
+// reserve makes room for n more bytes of circuit's copy: while the tier would pass its
+// limit it drops the least recently used copies not in use (other than circuit's), then
+// evicts idle device keys (freeDevice) so that theirs can go, unless n alone passes
+// the limit (such a copy is admitted over it: a key is proven from a host copy). Then
+// it reserves n bytes of the budget the same way while the budget is short, and last
+// waits in the budget's line until ctx ends. nil without a budget.
 func (h *hostTier) reserve(ctx context.Context, circuit string, n int64) (*Reservation, error) {
 	over := func() bool { return h.limit > 0 && h.usedLocked()+h.aheadLocked()+n > h.limit }
 	for {
@@ -178,13 +175,17 @@ func (h *hostTier) reserve(ctx context.Context, circuit string, n int64) (*Reser
 		if res, err := budget.Reserve(doneContext, n); err == nil {
 			return res, nil
 		}
+		if budget.Reserved()+n <= budget.Total() {
+			break // room, but reservations queued before this one go first
+		}
 		h.mu.Lock()
 		dropped := h.dropLRULocked(circuit)
 		h.mu.Unlock()
 		if !dropped && !h.freeDevice(ctx, circuit) {
-			return budget.Reserve(ctx, n)
+			break
 		}
 	}
+	return budget.Reserve(ctx, n)
 }
 
 // reserveAhead reserves up to bound bytes for circuit's copy before it is read, unless
