@@ -139,8 +139,9 @@ func NewCatalog(circuits CircuitLoader, keys KeyLoader, log *slog.Logger) Catalo
 // CatalogOptions tune a catalog's key tiers.
 type CatalogOptions struct {
 	// HostKeyMemory is the most bytes the keys' host copies (the pinned tier) may
-	// hold together; past it the least recently used copy that no device key uses is
-	// dropped (its key is read from its files again when next needed). 0: half of the
+	// hold together; past it the least recently used copy not in use is dropped (when
+	// none is left, the least recently used idle device key is evicted with its copy),
+	// and its key is read from its files again when next needed. 0: half of the
 	// worker's memory budget (no limit for a catalog outside a worker).
 	HostKeyMemory int64
 }
@@ -352,7 +353,7 @@ func (c *catalog) dropHost(circuit string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if st := c.states[circuit+"\x00"]; st != nil && st.State == KeyResident {
-		st.State, st.Err = KeyEvicted, "host copy dropped: least recently used key not in use past the host key memory limit"
+		st.State, st.Err = KeyEvicted, "host copy dropped: least recently used key not in use, for the host key memory limit or the memory budget"
 	}
 }
 
