@@ -274,6 +274,10 @@ func (k *cudaKey) Bytes() int64 { return k.bytes }
 // PrecomputedBytes implements prover.PrecomputedKey.
 func (k *cudaKey) PrecomputedBytes() int64 { return k.precomputed }
 
+// UseShell implements prover.HostFreeKey: the bases are on the device, or in the
+// library's own pinned copy for streamed sets; proving reads only the key's shape.
+func (k *cudaKey) UseShell(shell *prover.ProvingKey) { k.pk = shell }
+
 // StreamedBytes implements prover.StreamedKey: the base sets kept in pinned host
 // memory, read by each MSM, because they did not fit the device.
 func (k *cudaKey) StreamedBytes() int64 { return k.streamed }

@@ -94,6 +94,9 @@ type ResidentKey struct {
 	lastUse time.Time // for LRU eviction
 	dropped bool      // evicted or lost to a device reset: Close when users reaches 0
 	closed  bool      // closed, its hold on the host copy ended
+	// hostFree: the device key needs no host copy (prover.HostFreeKey); PK is the
+	// key's Shell and the host copy is not held by it.
+	hostFree bool
 }
 
 // Release ends one use of the key begun by Catalog.Key: once no use is left, the
@@ -140,7 +143,8 @@ func NewCatalog(circuits CircuitLoader, keys KeyLoader, log *slog.Logger) Catalo
 type CatalogOptions struct {
 	// HostKeyMemory is the most bytes the keys' host copies (the pinned tier) may
 	// hold together; past it the least recently used copy not in use is dropped (when
-	// none is left, the least recently used idle device key is evicted with its copy),
+	// none is left, the least recently used idle device key that proves from its copy
+	// is evicted with it),
 	// and its key is read from its files again when next needed. 0: half of the
 	// worker's memory budget (no limit for a catalog outside a worker).
 	HostKeyMemory int64
@@ -158,9 +162,9 @@ func NewCatalogWith(circuits CircuitLoader, keys KeyLoader, log *slog.Logger, o 
 	return c
 }
 
-// freeDevice evicts the least recently used key not in use of any device, other than
-// circuit keep's, so that its host copy can leave the pinned tier; false when there is
-// none, or under a preload (which evicts nothing).
+// freeDevice evicts the least recently used key not in use of any device that holds
+// its host copy, other than circuit keep's, so that the copy can leave the pinned tier;
+// false when there is none, or under a preload (which evicts nothing).
 func (c *catalog) freeDevice(ctx context.Context, keep string) bool {
 	if ctx.Value(noEviction{}) != nil {
 		return false
@@ -168,7 +172,7 @@ func (c *catalog) freeDevice(ctx context.Context, keep string) bool {
 	c.mu.Lock()
 	var lru *ResidentKey
 	for _, k := range c.keysBy {
-		if k.users == 0 && k.PK.Circuit != keep && (lru == nil || k.lastUse.Before(lru.lastUse)) {
+		if k.users == 0 && !k.hostFree && k.PK.Circuit != keep && (lru == nil || k.lastUse.Before(lru.lastUse)) {
 			lru = k
 		}
 	}
@@ -423,7 +427,14 @@ func (c *catalog) load(ctx context.Context, name string, b prover.Backend) (k *R
 		}
 		k = &ResidentKey{PK: g.pk, Key: dk, VK: g.vk, VKDigest: store.VKDigest(enc.Bytes()),
 			c: c, id: name + "\x00" + b.Name(), backend: b.Name(), state: st, lastUse: time.Now()}
+		if hf, ok := dk.(prover.HostFreeKey); ok {
+			k.PK, k.hostFree = g.pk.Shell(), true
+			hf.UseShell(k.PK)
+		}
 		if c.register(k, resets) {
+			if k.hostFree {
+				c.host.unhold(name) // the host copy stays while the pinned tier has room
+			}
 			var pre int64
 			attrs := []any{"circuit", name, "device", b.Name(), "bytes", dk.Bytes()}
 			if pk, ok := dk.(prover.PrecomputedKey); ok {
@@ -573,7 +584,13 @@ func (c *catalog) close(k *ResidentKey) {
 	if err := k.Key.Close(); err != nil {
 		c.log.Warn("closing evicted proving key", "circuit", k.PK.Circuit, "device", k.backend, "err", err)
 	}
-	if c.host.unhold(k.PK.Circuit) {
+	pinned := false
+	if k.hostFree {
+		_, pinned, _, _ = c.host.state(k.PK.Circuit)
+	} else {
+		pinned = c.host.unhold(k.PK.Circuit)
+	}
+	if pinned {
 		c.host.move(k.PK.Circuit, TierDevice, TierPinned)
 	} else {
 		c.host.move(k.PK.Circuit, TierDevice, TierFile)

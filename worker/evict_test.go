@@ -37,6 +37,7 @@ type smallDevice struct {
 	afterLoad   func() // run once after the next key is made resident
 	precomputed int64  // what its keys report as precomputed copies
 	streamed    int64  // what its keys report as streamed bases
+	hostFree    bool   // its keys need no host copy once loaded, as the CUDA backend's
 }
 
 type smallKey struct {
@@ -92,11 +93,27 @@ func (d *smallDevice) loadKey(ctx context.Context, pk *prover.ProvingKey) (prove
 	sk := &smallKey{Key: k, circuit: pk.Circuit, d: d}
 	d.live[sk] = true
 	d.loads++
+	if d.hostFree {
+		return hostFreeKey{sk}, nil
+	}
 	return sk, nil
 }
 
+// hostFreeKey is a smallKey that, as a CUDA key, takes its proving key's Shell: it
+// proves with the bases it holds itself (the CPU key made from the full key).
+type hostFreeKey struct{ *smallKey }
+
+func (k hostFreeKey) UseShell(shell *prover.ProvingKey) {
+	if len(shell.KZ) != 0 || len(shell.PK.G1.A) != 0 {
+		panic("UseShell given a key with bases")
+	}
+}
+
 func (d *smallDevice) Prove(ctx context.Context, k prover.Key, sols []*synth.Solution) ([]prover.Parts, prover.PhaseTimes, error) {
-	sk := k.(*smallKey)
+	sk, ok := k.(*smallKey)
+	if !ok {
+		sk = k.(hostFreeKey).smallKey
+	}
 	d.mu.Lock()
 	live := d.live[sk]
 	reset := d.resetProve

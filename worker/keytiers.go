@@ -54,11 +54,11 @@ type KeyTierReporter interface {
 
 // hostTier keeps the host copies of proving keys (the pinned tier): at most one per
 // circuit, each reserved in the worker's memory budget, together held under a limit.
-// A copy is in use while a load reads it or a device key made from it lives (the
-// device key's proving key is the same memory); when the tier is over its limit, the
-// least recently used copy not in use is dropped (its key falls to the file tier), and
-// when none is left, the least recently used device key not in use is evicted so that
-// its copy can go.
+// A copy is in use while a load reads it or a device key that proves from it lives
+// (the CPU backend's; a prover.HostFreeKey, as the CUDA backend's, does not); when the
+// tier is over its limit, the least recently used copy not in use is dropped (its key
+// falls to the file tier), and when none is left, the least recently used device key
+// not in use that holds one is evicted so that its copy can go.
 type hostTier struct {
 	mu     sync.Mutex
 	limit  int64   // 0: none

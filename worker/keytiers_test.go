@@ -15,6 +15,7 @@ import (
 	keydir "github.com/cuzk/cuzk/keys"
 	"github.com/cuzk/cuzk/prover"
 	"github.com/cuzk/cuzk/setup"
+	"github.com/cuzk/cuzk/synth"
 	"github.com/cuzk/cuzk/worker"
 )
 
@@ -172,6 +173,68 @@ func TestKeyLargerThanHostLimitEvictsNoDeviceKey(t *testing.T) {
 	}
 }
 
+// A device key that needs no host copy (a CUDA key: its bases are on the device)
+// holds the key's shell, not its host copy: the copy leaves the pinned tier by LRU
+// while the key stays resident and proves, and once evicted from the device the key is
+// in its file alone.
+func TestDeviceKeyWithoutItsHostCopy(t *testing.T) {
+	const a, b = "synthetic-k6", "synthetic-k7"
+	compiled, _, _ := keys.setup(t, a)
+	keys.setup(t, b)
+	ctx := context.Background()
+	dev := newSmallDevice(2)
+	dev.hostFree = true
+	cat := worker.NewCatalogWith(keys.reg.Get, keys.load, nil, worker.CatalogOptions{HostKeyMemory: hostBytes(t, b)})
+	ka := use(t, cat, a, dev)
+	if len(ka.PK.KZ) != 0 || len(ka.PK.PK.G1.A) != 0 {
+		t.Errorf("%s's resident key holds %d K/Z and %d A bases, want its shell", a, len(ka.PK.KZ), len(ka.PK.PK.G1.A))
+	}
+	ka.Release()
+	kb := use(t, cat, b, dev) // its copy takes a's room in the pinned tier
+	kb.Release()
+	if ta := tierOf(t, cat, a); !slices.Equal(ta.Tiers, []string{worker.TierDevice, worker.TierFile}) {
+		t.Errorf("%s resident, its host copy dropped for %s's: %+v, want device and file", a, b, ta)
+	}
+	if tb := tierOf(t, cat, b); !slices.Equal(tb.Tiers, []string{worker.TierDevice, worker.TierPinned, worker.TierFile}) {
+		t.Errorf("%s: %+v, want device, pinned and file", b, tb)
+	}
+	ka = use(t, cat, a, dev) // resident: no read, no upload
+	in, err := synth.Inputs(a, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sol, err := synth.Solve(ctx, compiled, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	public := sol.Public
+	proofs, _, err := prover.Prove(ctx, dev, ka.PK, ka.Key, []*synth.Solution{sol})
+	ka.Release()
+	if err != nil {
+		t.Fatalf("prove with the shell: %v", err)
+	}
+	if err := prover.VerifyProof(ka.VK, proofs[0], public); err != nil {
+		t.Fatalf("proof with the shell: %v", err)
+	}
+	if n := moves(cat, a, worker.TierFile, worker.TierPinned); n != 1 {
+		t.Errorf("%s read %d times, want 1", a, n)
+	}
+	if n := moves(cat, a, worker.TierPinned, worker.TierFile); n != 1 {
+		t.Errorf("%s's copy dropped %d times, want 1", a, n)
+	}
+	// a, least recently used on the full device, leaves it for c: to its file alone.
+	const c = "synthetic-k8"
+	keys.setup(t, c)
+	use(t, cat, b, dev).Release()
+	use(t, cat, c, dev).Release()
+	if ta := tierOf(t, cat, a); !slices.Equal(ta.Tiers, []string{worker.TierFile}) {
+		t.Errorf("%s evicted from the device without a host copy: %+v, want file only", a, ta)
+	}
+	if n := moves(cat, a, worker.TierDevice, worker.TierFile); n != 1 {
+		t.Errorf("%s moved device -> file %d times, want 1", a, n)
+	}
+}
+
 // A key in use is never evicted, from the device or from the pinned tier: with room
 // for no host copy at all, the copies of keys resident on a device stay.
 func TestKeyInUseKeepsItsTiers(t *testing.T) {
@@ -198,8 +261,8 @@ func TestKeyInUseKeepsItsTiers(t *testing.T) {
 	}
 }
 
-// A key whose bases do not all fit its device streams them from its pinned copy: the
-// tiers say how much is streamed, and the copy stays in the pinned tier.
+// A key whose bases do not all fit its device streams them from pinned host memory:
+// the tiers say how much, beside its device and pinned bytes.
 func TestStreamedKeyStaysPinned(t *testing.T) {
 	const a = "synthetic-k6"
 	keys.setup(t, a)
