@@ -232,22 +232,7 @@ func TestKeyInUseIsNotEvicted(t *testing.T) {
 		t.Errorf("%s after its failed load: %+v, want failed", b, st)
 	}
 
-	in, err := synth.Inputs(a, 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sol, err := synth.Solve(ctx, compiled, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	public := sol.Public
-	proofs, _, err := prover.Prove(ctx, dev, held.PK, held.Key, []*synth.Solution{sol})
-	if err != nil {
-		t.Fatalf("prove with the held key: %v", err)
-	}
-	if err := prover.VerifyProof(held.VK, proofs[0], public); err != nil {
-		t.Fatalf("proof with the held key: %v", err)
-	}
+	proveWith(t, dev, compiled, held, 5)
 
 	held.Release()
 	kb, _, err := cat.Key(ctx, b, dev)
@@ -519,4 +504,27 @@ func twoKeys(t *testing.T, a, b string, room int) (*smallDevice, worker.Catalog)
 	keys.setup(t, a)
 	keys.setup(t, b)
 	return newSmallDevice(room), worker.NewCatalog(keys.reg.Get, keys.load, nil)
+}
+
+// proveWith proves inputs of seed for compiled's circuit with k on dev, and fails the
+// test unless the proof verifies.
+func proveWith(t *testing.T, dev prover.Backend, compiled *synth.Compiled, k *worker.ResidentKey, seed uint64) {
+	t.Helper()
+	ctx := context.Background()
+	in, err := synth.Inputs(k.PK.Circuit, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sol, err := synth.Solve(ctx, compiled, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	public := sol.Public
+	proofs, _, err := prover.Prove(ctx, dev, k.PK, k.Key, []*synth.Solution{sol})
+	if err != nil {
+		t.Fatalf("prove with the key of %s: %v", k.PK.Circuit, err)
+	}
+	if err := prover.VerifyProof(k.VK, proofs[0], public); err != nil {
+		t.Fatalf("proof with the key of %s: %v", k.PK.Circuit, err)
+	}
 }

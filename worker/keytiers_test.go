@@ -15,7 +15,6 @@ import (
 	keydir "github.com/cuzk/cuzk/keys"
 	"github.com/cuzk/cuzk/prover"
 	"github.com/cuzk/cuzk/setup"
-	"github.com/cuzk/cuzk/synth"
 	"github.com/cuzk/cuzk/worker"
 )
 
@@ -181,7 +180,6 @@ func TestDeviceKeyWithoutItsHostCopy(t *testing.T) {
 	const a, b = "synthetic-k6", "synthetic-k7"
 	compiled, _, _ := keys.setup(t, a)
 	keys.setup(t, b)
-	ctx := context.Background()
 	dev := newSmallDevice(2)
 	dev.hostFree = true
 	cat := worker.NewCatalogWith(keys.reg.Get, keys.load, nil, worker.CatalogOptions{HostKeyMemory: hostBytes(t, b)})
@@ -199,23 +197,8 @@ func TestDeviceKeyWithoutItsHostCopy(t *testing.T) {
 		t.Errorf("%s: %+v, want device, pinned and file", b, tb)
 	}
 	ka = use(t, cat, a, dev) // resident: no read, no upload
-	in, err := synth.Inputs(a, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sol, err := synth.Solve(ctx, compiled, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	public := sol.Public
-	proofs, _, err := prover.Prove(ctx, dev, ka.PK, ka.Key, []*synth.Solution{sol})
+	proveWith(t, dev, compiled, ka, 3)
 	ka.Release()
-	if err != nil {
-		t.Fatalf("prove with the shell: %v", err)
-	}
-	if err := prover.VerifyProof(ka.VK, proofs[0], public); err != nil {
-		t.Fatalf("proof with the shell: %v", err)
-	}
 	if n := moves(cat, a, worker.TierFile, worker.TierPinned); n != 1 {
 		t.Errorf("%s read %d times, want 1", a, n)
 	}
