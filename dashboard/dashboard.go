@@ -48,6 +48,8 @@ type Options struct {
 	GPUs devinfo.LatestSamples
 	// Keys, if set, fills the "Proving keys" section; it is left out when nil.
 	Keys KeysFunc
+	// KeyTiers, if set, fills the "Key tiers" table of the "Proving keys" section.
+	KeyTiers KeyTiersFunc
 	// QueryTimeout bounds the page's queries; default 10s.
 	QueryTimeout time.Duration
 	Log          *slog.Logger
@@ -176,6 +178,7 @@ type page struct {
 	Stack       []string
 	ShowKeys    bool
 	Keys        []Key
+	KeyTiers    []KeyTier
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -212,6 +215,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if h.opts.Keys != nil {
 		p.ShowKeys, p.Keys = true, h.opts.Keys()
+	}
+	if h.opts.KeyTiers != nil {
+		p.KeyTiers = h.opts.KeyTiers()
 	}
 	if h.opts.Comparison != nil {
 		p.ShowCompare = true

@@ -9,15 +9,17 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cuzk/cuzk/worker"
 )
 
-// memFor is a --mem-budget that fits one request of circuit at a time, so the other
-// requests a worker has claimed wait before synthesis.
+// memFor is a --mem-budget that fits circuit's proving key and one request of it at a
+// time, so the other requests a worker has claimed wait before synthesis.
 func memFor(t *testing.T, circuit string) string {
 	t.Helper()
 	for _, c := range sh.circuits {
 		if c.Name == circuit && c.MemEstimateBytes != nil {
-			return fmt.Sprint(*c.MemEstimateBytes * 3 / 2)
+			return fmt.Sprint(worker.HostKeyBound(c.Wires, c.Constraints) + *c.MemEstimateBytes*3/2)
 		}
 	}
 	t.Fatalf("no memory estimate for %s", circuit)

@@ -264,6 +264,7 @@ type cudaKey struct {
 	hbB, hcB    *devBuf    // H scratch of hBatch solutions, solution j at j*DomainSize
 	bytes       int64
 	precomputed int64 // of bytes, the bases' precomputed copies
+	streamed    int64 // bases kept in pinned host memory (StreamedBytes), not in bytes
 	closeOnce   sync.Once
 	releaseErrs error
 }
@@ -272,6 +273,25 @@ func (k *cudaKey) Bytes() int64 { return k.bytes }
 
 // PrecomputedBytes implements prover.PrecomputedKey.
 func (k *cudaKey) PrecomputedBytes() int64 { return k.precomputed }
+
+// UseShell implements prover.HostFreeKey: the bases are on the device, or in the
+// library's own pinned copy for streamed sets; proving reads only the key's shape.
+func (k *cudaKey) UseShell(shell *prover.ProvingKey) { k.pk = shell }
+
+// StreamedBytes implements prover.StreamedKey: the base sets kept in pinned host
+// memory, read by each MSM, because they did not fit the device.
+func (k *cudaKey) StreamedBytes() int64 { return k.streamed }
+
+// streamedBytes sums the base sets of k that are not resident.
+func (k *cudaKey) streamedBytes() int64 {
+	var n int64
+	for _, set := range []*baseSet{k.a, k.b1, k.kz, k.b2} {
+		if !set.resident() {
+			n += int64(set.count) * int64(96*set.group)
+		}
+	}
+	return n
+}
 
 func (k *cudaKey) Close() error {
 	k.closeOnce.Do(func() {
@@ -324,6 +344,7 @@ func (b *CUDA) LoadKey(ctx context.Context, pk *prover.ProvingKey) (prover.Key, 
 		return nil, fmt.Errorf("%s: load key %s: %w", b.Name(), pk.Circuit, err)
 	}
 	k.owner, k.gen = b, b.gen.Load()
+	k.streamed = k.streamedBytes()
 	b.live.Add(1)
 	b.liveBytes.Add(k.bytes)
 	return k, nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -344,5 +345,29 @@ func TestDumpFormatMatchesGoMod(t *testing.T) {
 		if want := name + " " + string(m[1]) + " "; !strings.Contains(DumpFormat, want) {
 			t.Errorf("DumpFormat %q lacks %q (go.mod); update it so dumps of the old layout are rebuilt", DumpFormat, want)
 		}
+	}
+}
+
+// WriteDumpOnly stores a key as cuzk setup does: pk.dump alone, read back from the dump
+// under the digest it returns, and refused under another.
+func TestWriteDumpOnly(t *testing.T) {
+	d := Dir(t.TempDir())
+	gpk, gvk, err := groth16.Setup(compileCube(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest, err := d.WriteDumpOnly("cube", gpk.(*groth16bls.ProvingKey), gvk.(*groth16bls.VerifyingKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(d.Path("cube", PKFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s after WriteDumpOnly: %v, want none", PKFile, err)
+	}
+	pk, _, st, err := d.LoadWith("cube", digest, LoadOptions{})
+	if err != nil || st.Source != SourceDump || len(pk.G1.A) != len(gpk.(*groth16bls.ProvingKey).G1.A) {
+		t.Fatalf("load: source %s, err %v", st.Source, err)
+	}
+	if _, _, _, err := d.LoadWith("cube", strings.Repeat("0", 64), LoadOptions{}); err == nil || !strings.Contains(err.Error(), "not the registered key") {
+		t.Errorf("load under another digest: %v, want not the registered key", err)
 	}
 }

@@ -137,6 +137,15 @@ func (d Dir) Write(circuit string, pk *groth16bls.ProvingKey, vk *groth16bls.Ver
 	return digest, nil
 }
 
+// WriteDumpOnly stores pk and vk for circuit as cuzk setup does: pk.dump is the key
+// (its sidecar names the dump's own digest), with no pk.bin. It returns the pk digest.
+func (d Dir) WriteDumpOnly(circuit string, pk *groth16bls.ProvingKey, vk *groth16bls.VerifyingKey) (string, error) {
+	if err := synth.CheckCircuitName(circuit); err != nil {
+		return "", err
+	}
+	return d.writeKeys(circuit, pk.WriteDump, func() *groth16bls.VerifyingKey { return vk })
+}
+
 // writeKeys writes circuit's dump with dump, then vk.bin with vk() (known once dump
 // ran), then the sidecar naming the dump as the key (a pk.bin there goes first).
 func (d Dir) writeKeys(circuit string, dump func(io.Writer) error, vk func() *groth16bls.VerifyingKey) (string, error) {

@@ -5,6 +5,7 @@ package metrics
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -120,4 +121,70 @@ func (m *Metrics) WatchBuild(build string) error {
 	})
 	g.Set(1)
 	return m.reg.Register(g)
+}
+
+// KeyTier is one circuit's proving key in the tiers that hold it (worker.KeyTier).
+type KeyTier struct {
+	Circuit  string
+	Bytes    map[string]int64 // by tier: device, pinned, file
+	LastUsed time.Time
+}
+
+// KeyMove counts a circuit's key moves from one tier to another (worker.TierMove).
+type KeyMove struct {
+	Circuit, From, To string
+	Count             int64
+}
+
+// KeyTierReader is the read side of a worker's key tiers, called at scrape time.
+type KeyTierReader struct {
+	Tiers     func() []KeyTier
+	Moves     func() []KeyMove
+	HostLimit func() int64
+}
+
+// WatchKeyTiers adds the proving keys' tier gauges and move counters.
+func (m *Metrics) WatchKeyTiers(r KeyTierReader) error {
+	return m.reg.Register(keyTierCollector{r})
+}
+
+// keyTiers are the tiers every key is reported in, held or not (0 bytes).
+var keyTiers = []string{"device", "pinned", "file"}
+
+var (
+	keyBytesDesc = prometheus.NewDesc("cuzk_key_bytes",
+		"Bytes of a circuit's proving key held in a tier: device (resident on the worker's devices, summed), pinned (its host copy, counted in the memory budget), file (what a read from its files brings into memory; the files stay on disk).",
+		[]string{"circuit", "tier"}, nil)
+	keyLastUsedDesc = prometheus.NewDesc("cuzk_key_last_used_seconds",
+		"When a circuit's proving key was last used or read, in Unix seconds.", []string{"circuit"}, nil)
+	keyMovesDesc = prometheus.NewDesc("cuzk_key_tier_moves_total",
+		"Moves of a circuit's proving key between tiers: loads (file to pinned, pinned to device) and evictions (device to pinned or file, pinned to file).",
+		[]string{"circuit", "from", "to"}, nil)
+	keyHostLimitDesc = prometheus.NewDesc("cuzk_key_host_limit_bytes",
+		"Most bytes the proving keys' host copies (the pinned tier) may hold together (--key-host-memory).", nil, nil)
+)
+
+type keyTierCollector struct{ r KeyTierReader }
+
+func (c keyTierCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- keyBytesDesc
+	ch <- keyLastUsedDesc
+	ch <- keyMovesDesc
+	ch <- keyHostLimitDesc
+}
+
+func (c keyTierCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, k := range c.r.Tiers() {
+		for _, tier := range keyTiers {
+			ch <- prometheus.MustNewConstMetric(keyBytesDesc, prometheus.GaugeValue, float64(k.Bytes[tier]), k.Circuit, tier)
+		}
+		if !k.LastUsed.IsZero() {
+			ch <- prometheus.MustNewConstMetric(keyLastUsedDesc, prometheus.GaugeValue,
+				float64(k.LastUsed.UnixNano())/1e9, k.Circuit)
+		}
+	}
+	for _, mv := range c.r.Moves() {
+		ch <- prometheus.MustNewConstMetric(keyMovesDesc, prometheus.CounterValue, float64(mv.Count), mv.Circuit, mv.From, mv.To)
+	}
+	ch <- prometheus.MustNewConstMetric(keyHostLimitDesc, prometheus.GaugeValue, float64(c.r.HostLimit()))
 }

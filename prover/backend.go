@@ -96,3 +96,19 @@ func ProveLanes(b Backend) int {
 	}
 	return 1
 }
+
+// StreamedKey is a Key some of whose bases did not fit its device: each MSM reads
+// them from pinned host memory. StreamedBytes is their size (not in Bytes).
+type StreamedKey interface {
+	Key
+	StreamedBytes() int64
+}
+
+// HostFreeKey is a Key that needs none of its ProvingKey's bases once loaded (they are
+// on its device, or in memory of its own): UseShell hands it the key's Shell to keep
+// instead, before the key is used, so that the host copy can be freed while it stays
+// resident.
+type HostFreeKey interface {
+	Key
+	UseShell(shell *ProvingKey)
+}

@@ -135,3 +135,24 @@ func (k *ProvingKey) CheckSolution(sol *synth.Solution) error {
 	}
 	return nil
 }
+
+// HostBytes is the host memory the key's bases and infinity markers hold: what a
+// host copy of the key costs, for budgeting.
+func (k *ProvingKey) HostBytes() int64 {
+	const g1, g2 = 96, 192
+	pk := k.PK
+	return int64(len(pk.G1.A)+len(pk.G1.B)+len(k.KZ))*g1 + int64(len(pk.G2.B))*g2 +
+		int64(len(pk.InfinityA)+len(pk.InfinityB))
+}
+
+// Shell is the key without its bases and infinity markers: what proving needs once a
+// backend holds the bases itself (shape, domain, α/β/δ), so that the host copy of the
+// bases can be freed while the key stays resident.
+func (k *ProvingKey) Shell() *ProvingKey {
+	pk := *k.PK
+	pk.G1.A, pk.G1.B, pk.G1.K, pk.G1.Z, pk.G2.B = nil, nil, nil, nil, nil
+	pk.InfinityA, pk.InfinityB = nil, nil
+	s := *k
+	s.PK, s.KZ = &pk, nil
+	return &s
+}

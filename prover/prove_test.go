@@ -390,3 +390,33 @@ func (c *cancelAfter) Err() error {
 	}
 	return nil
 }
+
+// A key's Shell holds no bases, leaves the key itself whole, and is all proof assembly
+// needs beside a backend key that holds the bases (as a CUDA key does on its device).
+func TestShellProvesWithTheBackendKey(t *testing.T) {
+	tc := compileLanes(t, 8, 2)
+	pk, vk := tc.setup(t)
+	nA := len(pk.PK.G1.A)
+	shell := pk.Shell()
+	if len(shell.KZ) != 0 || len(shell.PK.G1.A)+len(shell.PK.G1.B)+len(shell.PK.G2.B)+len(shell.PK.InfinityA) != 0 {
+		t.Fatalf("shell holds bases: %d K/Z, %d A", len(shell.KZ), len(shell.PK.G1.A))
+	}
+	if len(pk.PK.G1.A) != nA || len(pk.KZ) == 0 {
+		t.Fatal("Shell changed the key it was made from")
+	}
+	if shell.NbWires != pk.NbWires || shell.DomainSize() != pk.DomainSize() || shell.HostBytes() >= pk.HostBytes() {
+		t.Fatalf("shell shape %d wires, domain %d; key %d, %d", shell.NbWires, shell.DomainSize(), pk.NbWires, pk.DomainSize())
+	}
+	cpu := NewCPU()
+	key, err := cpu.LoadKey(context.Background(), pk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proofs, _, err := Prove(context.Background(), cpu, shell, key, []*synth.Solution{tc.solve(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := verifyGnark(t, vk, proofs[0], tc.public); err != nil {
+		t.Fatalf("proof assembled with the shell: %v", err)
+	}
+}

@@ -93,6 +93,10 @@ type ResidentKey struct {
 	users   int       // Key calls not yet released; guarded by c.mu, as are the rest
 	lastUse time.Time // for LRU eviction
 	dropped bool      // evicted or lost to a device reset: Close when users reaches 0
+	closed  bool      // closed, its hold on the host copy ended
+	// hostFree: the device key needs no host copy (prover.HostFreeKey); PK is the
+	// key's Shell and the host copy is not held by it.
+	hostFree bool
 }
 
 // Release ends one use of the key begun by Catalog.Key: once no use is left, the
@@ -132,12 +136,60 @@ type CircuitLoader func(ctx context.Context, name string) (*synth.Compiled, erro
 // used key of that backend not in use and tries again. It logs evictions and device
 // resets to log (nil: slog's default).
 func NewCatalog(circuits CircuitLoader, keys KeyLoader, log *slog.Logger) Catalog {
+	return NewCatalogWith(circuits, keys, log, CatalogOptions{})
+}
+
+// CatalogOptions tune a catalog's key tiers.
+type CatalogOptions struct {
+	// HostKeyMemory is the most bytes the keys' host copies (the pinned tier) may
+	// hold together; past it the least recently used copy not in use is dropped (when
+	// none is left, the least recently used idle device key that proves from its copy
+	// is evicted with it),
+	// and its key is read from its files again when next needed. 0: half of the
+	// worker's memory budget (no limit for a catalog outside a worker).
+	HostKeyMemory int64
+}
+
+// NewCatalogWith is NewCatalog with options. A worker built on the catalog counts the
+// host copies of its keys in its memory budget.
+func NewCatalogWith(circuits CircuitLoader, keys KeyLoader, log *slog.Logger, o CatalogOptions) Catalog {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &catalog{circuits: circuits, keys: keys, log: log, states: map[string]*KeyState{},
+	c := &catalog{circuits: circuits, keys: keys, log: log, states: map[string]*KeyState{},
 		keysBy: map[string]*ResidentKey{}, resets: map[string]int{}, freed: make(chan struct{})}
+	c.host = newHostTier(o.HostKeyMemory, c.freeDevice)
+	return c
 }
+
+// freeDevice evicts the least recently used key not in use of any device that holds
+// its host copy, other than circuit keep's, so that the copy can leave the pinned tier;
+// false when there is none, or under a preload (which evicts nothing).
+func (c *catalog) freeDevice(ctx context.Context, keep string) bool {
+	if ctx.Value(noEviction{}) != nil {
+		return false
+	}
+	c.mu.Lock()
+	var lru *ResidentKey
+	for _, k := range c.keysBy {
+		if k.users == 0 && !k.hostFree && k.PK.Circuit != keep && (lru == nil || k.lastUse.Before(lru.lastUse)) {
+			lru = k
+		}
+	}
+	if lru == nil {
+		c.mu.Unlock()
+		return false
+	}
+	c.dropLocked(lru, "least recently used key not in use, freed with its host copy for the host key memory limit")
+	c.mu.Unlock()
+	c.log.Info("proving key evicted", "circuit", lru.PK.Circuit, "device", lru.backend, "bytes", lru.Key.Bytes(),
+		"why", "host key memory full loading "+keep, "idle_ms", time.Since(lru.lastUse).Milliseconds())
+	c.close(lru)
+	return true
+}
+
+// countIn makes the catalog reserve its keys' host copies in b (Worker does it).
+func (c *catalog) countIn(b *Budget) { c.host.countIn(b) }
 
 type catalog struct {
 	circuits CircuitLoader
@@ -145,7 +197,8 @@ type catalog struct {
 	log      *slog.Logger
 
 	resident loadOnce[*ResidentKey] // by circuit + "\x00" + backend name
-	gnark    loadOnce[gnarkKeys]    // by circuit
+	gnark    loadOnce[gnarkKeys]    // by circuit: the host copies (see host)
+	host     *hostTier
 
 	mu     sync.Mutex
 	states map[string]*KeyState    // by circuit + "\x00" + backend name ("" for the files)
@@ -260,8 +313,52 @@ func (c *catalog) Prepare(ctx context.Context, name string) (time.Duration, erro
 func (c *catalog) prepare(ctx context.Context, name string) (gnarkKeys, bool, error) {
 	return c.gnark.get(ctx, name, func(ctx context.Context) (gnarkKeys, error) {
 		pk, vk, err := c.buildKey(ctx, name)
-		return gnarkKeys{pk, vk}, err
+		if err != nil {
+			return gnarkKeys{}, err
+		}
+		if err := c.host.admit(ctx, name, pk.HostBytes(), func() { c.dropHost(name) }); err != nil {
+			return gnarkKeys{}, fmt.Errorf("memory for the host copy of the proving key of %s: %w", name, err)
+		}
+		return gnarkKeys{pk, vk}, nil
 	})
+}
+
+// reserveHost reserves the memory of name's host copy before it is read, unless it
+// is held or reserved already (hostTier.reserveAhead), at HostKeyBound; the read
+// gives back what it does not use.
+func (c *catalog) reserveHost(ctx context.Context, name string) error {
+	compiled, err := c.circuits(ctx, name)
+	if err != nil {
+		return err
+	}
+	if err := c.host.reserveAhead(ctx, name, HostKeyBound(int64(compiled.NbWires()), int64(compiled.NbConstraints()))); err != nil {
+		return fmt.Errorf("memory for the host copy of the proving key of %s: %w", name, err)
+	}
+	return nil
+}
+
+// HostKeyBound bounds the host memory of the proving key of a circuit of wires wires
+// and constraints constraints, known before the key is read: every wire with A, B (G1
+// and G2) and K bases and two infinity markers, and a Z base per point of the domain
+// (prover.ProvingKey.HostBytes once read).
+func HostKeyBound(wires, constraints int64) int64 {
+	const g1, g2 = 96, 192
+	domain := int64(1)
+	for domain < constraints {
+		domain <<= 1
+	}
+	return wires*(3*g1+g2+2) + domain*g1
+}
+
+// dropHost forgets circuit's host copy, dropped from the pinned tier: the next use
+// reads its files again. Called by the host tier, with its lock held.
+func (c *catalog) dropHost(circuit string) {
+	c.gnark.forget(circuit, func(gnarkKeys) bool { return true })
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st := c.states[circuit+"\x00"]; st != nil && st.State == KeyResident {
+		st.State, st.Err = KeyEvicted, "host copy dropped: least recently used key not in use, for the host key memory limit or the memory budget"
+	}
 }
 
 func (c *catalog) Key(ctx context.Context, name string, b prover.Backend) (*ResidentKey, time.Duration, error) {
@@ -288,22 +385,35 @@ func (c *catalog) Key(ctx context.Context, name string, b prover.Backend) (*Resi
 // use begins a use of k, unless it was dropped.
 func (c *catalog) use(k *ResidentKey) bool {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if k.dropped {
+		c.mu.Unlock()
 		return false
 	}
 	k.users++
 	k.lastUse = time.Now()
+	c.mu.Unlock()
+	c.host.touch(k.PK.Circuit) // not under c.mu: the host tier calls into the catalog under its own lock
 	return true
 }
 
 func (c *catalog) load(ctx context.Context, name string, b prover.Backend) (k *ResidentKey, err error) {
 	st := c.begin(name, b.Name())
 	defer func() { c.end(st, err) }()
-	g, _, err := c.prepare(ctx, name)
-	if err != nil {
-		return nil, err
+	var g gnarkKeys
+	for {
+		if g, _, err = c.prepare(ctx, name); err != nil {
+			return nil, err
+		}
+		if c.host.hold(name) {
+			break
+		}
+		// Dropped from the host tier since it was read: read it again.
 	}
+	defer func() {
+		if err != nil {
+			c.host.unhold(name)
+		}
+	}()
 	c.setBytes(st, c.fileBytes(name))
 	var enc bytes.Buffer
 	if _, err := g.vk.WriteTo(&enc); err != nil {
@@ -317,7 +427,14 @@ func (c *catalog) load(ctx context.Context, name string, b prover.Backend) (k *R
 		}
 		k = &ResidentKey{PK: g.pk, Key: dk, VK: g.vk, VKDigest: store.VKDigest(enc.Bytes()),
 			c: c, id: name + "\x00" + b.Name(), backend: b.Name(), state: st, lastUse: time.Now()}
+		if hf, ok := dk.(prover.HostFreeKey); ok {
+			k.PK, k.hostFree = g.pk.Shell(), true
+			hf.UseShell(k.PK)
+		}
 		if c.register(k, resets) {
+			if k.hostFree {
+				c.host.unhold(name) // the host copy stays while the pinned tier has room
+			}
 			var pre int64
 			attrs := []any{"circuit", name, "device", b.Name(), "bytes", dk.Bytes()}
 			if pk, ok := dk.(prover.PrecomputedKey); ok {
@@ -325,11 +442,14 @@ func (c *catalog) load(ctx context.Context, name string, b prover.Backend) (k *R
 				attrs = append(attrs, "precomputed_bytes", pre)
 			}
 			c.setResident(st, dk.Bytes(), pre)
+			c.host.move(name, TierPinned, TierDevice)
 			c.log.Info("proving key resident", attrs...)
 			return k, nil
 		}
 		// The device was reset while the key loaded: it may be gone with the others.
-		c.close(k)
+		if cerr := k.Key.Close(); cerr != nil {
+			c.log.Warn("closing a key loaded across a device reset", "circuit", name, "device", b.Name(), "err", cerr)
+		}
 	}
 }
 
@@ -451,10 +571,29 @@ func (c *catalog) dropLocked(k *ResidentKey, why string) {
 	k.state.Resident, k.state.Precomputed = 0, 0
 }
 
-// close frees a dropped key's memory.
+// close frees a dropped key's device memory and ends its hold on the key's host copy,
+// which stays in the pinned tier while the tier has room.
 func (c *catalog) close(k *ResidentKey) {
+	c.mu.Lock()
+	closed := k.closed
+	k.closed = true
+	c.mu.Unlock()
+	if closed {
+		return
+	}
 	if err := k.Key.Close(); err != nil {
 		c.log.Warn("closing evicted proving key", "circuit", k.PK.Circuit, "device", k.backend, "err", err)
+	}
+	pinned := false
+	if k.hostFree {
+		_, pinned, _, _ = c.host.state(k.PK.Circuit)
+	} else {
+		pinned = c.host.unhold(k.PK.Circuit)
+	}
+	if pinned {
+		c.host.move(k.PK.Circuit, TierDevice, TierPinned)
+	} else {
+		c.host.move(k.PK.Circuit, TierDevice, TierFile)
 	}
 }
 
@@ -542,3 +681,58 @@ func (c *catalog) KeyStates() []KeyState {
 	})
 	return out
 }
+
+// KeyTiers implements KeyTierReporter: one entry per circuit whose key was read, by
+// circuit.
+func (c *catalog) KeyTiers() []KeyTier {
+	type dev struct {
+		name            string
+		bytes, streamed int64
+	}
+	c.mu.Lock()
+	names := map[string]bool{}
+	for _, st := range c.states {
+		if st.Device == "" {
+			names[st.Circuit] = true
+		}
+	}
+	devs := map[string][]dev{}
+	for _, k := range c.keysBy {
+		d := dev{name: k.backend, bytes: k.Key.Bytes()}
+		if s, ok := k.Key.(prover.StreamedKey); ok {
+			d.streamed = s.StreamedBytes()
+		}
+		devs[k.PK.Circuit] = append(devs[k.PK.Circuit], d)
+	}
+	c.mu.Unlock()
+	out := make([]KeyTier, 0, len(names))
+	for name := range names {
+		t := KeyTier{Circuit: name, Bytes: map[string]int64{}}
+		for _, d := range devs[name] {
+			t.Devices = append(t.Devices, d.name)
+			t.Bytes[TierDevice] += d.bytes
+			t.Streamed += d.streamed
+		}
+		slices.Sort(t.Devices)
+		if len(t.Devices) > 0 {
+			t.Tiers = append(t.Tiers, TierDevice)
+		}
+		hostBytes, held, read, last := c.host.state(name)
+		if held {
+			t.Tiers = append(t.Tiers, TierPinned)
+			t.Bytes[TierPinned] = hostBytes
+		}
+		t.Tiers = append(t.Tiers, TierFile)
+		t.Bytes[TierFile] = read
+		t.LastUsed = last
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b KeyTier) int { return cmp.Compare(a.Circuit, b.Circuit) })
+	return out
+}
+
+// TierMoves implements KeyTierReporter.
+func (c *catalog) TierMoves() []TierMove { return c.host.tierMoves() }
+
+// HostKeyLimit implements KeyTierReporter.
+func (c *catalog) HostKeyLimit() int64 { return c.host.limitBytes() }

@@ -32,6 +32,7 @@ type item struct {
 	queued      chan struct{} // when not nil, closed once the item is in the provers' queue
 	synthDone   time.Time
 	keyWait     time.Duration // after synthesis, for the key to be read (Catalog.Prepare)
+	keyMemWait  time.Duration // before synthesis, for the memory of the key's host copy
 	key         *ResidentKey
 	proof       *groth16bls.Proof
 	public      []byte

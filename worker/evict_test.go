@@ -36,6 +36,8 @@ type smallDevice struct {
 	lost        bool
 	afterLoad   func() // run once after the next key is made resident
 	precomputed int64  // what its keys report as precomputed copies
+	streamed    int64  // what its keys report as streamed bases
+	hostFree    bool   // its keys need no host copy once loaded, as the CUDA backend's
 }
 
 type smallKey struct {
@@ -91,11 +93,27 @@ func (d *smallDevice) loadKey(ctx context.Context, pk *prover.ProvingKey) (prove
 	sk := &smallKey{Key: k, circuit: pk.Circuit, d: d}
 	d.live[sk] = true
 	d.loads++
+	if d.hostFree {
+		return hostFreeKey{sk}, nil
+	}
 	return sk, nil
 }
 
+// hostFreeKey is a smallKey that, as a CUDA key, takes its proving key's Shell: it
+// proves with the bases it holds itself (the CPU key made from the full key).
+type hostFreeKey struct{ *smallKey }
+
+func (k hostFreeKey) UseShell(shell *prover.ProvingKey) {
+	if len(shell.KZ) != 0 || len(shell.PK.G1.A) != 0 {
+		panic("UseShell given a key with bases")
+	}
+}
+
 func (d *smallDevice) Prove(ctx context.Context, k prover.Key, sols []*synth.Solution) ([]prover.Parts, prover.PhaseTimes, error) {
-	sk := k.(*smallKey)
+	sk, ok := k.(*smallKey)
+	if !ok {
+		sk = k.(hostFreeKey).smallKey
+	}
 	d.mu.Lock()
 	live := d.live[sk]
 	reset := d.resetProve
@@ -121,6 +139,9 @@ func (d *smallDevice) Prove(ctx context.Context, k prover.Key, sols []*synth.Sol
 
 // PrecomputedBytes implements prover.PrecomputedKey, as the CUDA backend's keys do.
 func (k *smallKey) PrecomputedBytes() int64 { return k.d.precomputed }
+
+// StreamedBytes implements prover.StreamedKey, as the CUDA backend's keys do.
+func (k *smallKey) StreamedBytes() int64 { return k.d.streamed }
 
 func (k *smallKey) Close() error {
 	k.d.mu.Lock()
@@ -211,22 +232,7 @@ func TestKeyInUseIsNotEvicted(t *testing.T) {
 		t.Errorf("%s after its failed load: %+v, want failed", b, st)
 	}
 
-	in, err := synth.Inputs(a, 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sol, err := synth.Solve(ctx, compiled, in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	public := sol.Public
-	proofs, _, err := prover.Prove(ctx, dev, held.PK, held.Key, []*synth.Solution{sol})
-	if err != nil {
-		t.Fatalf("prove with the held key: %v", err)
-	}
-	if err := prover.VerifyProof(held.VK, proofs[0], public); err != nil {
-		t.Fatalf("proof with the held key: %v", err)
-	}
+	proveWith(t, dev, compiled, held, 5)
 
 	held.Release()
 	kb, _, err := cat.Key(ctx, b, dev)
@@ -498,4 +504,27 @@ func twoKeys(t *testing.T, a, b string, room int) (*smallDevice, worker.Catalog)
 	keys.setup(t, a)
 	keys.setup(t, b)
 	return newSmallDevice(room), worker.NewCatalog(keys.reg.Get, keys.load, nil)
+}
+
+// proveWith proves inputs of seed for compiled's circuit with k on dev, and fails the
+// test unless the proof verifies.
+func proveWith(t *testing.T, dev prover.Backend, compiled *synth.Compiled, k *worker.ResidentKey, seed uint64) {
+	t.Helper()
+	ctx := context.Background()
+	in, err := synth.Inputs(k.PK.Circuit, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sol, err := synth.Solve(ctx, compiled, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	public := sol.Public
+	proofs, _, err := prover.Prove(ctx, dev, k.PK, k.Key, []*synth.Solution{sol})
+	if err != nil {
+		t.Fatalf("prove with the key of %s: %v", k.PK.Circuit, err)
+	}
+	if err := prover.VerifyProof(k.VK, proofs[0], public); err != nil {
+		t.Fatalf("proof with the key of %s: %v", k.PK.Circuit, err)
+	}
 }

@@ -344,6 +344,14 @@ func partitionDB(t *testing.T) (*pgtest.DB, int64) {
 	return db, synth.EstimateBytes(compiled)
 }
 
+// keyBudget is the budget partitionCircuit's proving key takes: its bound while it is
+// read, its host copy after.
+func keyBudget(t *testing.T) (bound, held int64) {
+	t.Helper()
+	compiled, _, _ := keys.setup(t, partitionCircuit)
+	return worker.HostKeyBound(int64(compiled.NbWires()), int64(compiled.NbConstraints())), hostBytes(t, partitionCircuit)
+}
+
 // proveAllPartitions submits rid as n partitions and fails the test unless its first
 // attempt proves every one of them.
 func proveAllPartitions(t *testing.T, db *pgtest.DB, rid string, n int) {
@@ -376,19 +384,22 @@ func submitPartitions(t *testing.T, db *pgtest.DB, rid string, n int) (string, s
 // if the two overlap.
 func TestPartitionsOverlapUnderBudgetForTwo(t *testing.T) {
 	db, need := partitionDB(t)
+	bound, key := keyBudget(t)
 	held := &heldProve{Backend: prover.NewCPU(), cond: func(b *worker.Budget) bool {
-		return b.Reserved() >= 2*need && b.Waiting() > 0
+		return b.Reserved() >= key+2*need && b.Waiting() > 0
 	}}
 	rw := startWorkerWith(t, db.Pool, []worker.Prover{{Backend: held}}, nil, func(c *worker.Config) {
-		c.MemBudget = 2*need + need/8 // two partitions and the remainders of proven ones
+		// The key, two partitions and the remainders of proven ones.
+		c.MemBudget = bound + 2*need + need/8
 	})
 	held.budget.Store(rw.w.Budget())
 	proveAllPartitions(t, db, "two", 3)
 	if !held.met.Load() {
 		t.Error("partition 1 was never synthesized while partition 0 was proven")
 	}
-	if peak := rw.w.Budget().Peak(); peak.Bytes < 2*need || peak.Bytes > rw.w.Budget().Total() {
-		t.Errorf("budget peak %d bytes, want two partitions' %d and at most the budget %d", peak.Bytes, 2*need, rw.w.Budget().Total())
+	if peak := rw.w.Budget().Peak(); peak.Bytes < key+2*need || peak.Bytes > rw.w.Budget().Total() {
+		t.Errorf("budget peak %d bytes, want the key's %d and two partitions' %d and at most the budget %d",
+			peak.Bytes, key, 2*need, rw.w.Budget().Total())
 	}
 	// In the rows: partition 1 entered the pipeline before partition 0 was stored.
 	if got := scalarString(t, db.Pool, `SELECT ((SELECT started_at FROM cuzk.partition_attempts WHERE request_id = 'two' AND partition = 1)
@@ -401,20 +412,33 @@ func TestPartitionsOverlapUnderBudgetForTwo(t *testing.T) {
 // at a time: never two reservations at once, so never a synthesis beside a proof.
 func TestPartitionsBudgetForOneRunsOneAtATime(t *testing.T) {
 	db, need := partitionDB(t)
-	rw := startWorker(t, db.Pool, func(c *worker.Config) { c.MemBudget = need })
+	bound, key := keyBudget(t)
+	if bound-key >= need {
+		t.Fatalf("the key's bound %d passes its host copy %d by a partition's %d: the test needs a tighter bound", bound, key, need)
+	}
+	rw := startWorker(t, db.Pool, func(c *worker.Config) { c.MemBudget = bound + need })
 	proveAllPartitions(t, db, "one", 3)
-	if peak := rw.w.Budget().Peak(); peak.Reservations != 1 || peak.Bytes != need {
-		t.Errorf("budget peak %+v, want 1 reservation of %d bytes", peak, need)
+	// Two reservations: the key's host copy (its bound until it was read) and one
+	// partition.
+	if peak := rw.w.Budget().Peak(); peak.Reservations != 2 || peak.Bytes < key+need || peak.Bytes > bound+need {
+		t.Errorf("budget peak %+v, want 2 reservations of %d to %d bytes: the key's %d (bound %d) and a partition's %d",
+			peak, key+need, bound+need, key, bound, need)
 	}
 }
 
-// A budget smaller than one partition fails the request at once, naming the bytes one
-// partition needs; nothing is reserved and it is not retried.
+// A budget smaller than one partition (and than the circuit's key, whose memory is
+// reserved first) fails the request at once, naming the bytes the key needs; nothing
+// is reserved and it is not retried.
 func TestPartitionLargerThanBudgetFailsAtOnce(t *testing.T) {
 	db, need := partitionDB(t)
+	bound, _ := keyBudget(t)
+	if bound <= need-1 {
+		t.Fatalf("the key's bound %d fits a budget of %d: the test needs a key larger than a partition", bound, need-1)
+	}
 	rw := startWorker(t, db.Pool, func(c *worker.Config) { c.MemBudget = need - 1 })
 	st, le := submitPartitions(t, db, "big", 3)
-	want := fmt.Sprintf("partition 0 of 3: reserve %d bytes: needs %d bytes of memory, more than the whole budget of %d bytes", need, need, need-1)
+	want := fmt.Sprintf("partition 0 of 3: load proving key of %q: memory for the host copy of the proving key of %s: needs %d bytes of memory, more than the whole budget of %d bytes",
+		partitionCircuit, partitionCircuit, bound, need-1)
 	if st != "failed" || !strings.HasPrefix(le, want) {
 		t.Fatalf("big: %s %q, want failed with %q", st, le, want)
 	}

@@ -24,6 +24,32 @@ func (w *Worker) startBatch(b *batch) {
 		}
 		keyCtx, stopKey := allDone(ctxs)
 		defer stopKey()
+		// The key's host copy gets its memory before the syntheses get theirs: its read
+		// must not wait for memory that requests waiting for the key hold.
+		if r, ok := w.catalog.(interface {
+			reserveHost(context.Context, string) error
+		}); ok {
+			t := time.Now()
+			// A shutdown hands the batch back while it waits here, as before synthesis.
+			waitCtx, stopWait := context.WithCancelCause(keyCtx)
+			stopDrain := context.AfterFunc(w.drainCtx, func() { stopWait(errHandBack) })
+			err := r.reserveHost(waitCtx, b.circuit)
+			stopDrain()
+			if errors.Is(context.Cause(waitCtx), errHandBack) {
+				err = errHandBack
+			}
+			stopWait(nil)
+			for _, it := range b.items {
+				it.keyMemWait = time.Since(t)
+				if err != nil {
+					it.times.Set(phase.MemWait, it.keyMemWait)
+					it.drop(fmt.Errorf("load proving key of %q: %w", b.circuit, err))
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
 		type prepared struct {
 			loaded bool      // the key was not in memory: read or waited for
 			at     time.Time // when it was
@@ -103,7 +129,7 @@ func (w *Worker) synthesize(it *item) error {
 	need := synth.EstimateBytes(compiled)
 	t := time.Now()
 	res, err := w.budget.Reserve(waitCtx, need)
-	it.times.Set(phase.MemWait, time.Since(t))
+	it.times.Set(phase.MemWait, it.keyMemWait+time.Since(t))
 	if err != nil {
 		if errors.Is(context.Cause(waitCtx), errHandBack) {
 			return errHandBack

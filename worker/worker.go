@@ -114,6 +114,9 @@ func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Prover, log 
 
 		leaderTicks: make(chan struct{}, 1),
 	}
+	if c, ok := catalog.(interface{ countIn(*Budget) }); ok {
+		c.countIn(w.budget) // the keys' host copies hold memory as requests do
+	}
 	w.origin = w.makeOrigin()
 	w.clientID = newClientID(cfg.Name)
 	w.drainCtx, w.drain = context.WithCancel(context.Background())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -99,7 +100,42 @@ type observability struct {
 	metrics  *metrics.Metrics
 	gpus     devinfo.LatestSamples // nil on CPU hosts
 	backends []string
-	keys     worker.KeyStates // the worker's proving keys; nil before it has a catalog
+	keys     worker.KeyStates       // the worker's proving keys; nil before it has a catalog
+	tiers    worker.KeyTierReporter // where its keys are held; nil without a catalog that says
+}
+
+// watchKeys shows cat's keys: their loads (/readyz, the dashboard) and, when cat
+// reports them, their tiers (also metrics).
+func (o *observability) watchKeys(cat worker.KeyStates) error {
+	o.keys = cat
+	r, ok := cat.(worker.KeyTierReporter)
+	if !ok {
+		return nil
+	}
+	o.tiers = r
+	err := o.metrics.WatchKeyTiers(metrics.KeyTierReader{
+		Tiers: func() []metrics.KeyTier {
+			ts := r.KeyTiers()
+			out := make([]metrics.KeyTier, len(ts))
+			for i, t := range ts {
+				out[i] = metrics.KeyTier{Circuit: t.Circuit, Bytes: t.Bytes, LastUsed: t.LastUsed}
+			}
+			return out
+		},
+		Moves: func() []metrics.KeyMove {
+			ms := r.TierMoves()
+			out := make([]metrics.KeyMove, len(ms))
+			for i, m := range ms {
+				out[i] = metrics.KeyMove(m)
+			}
+			return out
+		},
+		HostLimit: r.HostKeyLimit,
+	})
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	return nil
 }
 
 // newObservability registers the metrics that do not need the worker (queue depth,
@@ -167,10 +203,19 @@ func (o *observability) handler(ctx context.Context, f httpFlags, log *slog.Logg
 			http.Error(w, "database unreachable: "+err.Error(), http.StatusServiceUnavailable)
 			return
 		}
+		if wantsJSON(r) {
+			o.readyJSON(w)
+			return
+		}
 		fmt.Fprintf(w, "ready: database reachable, backend %s\n", strings.Join(o.backends, ", "))
 		if o.keys != nil {
 			for _, k := range o.keys.KeyStates() {
 				fmt.Fprintln(w, keyLine(k))
+			}
+		}
+		if o.tiers != nil {
+			for _, k := range o.tiers.KeyTiers() {
+				fmt.Fprintln(w, tierLine(k))
 			}
 		}
 	})
@@ -215,6 +260,7 @@ func (o *observability) handler(ctx context.Context, f httpFlags, log *slog.Logg
 		Window:     f.DashboardWindow,
 		GPUs:       o.gpus,
 		Keys:       o.dashboardKeys(),
+		KeyTiers:   o.dashboardKeyTiers(),
 		Comparison: comparisonPanel(o.pool),
 		Log:        log.With("component", "dashboard"),
 	}))
@@ -273,6 +319,23 @@ func keyLine(k worker.KeyState) string {
 	return line
 }
 
+// dashboardKeyTiers is the dashboard's "Key tiers" table's provider; nil (no table)
+// without a catalog that reports tiers.
+func (o *observability) dashboardKeyTiers() dashboard.KeyTiersFunc {
+	if o.tiers == nil {
+		return nil
+	}
+	return func() []dashboard.KeyTier {
+		ts := o.tiers.KeyTiers()
+		out := make([]dashboard.KeyTier, len(ts))
+		for i, k := range ts {
+			out[i] = dashboard.KeyTier{Circuit: k.Circuit, Tiers: k.Tiers, Devices: k.Devices, Device: k.Bytes[worker.TierDevice],
+				Streamed: k.Streamed, Pinned: k.Bytes[worker.TierPinned], File: k.Bytes[worker.TierFile], LastUsed: k.LastUsed}
+		}
+		return out
+	}
+}
+
 // dashboardKeys is the dashboard's "Proving keys" section's provider; nil (no section)
 // without a catalog.
 func (o *observability) dashboardKeys() dashboard.KeysFunc {
@@ -288,4 +351,80 @@ func (o *observability) dashboardKeys() dashboard.KeysFunc {
 		}
 		return out
 	}
+}
+
+// wantsJSON says whether a request asks for JSON (?format=json, or Accept).
+func wantsJSON(r *http.Request) bool {
+	return r.URL.Query().Get("format") == "json" || strings.Contains(r.Header.Get("Accept"), "application/json")
+}
+
+// readyJSON is /readyz as JSON: the backends, each key load's state, and each key's
+// tiers with the host key memory limit.
+func (o *observability) readyJSON(w http.ResponseWriter) {
+	type keyJSON struct {
+		Circuit     string  `json:"circuit"`
+		Device      string  `json:"device,omitempty"`
+		State       string  `json:"state"`
+		Bytes       int64   `json:"bytes"`
+		Total       int64   `json:"total"`
+		Resident    int64   `json:"resident_bytes,omitempty"`
+		Precomputed int64   `json:"precomputed_bytes,omitempty"`
+		ElapsedMS   float64 `json:"elapsed_ms"`
+		Err         string  `json:"error,omitempty"`
+	}
+	type tierJSON struct {
+		Circuit  string           `json:"circuit"`
+		Tiers    []string         `json:"tiers"`
+		Bytes    map[string]int64 `json:"bytes"`
+		Devices  []string         `json:"devices,omitempty"`
+		Streamed int64            `json:"streamed_bytes,omitempty"`
+		LastUsed *time.Time       `json:"last_used,omitempty"`
+	}
+	out := struct {
+		Ready        bool       `json:"ready"`
+		Backends     []string   `json:"backends"`
+		Keys         []keyJSON  `json:"keys"`
+		Tiers        []tierJSON `json:"key_tiers"`
+		HostKeyLimit int64      `json:"key_host_limit_bytes"`
+	}{Ready: true, Backends: o.backends, Keys: []keyJSON{}, Tiers: []tierJSON{}}
+	if o.keys != nil {
+		for _, k := range o.keys.KeyStates() {
+			out.Keys = append(out.Keys, keyJSON{Circuit: k.Circuit, Device: k.Device, State: k.State, Bytes: k.Bytes,
+				Total: k.Total, Resident: k.Resident, Precomputed: k.Precomputed,
+				ElapsedMS: float64(k.Elapsed) / 1e6, Err: k.Err})
+		}
+	}
+	if o.tiers != nil {
+		out.HostKeyLimit = o.tiers.HostKeyLimit()
+		for _, k := range o.tiers.KeyTiers() {
+			t := tierJSON{Circuit: k.Circuit, Tiers: k.Tiers, Bytes: k.Bytes, Devices: k.Devices, Streamed: k.Streamed}
+			if !k.LastUsed.IsZero() {
+				t.LastUsed = &k.LastUsed
+			}
+			out.Tiers = append(out.Tiers, t)
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(out)
+}
+
+// tierLine is /readyz's line for one key's tiers, e.g. "key merkle tiers: device
+// 1234 bytes (cuda:0), pinned 5678 bytes, file 5678 bytes; last used 3s ago".
+func tierLine(k worker.KeyTier) string {
+	parts := make([]string, 0, len(k.Tiers))
+	for _, t := range k.Tiers {
+		p := fmt.Sprintf("%s %d bytes", t, k.Bytes[t])
+		if t == worker.TierDevice {
+			p += " (" + strings.Join(k.Devices, ", ") + ")"
+			if k.Streamed > 0 {
+				p += fmt.Sprintf(", %d bytes of bases streamed", k.Streamed)
+			}
+		}
+		parts = append(parts, p)
+	}
+	line := fmt.Sprintf("key %s tiers: %s", k.Circuit, strings.Join(parts, ", "))
+	if !k.LastUsed.IsZero() {
+		line += fmt.Sprintf("; last used %v ago", time.Since(k.LastUsed).Round(time.Second))
+	}
+	return line
 }

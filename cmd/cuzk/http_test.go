@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -127,7 +128,6 @@ func TestWorkerHTTPEndpoints(t *testing.T) {
 		`cuzk_phase_duration_seconds_count{circuit="synthetic-k6",phase="synth"} 1`,
 		`cuzk_phase_duration_seconds_count{circuit="synthetic-k6",phase="queue"} 1`,
 		`cuzk_mem_budget_total_bytes 1.073741824e+09`,
-		`cuzk_mem_budget_reserved_bytes 0`,
 		`cuzk_queue_up 1`,
 		`cuzk_build_info{build="` + worker.BuildString() + `"} 1`,
 		`cuzk_queue_jobs{state="available"} 0`,
@@ -139,6 +139,40 @@ func TestWorkerHTTPEndpoints(t *testing.T) {
 	if strings.Contains(metrics, "cuzk_gpu_") {
 		t.Error("a CPU worker reports GPU metrics")
 	}
+	// The key is on the device (the CPU prover's key) and pinned; its host copy is all
+	// the budget holds once the request is done.
+	pinned := regexp.MustCompile(`\ncuzk_key_bytes\{circuit="synthetic-k6",tier="pinned"\} (\S+)\n`).FindStringSubmatch(metrics)
+	reserved := regexp.MustCompile(`\ncuzk_mem_budget_reserved_bytes (\S+)\n`).FindStringSubmatch(metrics)
+	if pinned == nil || reserved == nil || pinned[1] != reserved[1] || pinned[1] == "0" {
+		t.Errorf("/metrics: pinned key bytes %q, budget reserved %q: want the same, not 0", pinned, reserved)
+	}
+	for _, re := range []string{
+		`\ncuzk_key_bytes\{circuit="synthetic-k6",tier="device"\} [1-9]\S*\n`,
+		`\ncuzk_key_last_used_seconds\{circuit="synthetic-k6"\} [1-9]\S*\n`,
+		`\ncuzk_key_tier_moves_total\{circuit="synthetic-k6",from="file",to="pinned"\} 1\n`,
+		`\ncuzk_key_tier_moves_total\{circuit="synthetic-k6",from="pinned",to="device"\} 1\n`,
+		`\ncuzk_key_host_limit_bytes 5.36870912e\+08\n`,
+	} {
+		if !regexp.MustCompile(re).MatchString(metrics) {
+			t.Errorf("/metrics lacks %s", re)
+		}
+	}
+	code, body = httpDo(t, "GET", base+"/readyz?format=json")
+	var ready struct {
+		Ready bool `json:"ready"`
+		Tiers []struct {
+			Circuit string           `json:"circuit"`
+			Tiers   []string         `json:"tiers"`
+			Bytes   map[string]int64 `json:"bytes"`
+			Devices []string         `json:"devices"`
+		} `json:"key_tiers"`
+		HostLimit int64 `json:"key_host_limit_bytes"`
+	}
+	if err := json.Unmarshal([]byte(body), &ready); code != 200 || err != nil || !ready.Ready || len(ready.Tiers) != 1 ||
+		ready.Tiers[0].Circuit != "synthetic-k6" || strings.Join(ready.Tiers[0].Tiers, ",") != "device,pinned,file" ||
+		ready.Tiers[0].Bytes["pinned"] <= 0 || strings.Join(ready.Tiers[0].Devices, ",") != "cpu" || ready.HostLimit != 512<<20 {
+		t.Errorf("/readyz?format=json: %d %v %+v\n%s", code, err, ready, body)
+	}
 
 	code, body = httpDo(t, "GET", base+"/")
 	if code != 200 || !strings.Contains(body, "<h3>synthetic-k6</h3>") || !strings.Contains(body, "<svg") {
@@ -146,6 +180,9 @@ func TestWorkerHTTPEndpoints(t *testing.T) {
 	}
 	if !regexp.MustCompile(`<h2>Proving keys</h2>[\s\S]*<td>synthetic-k6</td><td>cpu</td><td>resident</td>`).MatchString(body) {
 		t.Error("dashboard: the Proving keys section does not show synthetic-k6 resident on cpu")
+	}
+	if !regexp.MustCompile(`<table id="key-tiers">[\s\S]*<td>synthetic-k6</td><td>device → pinned → file</td><td class="num">[^<]+ \(cpu\)</td><td class="num">\d`).MatchString(body) {
+		t.Error("dashboard: the Key tiers table does not show synthetic-k6 on cpu, pinned and in its file")
 	}
 
 	code, body = httpDo(t, "GET", base+"/riverui/")

@@ -44,6 +44,7 @@ type workerCmd struct {
 	Name             string        `env:"CUZK_NAME" help:"Worker identity in attempt rows (default host/pid)."`
 	GPUPrecompute    string        `name:"gpu-precompute" env:"CUZK_GPU_PRECOMPUTE" default:"auto" placeholder:"COPIES" help:"Keep up to COPIES (2..16) shifted copies of each proving key's bases on the GPU, computed when the key loads, so every MSM runs fewer, wider windows (H200, 2^22: two provers 243 -> 212 ms a proof, the key load 0.1 -> 4.0 s, about 13 times the bases' device memory at 16). A base set whose copies do not fit stays as it is. auto: 16 copies where they are cheap against the key memory: for keys small enough to be proven in batches (domain up to 2^19) each base set with its copies within 1/32 of it (H200, batches of 16 at 2^14: 481 -> 559 proofs/s), for larger keys all sets or none, all when 16 times the key's bases fit within half of it and in the room left. 0 or off: none."`
 	GPUKeyMemory     string        `name:"gpu-key-memory" env:"CUZK_GPU_KEY_MEMORY" placeholder:"SIZE" help:"Most GPU memory the resident proving keys of one device may hold together (bases, precomputed copies, per-proof buffers), in bytes or with a unit (40GiB): a key that would pass it evicts the least recently used keys not in use; alone, its bases that do not fit are streamed from pinned host memory. Default: the device's own memory."`
+	KeyHostMemory    string        `name:"key-host-memory" env:"CUZK_KEY_HOST_MEMORY" placeholder:"SIZE" help:"Most host memory the proving keys' host copies (the pinned tier: an upload away from a GPU) may hold together, in bytes or with a unit (96GiB), counted in --mem-budget: past it the least recently used copy not in use is dropped (when none is left, the least recently used idle CPU-backend key, which proves from its copy, is evicted with it), and its key is read from its files again when next needed; a GPU-resident key does not hold its copy. Default: half of --mem-budget."`
 	PreloadKeys      string        `name:"preload-keys" env:"CUZK_PRELOAD_KEYS" placeholder:"CIRCUITS" help:"Load these circuits' proving keys onto every device at start, in the background: comma-separated names, or all (every registered circuit with keys in --keys-dir). The keys of circuits with queued requests load at start too, after these. A request for a circuit waits for its load meanwhile, without holding a device."`
 }
 
@@ -65,6 +66,12 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 	if c.GPUKeyMemory != "" {
 		if keyMem, err = humanize.ParseBytes(c.GPUKeyMemory); err != nil || keyMem == 0 || keyMem > 1<<62 {
 			return usagef("--gpu-key-memory %q: want bytes or a size like 40GiB", c.GPUKeyMemory)
+		}
+	}
+	var hostKeyMem uint64
+	if c.KeyHostMemory != "" {
+		if hostKeyMem, err = humanize.ParseBytes(c.KeyHostMemory); err != nil || hostKeyMem == 0 || hostKeyMem > uint64(budget) {
+			return usagef("--key-host-memory %q: want bytes or a size like 96GiB, at most --mem-budget (%d bytes)", c.KeyHostMemory, budget)
 		}
 	}
 	copies, auto, err := parsePrecompute(c.GPUPrecompute)
@@ -126,15 +133,17 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 	kd := keys.Dir(c.KeysDir)
 	reg := synth.NewRegistry(c.CacheDir)
 	digests := digestLookup(pool)
-	cat := worker.NewCatalog(circuitLoader(reg, kd), func(ctx context.Context, name string, progress func(read, total int64)) (*groth16bls.ProvingKey, *groth16bls.VerifyingKey, error) {
+	cat := worker.NewCatalogWith(circuitLoader(reg, kd), func(ctx context.Context, name string, progress func(read, total int64)) (*groth16bls.ProvingKey, *groth16bls.VerifyingKey, error) {
 		d, err := digests(ctx, name)
 		if err != nil {
 			return nil, nil, err
 		}
 		pk, vk, _, err := kd.LoadWith(name, d, keys.LoadOptions{Log: g.log, Progress: progress})
 		return pk, vk, err
-	}, g.log)
-	obs.keys = cat
+	}, g.log, worker.CatalogOptions{HostKeyMemory: int64(hostKeyMem)})
+	if err := obs.watchKeys(cat); err != nil {
+		return err
+	}
 	if c.PreloadKeys != "" {
 		if cfg.PreloadKeys, err = preloadNames(ctx, c.PreloadKeys, pool, kd); err != nil {
 			g.log.Warn("preloading proving keys", "err", err)
