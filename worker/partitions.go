@@ -162,7 +162,8 @@ func (w *Worker) finishPartition(ctx context.Context, i int, it *item, prev <-ch
 		defer it.res.Release()
 	}
 	req := it.req
-	row := &store.PartitionAttempt{RequestID: req.RequestID, Attempt: req.Attempt, Partition: i, StartedAt: it.start}
+	row := &store.PartitionAttempt{RequestID: req.RequestID, Attempt: req.Attempt, Partition: i, StartedAt: it.start,
+		SynthStartedAt: it.att.SynthStartedAt, ProveStartedAt: it.att.ProveStartedAt}
 	var proofBytes []byte
 	err := it.err
 	if err == nil {

@@ -181,6 +181,14 @@ func TestPartitionedRequestThroughSQL(t *testing.T) {
 	if done != 3 || parts != 3 {
 		t.Errorf("%d of %d partitions proven, want 3 of 3", done, parts)
 	}
+	// Each partition's phases lie on one time line: entered the pipeline, synthesized,
+	// then proven, all before its row was written.
+	if got := scalar(t, db.Pool, `SELECT count(*) FROM cuzk.partition_attempts
+	                                WHERE request_id = 'c2' AND started_at <= synth_started_at
+	                                  AND synth_started_at + synth_ms * interval '1 ms' <= prove_started_at
+	                                  AND prove_started_at + prove_ms * interval '1 ms' <= finished_at`); got != 3 {
+		t.Errorf("%d of 3 partition rows have started_at <= synth_started_at, synthesis ending by prove_started_at and proving by finished_at", got)
+	}
 }
 
 func TestUnsatisfiablePartitionFailsNamingIt(t *testing.T) {
