@@ -268,7 +268,10 @@ start_worker() {
 	done
 	local ready
 	ready=$( (exec 3<>"/dev/tcp/127.0.0.1/$port" && printf 'GET /readyz HTTP/1.0\r\n\r\n' >&3 && head -1 <&3) 2>/dev/null | tr -d '\r')
-	note "worker $label: pid $WPID, http 127.0.0.1:$port /readyz: ${ready:-no answer}, $(grep -o 'memory budget.*' "$WLOG" | head -1)"
+	local mem
+	mem=$(grep -o 'memory budget.*' "$WLOG" | head -1)
+	[ -n "$mem" ] || mem="memory budget $(grep -o 'mem_budget=[0-9]*' "$WLOG" | head -1 | cut -d= -f2) bytes (--mem-budget)"
+	note "worker $label: pid $WPID, http 127.0.0.1:$port /readyz: ${ready:-no answer}, $mem"
 }
 
 # stop_worker: SIGTERM, and the worker must exit 0 on its own.
