@@ -29,11 +29,11 @@ import (
 // is proven when the budget holds both. With SynthSplit partition i+1 enters once
 // partition i has its memory reserved and its synthesis under way: reservations are
 // still taken in order, and as many partitions are solved at once as the synthesis
-// concurrency allows (one solve alone uses many cores poorly). As many partitions are in memory at once as the
-// budget holds; each reservation is released in two steps as for any request: its bulk
-// once its proof is made, the rest once that proof is stored. Proofs are stored in
-// partition order. After a partition fails no further partition starts; those already
-// started finish, and those of them that succeed are stored.
+// concurrency allows (one solve alone uses many cores poorly). As many partitions are
+// in memory at once as the budget holds; each reservation is released in two steps as
+// for any request: its bulk once its proof is made, the rest once that proof is stored.
+// Proofs are stored in partition order. After a partition fails no further partition
+// starts; those already started finish, and those of them that succeed are stored.
 func (w *Worker) workPartitions(ctx context.Context, job *river.Job[jobs.ProveArgs], req *store.Request, start time.Time, log *slog.Logger) error {
 	all := &item{ctx: ctx, job: job, req: req, start: start, done: make(chan struct{})}
 	all.att = store.Attempt{RequestID: req.RequestID, Circuit: req.Circuit, Attempt: req.Attempt, QueueMs: &req.QueueMs}

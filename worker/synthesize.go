@@ -135,13 +135,15 @@ func (w *Worker) synthesize(it *item) error {
 	}
 	// gnark runs one goroutine per core in each solve; with SynthSplit the solves under
 	// way share the cores instead.
-	var opts []solver.Option
-	solves := int(w.solving.Add(1))
-	if w.cfg.SynthSplit {
-		opts = append(opts, solver.WithNbTasks(synth.Tasks(runtime.GOMAXPROCS(0), solves)))
-	}
-	sol, err := synth.Solve(it.ctx, compiled, it.req.Payload(), opts...)
-	w.solving.Add(-1)
+	sol, err := func() (*synth.Solution, error) {
+		solves := int(w.solving.Add(1))
+		defer w.solving.Add(-1) // also when the solver panics
+		var opts []solver.Option
+		if w.cfg.SynthSplit {
+			opts = append(opts, solver.WithNbTasks(synth.Tasks(runtime.GOMAXPROCS(0), solves)))
+		}
+		return synth.Solve(it.ctx, compiled, it.req.Payload(), opts...)
+	}()
 	it.synthDone = time.Now()
 	it.times.Set(phase.Synth, it.synthDone.Sub(it.att.SynthStartedAt))
 	if err != nil {
