@@ -9,11 +9,18 @@
 # Environment:
 #   E2E_BACKEND         cuda (default), cpu or auto: the worker's --backend
 #   E2E_CIRCUITS        "name:count ..." proven one circuit after the other, each after
-#                       the previous one's requests are all done (default below)
+#                       the previous one's requests are all done (default below);
+#                       "name:NxP" is N requests of P partitions each (porep-k24:1x10,
+#                       one Filecoin-shaped request), reported per partition and per
+#                       request as well (phases, serial against pipelined time,
+#                       constraints/s, solves at once, device idle share)
 #   E2E_WORKER_FLAGS    extra worker flags, e.g. "--max-batch 16"
 #   E2E_COMPARE_SERIAL  1: afterwards, prove the largest circuit's count again with a
 #                       second worker given --synth-concurrency 1 --queue-depth 1, and
 #                       report both rates
+#   E2E_COMPARE_FLAGS   "CIRCUIT FLAGS...": afterwards, prove CIRCUIT's requests again with a
+#                       worker given E2E_WORKER_FLAGS and FLAGS (label cmp), e.g.
+#                       "porep-k24 --synth-split"; the circuit must be in E2E_CIRCUITS
 #   E2E_COMPARE_BATCH   "circuit:k ...": afterwards, prove each listed circuit's count again
 #                       with a worker given --max-batch k (label batch<k>), to set batched
 #                       against one-at-a-time throughput; the circuit must be in E2E_CIRCUITS
@@ -35,6 +42,10 @@
 #   E2E_KEYS_DIR        keys and compiled circuits here instead of a temp dir: setup
 #                       reuses keys it finds there (after checking they fit the circuit)
 #   E2E_KEEP            1: keep the temp dir (database, keys) after the run
+#   E2E_CUZK            a cuzk binary to run instead of the bundle's
+#   E2E_PG_BINDIR       PostgreSQL 15's bin directory (initdb, pg_ctl, postgres, psql) to
+#                       use instead of the bundle's, e.g. /usr/lib/postgresql/15/bin;
+#                       with E2E_CUZK too, no bundle is needed (a development machine)
 set -u -o pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
@@ -58,12 +69,13 @@ REPORT=$OUT/report.txt
 note() { echo "$*" | tee -a "$REPORT"; }
 elapsed() { echo "$((SECONDS - START)) s"; }
 
-BUILD_PID='' WPID='' PGUP='' FAILED=''
+BUILD_PID='' WPID='' PGUP='' FAILED='' SMI=''
 declare -a BG=()
 cleanup() {
 	local p
 	for p in "${BG[@]}"; do kill -- "-$p" 2>/dev/null; done
 	[ -n "$BUILD_PID" ] && kill -- "-$BUILD_PID" 2>/dev/null
+	[ -n "$SMI" ] && kill "$SMI" 2>/dev/null
 	[ -n "$WPID" ] && kill -KILL "$WPID" 2>/dev/null
 	[ -n "$PGUP" ] && pgrun pg_ctl -D "$PGDATA" -m immediate -w stop >>"$LOG/postgres.log" 2>&1
 	tar czf "$OUT/logs.tgz" -C "$WORK" logs 2>/dev/null
@@ -81,27 +93,40 @@ fail() {
 	exit 1
 }
 
-# --- bundle ---------------------------------------------------------------------------
-command -v xz >/dev/null || fail "xz is needed to unpack the bundle"
-[ -f .gpubundle/bundle.tar.xz ] || fail "no .gpubundle/bundle.tar.xz (run make gpu-bundle on a machine with Go)"
-tar -C "$WORK" -xJf .gpubundle/bundle.tar.xz || fail "unpack .gpubundle/bundle.tar.xz"
-CUZK=$WORK/cuzk
-PGBIN=$WORK/pg/usr/lib/postgresql/15/bin
+# --- bundle, or this machine's binaries -------------------------------------------------
+CUZK=${E2E_CUZK:-} PGBIN=${E2E_PG_BINDIR:-} PGLIB=''
+if [ -z "$CUZK" ] || [ -z "$PGBIN" ]; then
+	command -v xz >/dev/null || fail "xz is needed to unpack the bundle"
+	[ -f .gpubundle/bundle.tar.xz ] ||
+		fail "no .gpubundle/bundle.tar.xz (run make gpu-bundle on a machine with Go, or set E2E_CUZK and E2E_PG_BINDIR)"
+	tar -C "$WORK" -xJf .gpubundle/bundle.tar.xz || fail "unpack .gpubundle/bundle.tar.xz"
+	[ -n "$CUZK" ] || CUZK=$WORK/cuzk
+	[ -n "$PGBIN" ] || PGBIN=$WORK/pg/usr/lib/postgresql/15/bin PGLIB=$WORK/pg/extralib
+fi
+CUZK=$(realpath "$CUZK") PGBIN=$(realpath "$PGBIN")
+[ -x "$CUZK" ] || fail "no cuzk binary at $CUZK"
+[ -x "$PGBIN/initdb" ] && [ -x "$PGBIN/pg_ctl" ] && [ -x "$PGBIN/psql" ] || fail "no initdb, pg_ctl and psql in $PGBIN"
+mkdir -p "$WORK/pg"
 export CUZK_PG_BINDIR=$PGBIN
 # Only for PostgreSQL's processes: just the libraries the host lacks, never its libc.
 pgrun() {
 	local b=$1
 	shift
 	if [ -n "${PGUSER_RUN:-}" ]; then
-		(cd "$WORK/pg" && runuser -u postgres -- env LD_LIBRARY_PATH="$WORK/pg/extralib" LC_ALL=C "$PGBIN/$b" "$@")
+		(cd "$WORK/pg" && runuser -u postgres -- env LD_LIBRARY_PATH="$PGLIB" LC_ALL=C "$PGBIN/$b" "$@")
 	else
-		LD_LIBRARY_PATH=$WORK/pg/extralib LC_ALL=C "$PGBIN/$b" "$@"
+		LD_LIBRARY_PATH=$PGLIB LC_ALL=C "$PGBIN/$b" "$@"
 	fi
 }
-psqlq() { LD_LIBRARY_PATH=$WORK/pg/extralib "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
-note "e2e: $(head -1 "$WORK/MANIFEST"), backend $BACKEND, circuits: $CIRCUITS"
+psqlq() { LD_LIBRARY_PATH=$PGLIB "$PGBIN/psql" -X -q -v ON_ERROR_STOP=1 "$@"; }
+if [ -f "$WORK/MANIFEST" ] && [ -z "${E2E_CUZK:-}" ]; then
+	build=$(head -1 "$WORK/MANIFEST")
+else
+	build="cuzk $CUZK"
+fi
+note "e2e: $build, backend $BACKEND, circuits: $CIRCUITS"
 [ ${#WFLAGS[@]} -gt 0 ] && note "worker flags: ${WFLAGS[*]}"
-{ uname -a; nproc; free -g; nvidia-smi 2>&1; nvcc --version 2>&1; cat "$WORK/MANIFEST"; } >"$LOG/machine.txt" 2>&1
+{ uname -a; nproc; free -g; df -h "$WORK" /tmp; nvidia-smi 2>&1; nvcc --version 2>&1; cat "$WORK/MANIFEST"; } >"$LOG/machine.txt" 2>&1
 if command -v nvidia-smi >/dev/null; then
 	note "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)"
 fi
@@ -149,35 +174,53 @@ export NO_COLOR=1
 KEYS=${E2E_KEYS_DIR:-$WORK/keys}
 export CUZK_KEYS_DIR=$KEYS/keys CUZK_CACHE_DIR=$KEYS/r1cs
 declare -a NAMES=() COUNTS=()
+declare -A PARTS=() # circuit -> partitions of each of its requests
 for item in $CIRCUITS; do
-	name=${item%%:*} n=${item#*:}
+	name=${item%%:*} n=${item#*:} p=1
 	[ "$n" = "$item" ] && n=16
-	case $n in '' | *[!0-9]*) fail "E2E_CIRCUITS: bad count in '$item'" ;; esac
+	case $n in *x*) p=${n#*x} n=${n%%x*} ;; esac
+	case $n in '' | *[!0-9]* | 0) fail "E2E_CIRCUITS: bad count in '$item'" ;; esac
+	case $p in '' | *[!0-9]* | 0) fail "E2E_CIRCUITS: bad partitions in '$item'" ;; esac
 	case " ${NAMES[*]} " in *" $name "*) fail "E2E_CIRCUITS: $name twice" ;; esac
 	NAMES+=("$name")
 	COUNTS+=("$n")
+	PARTS[$name]=$p
 done
 [ ${#NAMES[@]} -gt 0 ] || fail "E2E_CIRCUITS is empty"
-declare -A SETUP_PID=()
+declare -A SETUP_PID=() SETUP_HWM=()
 for i in "${!NAMES[@]}"; do
 	name=${NAMES[$i]} n=${COUNTS[$i]}
-	# Each job in its own process group, so that a failed run can stop all of it.
+	SETUP_HWM[$name]=0
+	# Each job in its own process group, so that a failed run can stop all of it. The
+	# setup's pid goes to a file, for its peak RSS. The inputs come after the setup:
+	# at 2^26 both at once would only slow the setup down.
 	# shellcheck disable=SC2016 # expanded by the inner shell
 	setsid -w bash -c '
-		cuzk=$1 name=$2 n=$3 log=$4 dir=$5 t0=$SECONDS
-		"$cuzk" setup --circuit "$name" >"$log" 2>&1 || exit 1
+		cuzk=$1 name=$2 n=$3 log=$4 dir=$5 p=$6 t0=$SECONDS
+		"$cuzk" setup --circuit "$name" >"$log" 2>&1 &
+		echo $! >"$log.pid"
+		wait $! || exit 1
 		echo "setup: ok in $((SECONDS - t0)) s" >>"$log"
 		mkdir -p "$dir"
-		"$cuzk" inputs --circuit "$name" --seed 1 --count "$n" --out-dir "$dir" || exit 1' \
-		_ "$CUZK" "$name" "$n" "$LOG/setup-$name.log" "$WORK/inputs/$name" &
+		"$cuzk" inputs --circuit "$name" --seed 1 --count "$n" --partitions "$p" --out-dir "$dir" || exit 1' \
+		_ "$CUZK" "$name" "$n" "$LOG/setup-$name.log" "$WORK/inputs/$name" "${PARTS[$name]}" &
 	SETUP_PID[$name]=$!
 	BG+=($!)
 done
 
+# hwm PID: the peak RSS of a running process in KiB (0 once it is gone).
+hwm() { awk '/^VmHWM:/ {print $2; f=1} END {if (!f) print 0}' "/proc/$1/status" 2>/dev/null || echo 0; }
+
 # waitfor PID WHAT: wait for a background job, failing at the deadline.
 waitfor() {
+	local name s v
 	while kill -0 "$1" 2>/dev/null; do
 		[ $SECONDS -lt "$DEADLINE" ] || fail "deadline reached waiting for $2"
+		for name in "${!SETUP_PID[@]}"; do
+			[ -f "$LOG/setup-$name.log.pid" ] || continue
+			s=$(cat "$LOG/setup-$name.log.pid") v=$(hwm "$s")
+			[ "$v" -gt "${SETUP_HWM[$name]}" ] && SETUP_HWM[$name]=$v
+		done
 		sleep 1
 	done
 	wait "$1"
@@ -185,7 +228,10 @@ waitfor() {
 for name in "${NAMES[@]}"; do
 	waitfor "${SETUP_PID[$name]}" "setup of $name" ||
 		fail "setup of $name: $(grep -v '^\s*$' "$LOG/setup-$name.log" | tail -2 | tr '\n' ' ')"
-	note "setup $name: $(grep -o '[0-9]* constraints' "$LOG/setup-$name.log" | head -1), $(tail -1 "$LOG/setup-$name.log") (done at $(elapsed))"
+	note "setup $name: $(grep -o '[0-9]* constraints' "$LOG/setup-$name.log" | head -1), $(grep '^setup: ok' "$LOG/setup-$name.log" | tail -1)," \
+		"circuit compiled (or read from the cache) in $(grep -o "compiling $name: done in [0-9.]*[mµn]*s" "$LOG/setup-$name.log" | head -1 | awk '{print $NF}')," \
+		"peak RSS $((SETUP_HWM[$name] / 1024)) MiB (sampled each second, 0: done within one; done at $(elapsed))"
+	[ -d "$KEYS/keys/$name" ] && note "  key files of $name: $(du -sh "$KEYS/keys/$name" | cut -f1); compiled circuit cache: $(du -sh "$KEYS/r1cs" | cut -f1); free disk: $(df -h --output=avail "$KEYS" | tail -1 | tr -d ' ')"
 done
 BG=()
 if [ -n "$BUILD_PID" ]; then
@@ -222,7 +268,10 @@ start_worker() {
 	done
 	local ready
 	ready=$( (exec 3<>"/dev/tcp/127.0.0.1/$port" && printf 'GET /readyz HTTP/1.0\r\n\r\n' >&3 && head -1 <&3) 2>/dev/null | tr -d '\r')
-	note "worker $label: pid $WPID, http 127.0.0.1:$port /readyz: ${ready:-no answer}, $(grep -o 'memory budget.*' "$WLOG" | head -1)"
+	local mem
+	mem=$(grep -o 'memory budget.*' "$WLOG" | head -1)
+	[ -n "$mem" ] || mem="memory budget $(grep -o 'mem_budget=[0-9]*' "$WLOG" | head -1 | cut -d= -f2) bytes (--mem-budget)"
+	note "worker $label: pid $WPID, http 127.0.0.1:$port /readyz: ${ready:-no answer}, $mem"
 }
 
 # stop_worker: SIGTERM, and the worker must exit 0 on its own.
@@ -244,13 +293,17 @@ stop_worker() {
 	[ "$rc" = 0 ] || fail "worker exited $rc after SIGTERM"
 }
 
+# inputs CIRCUIT S: the inputs file of request S (from 1) of CIRCUIT: with P partitions
+# a request's file is named by the first of its P seeds.
+inputs() { echo "$WORK/inputs/$1/$((1 + ($2 - 1) * ${PARTS[$1]:-1})).json"; }
+
 # submit LABEL CIRCUIT N: N requests in one transaction, through cuzk.submit_proof.
 submit() {
 	local label=$1 c=$2 n=$3 s f=$WORK/submit-$1-$2.sql
 	{
 		echo "BEGIN;"
 		for s in $(seq 1 "$n"); do
-			echo "\\set inp \`cat $WORK/inputs/$c/$s.json\`"
+			echo "\\set inp \`cat $(inputs "$c" "$s")\`"
 			echo "SELECT cuzk.submit_proof(request_id => 'e2e-$label-$c-$s', circuit => '$c', inputs => :'inp'::jsonb) \\g /dev/null"
 		done
 		echo "COMMIT;"
@@ -264,8 +317,16 @@ fetch() {
 }
 
 # prove LABEL CIRCUIT N: submit, then wait until every request is succeeded or failed.
+# Meanwhile the GPU's utilization and memory are sampled every 0.5 s into
+# logs/gpu-LABEL-CIRCUIT.csv (utilization %, memory used MiB, total MiB, power W).
 prove() {
 	local label=$1 c=$2 n=$3 ndone failed last=$SECONDS t0=$SECONDS
+	SMI=''
+	if command -v nvidia-smi >/dev/null && [ "$BACKEND" != cpu ]; then
+		nvidia-smi --query-gpu=utilization.gpu,memory.used,memory.total,power.draw --format=csv,noheader,nounits \
+			-lms 500 >"$LOG/gpu-$label-$c.csv" 2>/dev/null &
+		SMI=$!
+	fi
 	submit "$label" "$c" "$n"
 	if [ -n "${E2E_TRACE_S:-}" ]; then
 		(
@@ -295,7 +356,13 @@ prove() {
 		sleep 0.3
 	done
 	sample_hwm
-	note "proved $label $c: $n requests, $failed failed, in $((SECONDS - t0)) s (done at $(elapsed))"
+	[ -n "$SMI" ] && kill "$SMI" 2>/dev/null && wait "$SMI" 2>/dev/null
+	SMI=''
+	local gpu=''
+	[ -s "$LOG/gpu-$label-$c.csv" ] && gpu=$(awk -F', *' '{n++; u+=$1; if ($1 > um) um=$1; if ($2 > mm) mm=$2; t=$3}
+		END {if (n) printf "; GPU while proving: utilization avg %.0f%%, max %d%%, memory max %.1f of %.1f GiB (%d samples)", u/n, um, mm/1024, t/1024, n}' \
+		"$LOG/gpu-$label-$c.csv")
+	note "proved $label $c: $n requests, $failed failed, in $((SECONDS - t0)) s (done at $(elapsed))$gpu"
 	[ "$failed" = 0 ] || FAILED=1
 }
 
@@ -315,6 +382,17 @@ if [ "${E2E_COMPARE_SERIAL:-0}" = 1 ]; then
 fi
 
 EXTRA_LABELS=()
+if [ -n "${E2E_COMPARE_FLAGS:-}" ]; then
+	read -r -a cmp <<<"$E2E_COMPARE_FLAGS"
+	c=${cmp[0]} cn=
+	for i in "${!NAMES[@]}"; do [ "${NAMES[$i]}" = "$c" ] && cn=${COUNTS[$i]}; done
+	[ -n "$cn" ] || fail "E2E_COMPARE_FLAGS: $c is not in E2E_CIRCUITS"
+	note "cmp: $c again with worker flags ${WFLAGS[*]} ${cmp[*]:1}"
+	start_worker cmp "${WFLAGS[@]}" "${cmp[@]:1}"
+	prove cmp "$c" "$cn"
+	stop_worker
+	EXTRA_LABELS+=(cmp)
+fi
 for item in ${E2E_COMPARE_BATCH:-}; do
 	c=${item%%:*} k=${item#*:} cn=
 	for i in "${!NAMES[@]}"; do [ "${NAMES[$i]}" = "$c" ] && cn=${COUNTS[$i]}; done
@@ -345,7 +423,7 @@ if [ -n "${E2E_EVICT:-}" ]; then
 		echo "BEGIN;"
 		for s in $(seq 1 "$en"); do
 			for c in "$e1" "$e2"; do
-				echo "\\set inp \`cat $WORK/inputs/$c/$s.json\`"
+				echo "\\set inp \`cat $(inputs "$c" "$s")\`"
 				echo "SELECT cuzk.submit_proof(request_id => 'e2e-evict-$c-$s', circuit => '$c', inputs => :'inp'::jsonb) \\g /dev/null"
 			done
 		done
@@ -369,10 +447,36 @@ fi
 
 "$CUZK" verify --all >"$LOG/verify.log" 2>&1
 vrc=$?
-verified=$(grep -c ': ok$' "$LOG/verify.log")
+verified=$(grep -cE ': ok( \([0-9]+ partitions\))?$' "$LOG/verify.log")
 note "verify --all: rc $vrc, $verified ok, $(grep -c 'INVALID' "$LOG/verify.log") invalid"
 
 # --- report ----------------------------------------------------------------------------
+# The succeeded partition rows of the run's requests, with their attempt's times and
+# the circuit's constraints: the start of the partition queries below.
+PARTITION_ROWS="WITH p AS (
+	SELECT pa.*, split_part(pa.request_id, '-', 2) AS run, r.circuit, c.constraints, a.queue_ms,
+	       a.started_at AS a_start, a.finished_at AS a_end,
+	       pa.synth_started_at + pa.synth_ms * interval '1 ms' AS synth_end,
+	       pa.prove_started_at + pa.prove_ms * interval '1 ms' AS prove_end
+	  FROM cuzk.partition_attempts pa
+	  JOIN cuzk.proof_attempts a USING (request_id, attempt)
+	  JOIN cuzk.proof_requests r USING (request_id)
+	  JOIN cuzk.circuits c ON c.name = r.circuit
+	 WHERE pa.request_id LIKE 'e2e-%' AND pa.outcome = 'succeeded' AND a.outcome = 'succeeded')"
+# Per request (after PARTITION_ROWS): b has its phase sums, wall_s, busy_s (the union of
+# its partitions' proving intervals) and solves (most partitions solved at once).
+PARTITION_REQUESTS=",
+	r AS (SELECT request_id, run, circuit, count(*) AS n, max(constraints) AS k, min(a_start) AS a_start, max(a_end) AS a_end,
+	             max(queue_ms)::numeric AS queue_ms, coalesce(sum(srs_ms), 0)::numeric AS srs, coalesce(sum(mem_wait_ms), 0)::numeric AS mem_wait,
+	             sum(synth_ms)::numeric AS synth, sum(prove_ms)::numeric AS prove, coalesce(sum(verify_ms), 0)::numeric AS verify,
+	             coalesce(sum(persist_ms), 0)::numeric AS persist,
+	             min(synth_started_at) AS s0, max(synth_end) AS s1, min(prove_started_at) AS p0, max(prove_end) AS p1,
+	             range_agg(tstzrange(prove_started_at, prove_end)) AS busy,
+	             max((SELECT count(*) FROM p q WHERE q.request_id = p.request_id AND q.synth_started_at <= p.synth_started_at
+	                    AND q.synth_end > p.synth_started_at)) AS solves
+	        FROM p GROUP BY request_id, run, circuit),
+	b AS (SELECT r.*, (SELECT extract(epoch FROM sum(upper(x) - lower(x))) FROM unnest(r.busy) x) AS busy_s,
+	             extract(epoch FROM a_end - a_start) AS wall_s FROM r)"
 WORKER_LABELS=(main)
 [ "${E2E_COMPARE_SERIAL:-0}" = 1 ] && WORKER_LABELS+=(serial)
 WORKER_LABELS+=("${EXTRA_LABELS[@]}")
@@ -416,6 +520,51 @@ done
 	       max((telemetry->>'temperature_c')::int) AS temp_c_max,
 	       round(avg((telemetry->>'power_mw')::numeric) / 1000) AS power_w_avg
 	  FROM a GROUP BY run, circuit ORDER BY run, min(started_at)"
+	if [ "$(psqlq -At -c "SELECT count(*) FROM cuzk.partition_attempts WHERE request_id LIKE 'e2e-%'")" != 0 ]; then
+		echo
+		echo "Partitioned requests, per partition (ms; t_synth and t_prove: when synthesis and proving began,"
+		echo "from the attempt's start). Each run's first request in full, then p50 / p95 over all partitions."
+		psqlq -P pager=off -P footer=off -c "
+		$PARTITION_ROWS
+		SELECT request_id, partition, round(mem_wait_ms) AS mem_wait, round(srs_ms) AS srs,
+		       round(extract(epoch FROM synth_started_at - a_start) * 1000) AS t_synth, round(synth_ms) AS synth,
+		       round(prove_wait_ms) AS prove_wait, round(extract(epoch FROM prove_started_at - a_start) * 1000) AS t_prove,
+		       round(prove_ms) AS prove, round(verify_ms) AS verify, round(persist_ms) AS persist, round(total_ms) AS total
+		  FROM p WHERE request_id IN (SELECT min(request_id) FROM p GROUP BY run, circuit)
+		 ORDER BY a_start, request_id, partition"
+		psqlq -P pager=off -P footer=off -c "
+		$PARTITION_ROWS
+		SELECT run, circuit, count(*) AS partitions, $(
+			sep=
+			for ph in mem_wait_ms srs_ms synth_ms prove_wait_ms prove_ms verify_ms persist_ms total_ms; do
+				printf '%s' "$sep"
+				printf "round(percentile_cont(0.5) WITHIN GROUP (ORDER BY %s)::numeric)::text || ' / ' ||
+				        round(percentile_cont(0.95) WITHIN GROUP (ORDER BY %s)::numeric)::text AS %s" "$ph" "$ph" "${ph%_ms}"
+				sep=', '
+			done
+		)
+		  FROM p GROUP BY run, circuit ORDER BY run, min(a_start)"
+		echo "Per request: queue (its wait for a worker), the phases summed over its partitions (s),"
+		echo "serial = srs + synth + prove + verify + persist summed, wall = the attempt's start to its"
+		echo "proof stored; synth/solve = constraints per second of one solve (summed constraints over"
+		echo "summed synth time), synth/wall = the request's constraints over first synthesis start to"
+		echo "last synthesis end, solves = most partitions solved at once; gpu = constraints per second"
+		echo "of proving time; gpu_busy = the union of the partitions' proving intervals, gpu_idle = the"
+		echo "share of the wall (and of first proving start to last proving end) the device proved none."
+		psqlq -P pager=off -P footer=off -c "
+		$PARTITION_ROWS$PARTITION_REQUESTS
+		SELECT request_id, n AS parts, round(queue_ms) AS queue_ms, round(srs / 1000, 2) AS srs_s,
+		       round(mem_wait / 1000, 2) AS mem_wait_s, round(synth / 1000, 2) AS synth_s, round(prove / 1000, 2) AS prove_s,
+		       round(verify / 1000, 2) AS verify_s,
+		       round((srs + synth + prove + verify + persist) / 1000, 2) AS serial_s, round(wall_s, 2) AS wall_s,
+		       round((srs + synth + prove + verify + persist) / 1000 / nullif(wall_s, 0), 2) AS serial_per_wall,
+		       round(k * n / nullif(synth, 0) / 1000, 2) AS synth_solve_mcs,
+		       round(k * n / nullif(extract(epoch FROM s1 - s0), 0) / 1e6, 2) AS synth_wall_mcs, solves,
+		       round(k * n / nullif(prove, 0) / 1000, 2) AS gpu_mcs, round(busy_s, 2) AS gpu_busy_s,
+		       round(100 * (1 - busy_s / nullif(wall_s, 0)), 1) AS gpu_idle_pct,
+		       round(100 * (1 - busy_s / nullif(extract(epoch FROM p1 - p0), 0)), 1) AS gpu_idle_proving_pct
+		  FROM b ORDER BY a_start, request_id"
+	fi
 	bad=$(psqlq -At -c "SELECT count(*) FROM cuzk.proof_attempts WHERE outcome <> 'succeeded'")
 	echo "Attempts that did not succeed: $bad"
 	[ "$bad" = 0 ] || psqlq -P pager=off -P footer=off -c "SELECT request_id, attempt, outcome, left(error, 120) AS error
@@ -434,6 +583,16 @@ rates=$(psqlq -At -c "
 	         || ' ' || round((count(*) / extract(epoch FROM max(finished_at) - min(prove_started_at)))::numeric, 2) || ' proofs/s' AS c
 	    FROM cuzk.proof_attempts WHERE outcome = 'succeeded' AND request_id LIKE 'e2e-%'
 	   GROUP BY 1, circuit) x")
+parted=$(psqlq -At -c "$PARTITION_ROWS$PARTITION_REQUESTS
+	SELECT string_agg(c, '; ' ORDER BY t) FROM (
+	  SELECT min(a_start) AS t,
+	         format('%s %sx%s%s: wall %s s (serial %s s), synthesis %sM constraints/s (%s at once), GPU idle %s%%',
+	                circuit, count(*), max(n), CASE run WHEN 'main' THEN '' ELSE '(' || run || ')' END,
+	                round(avg(wall_s), 1), round(avg(srs + synth + prove + verify + persist) / 1000, 1),
+	                round(sum(k * n) / nullif(sum(extract(epoch FROM s1 - s0)), 0) / 1e6, 1), max(solves),
+	                round(100 * (1 - sum(busy_s) / nullif(sum(wall_s), 0)))) AS c
+	    FROM b GROUP BY run, circuit) x")
+[ -n "$parted" ] && rates="$rates; partitioned: $parted"
 [ "$ok" = "$total" ] || fail "$ok of $total requests succeeded"
 if [ "$vrc" != 0 ] || [ "$verified" != "$total" ]; then
 	fail "verify --all: rc $vrc, $verified of $total verified"

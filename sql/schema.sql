@@ -1328,6 +1328,8 @@ CREATE TABLE cuzk.partition_attempts (
     verify_ms double precision,
     persist_ms double precision,
     total_ms double precision,
+    synth_started_at timestamp with time zone,
+    prove_started_at timestamp with time zone,
     CONSTRAINT partition_attempts_outcome_check CHECK ((outcome = ANY (ARRAY['succeeded'::text, 'failed'::text]))),
     CONSTRAINT partition_attempts_partition_check CHECK ((partition >= 0))
 );
@@ -1335,6 +1337,14 @@ CREATE TABLE cuzk.partition_attempts (
 -- Name: TABLE partition_attempts; Type: COMMENT; Schema: cuzk; Owner: -
 
 COMMENT ON TABLE cuzk.partition_attempts IS 'Each partition an attempt worked on, with its phase times in milliseconds (total_ms: from its start to its proof stored); the attempt''s phase columns are their sums.';
+
+-- Name: COLUMN partition_attempts.synth_started_at; Type: COMMENT; Schema: cuzk; Owner: -
+
+COMMENT ON COLUMN cuzk.partition_attempts.synth_started_at IS 'When the partition''s synthesis began (after its memory reservation); it ends synth_ms later.';
+
+-- Name: COLUMN partition_attempts.prove_started_at; Type: COMMENT; Schema: cuzk; Owner: -
+
+COMMENT ON COLUMN cuzk.partition_attempts.prove_started_at IS 'When the partition''s proving began on its device (after any wait behind the device''s other lane); it ends prove_ms later.';
 
 -- Name: partition_proofs; Type: TABLE; Schema: cuzk; Owner: -
 

@@ -56,14 +56,17 @@ type PartitionAttempt struct {
 	Attempt, Partition    int
 	Outcome, Error        string // succeeded | failed
 	StartedAt, FinishedAt time.Time
-	Phases                map[string]time.Duration
+	// When synthesis and proving began; zero where the phase never began.
+	SynthStartedAt, ProveStartedAt time.Time
+	Phases                         map[string]time.Duration
 }
 
 // RecordPartition inserts a partition's row of its attempt.
 func RecordPartition(ctx context.Context, db DB, a *PartitionAttempt) error {
-	args := []any{a.RequestID, a.Attempt, a.Partition, a.Outcome, nullString(CapError(a.Error)), a.StartedAt, nullTime(a.FinishedAt)}
-	cols := []string{"request_id", "attempt", "partition", "outcome", "error", "started_at", "finished_at"}
-	vals := []string{"$1", "$2", "$3", "$4", "$5", "$6", "coalesce($7, now())"}
+	args := []any{a.RequestID, a.Attempt, a.Partition, a.Outcome, nullString(CapError(a.Error)), a.StartedAt, nullTime(a.FinishedAt),
+		nullTime(a.SynthStartedAt), nullTime(a.ProveStartedAt)}
+	cols := []string{"request_id", "attempt", "partition", "outcome", "error", "started_at", "finished_at", "synth_started_at", "prove_started_at"}
+	vals := []string{"$1", "$2", "$3", "$4", "$5", "$6", "coalesce($7, now())", "$8", "$9"}
 	for _, p := range phase.All() {
 		d, ok := a.Phases[p.Name]
 		if p.Name == phase.Queue || !ok {

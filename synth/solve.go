@@ -8,14 +8,16 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"github.com/consensys/gnark/backend/witness"
 	cs "github.com/consensys/gnark/constraint/bls12-381"
+	"github.com/consensys/gnark/constraint/solver"
 )
 
 // Solve parses inputs (see Compiled.Witness) and solves c on them. Bad inputs,
 // including inputs that do not satisfy the circuit, give an *InputError.
 //
 // ctx is checked before each phase; gnark's solver itself cannot be interrupted, so
-// a Solve under way runs to completion (its memory stays in use until then).
-func Solve(ctx context.Context, c *Compiled, inputs []byte) (*Solution, error) {
+// a Solve under way runs to completion (its memory stays in use until then). opts are
+// gnark's solver options, e.g. solver.WithNbTasks(Tasks(cpus, solves)).
+func Solve(ctx context.Context, c *Compiled, inputs []byte, opts ...solver.Option) (*Solution, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -23,11 +25,18 @@ func Solve(ctx context.Context, c *Compiled, inputs []byte) (*Solution, error) {
 	if err != nil {
 		return nil, err
 	}
-	return SolveWitness(ctx, c, w)
+	return SolveWitness(ctx, c, w, opts...)
+}
+
+// Tasks is how many goroutines each of solves concurrent solves should run on cpus
+// cores: gnark's solver defaults to one per core for each solve, and solves that each
+// run that many on shared cores spend their time switching instead of solving.
+func Tasks(cpus, solves int) int {
+	return max(1, cpus/max(1, solves))
 }
 
 // SolveWitness solves c on a gnark full witness, e.g. one from Compiled.Witness.
-func SolveWitness(ctx context.Context, c *Compiled, w witness.Witness) (*Solution, error) {
+func SolveWitness(ctx context.Context, c *Compiled, w witness.Witness, opts ...solver.Option) (*Solution, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -38,7 +47,7 @@ func SolveWitness(ctx context.Context, c *Compiled, w witness.Witness) (*Solutio
 	if len(vec) != c.nbInputs() {
 		return nil, badInput("witness has %d values, circuit %s takes %d", len(vec), c.Name, c.nbInputs())
 	}
-	res, err := c.CS.Solve(w)
+	res, err := c.CS.Solve(w, opts...)
 	if err != nil {
 		if unsat, ok := asUnsatisfied(err); ok {
 			// gnark's text prints values computed from the private inputs: the error

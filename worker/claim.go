@@ -30,6 +30,7 @@ type item struct {
 	res         *Reservation
 	sol         *synth.Solution
 	queued      chan struct{} // when not nil, closed once the item is in the provers' queue
+	synthStart  chan struct{} // when not nil, closed once the item's synthesis begins
 	synthDone   time.Time
 	keyWait     time.Duration // after synthesis, for the key to be read (Catalog.Prepare)
 	keyMemWait  time.Duration // before synthesis, for the memory of the key's host copy

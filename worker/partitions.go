@@ -26,11 +26,14 @@ import (
 // Partitions stream through the pipeline: partition i+1 enters it once partition i is
 // synthesized and queued for a prover, so partitions reach the provers in order, their
 // reservations are taken in order, and partition i+1 is synthesized while partition i
-// is proven when the budget holds both. As many partitions are in memory at once as the
-// budget holds; each reservation is released in two steps as for any request: its bulk
-// once its proof is made, the rest once that proof is stored. Proofs are stored in
-// partition order. After a partition fails no further partition starts; those already
-// started finish, and those of them that succeed are stored.
+// is proven when the budget holds both. With SynthSplit partition i+1 enters once
+// partition i has its memory reserved and its synthesis under way: reservations are
+// still taken in order, and as many partitions are solved at once as the synthesis
+// concurrency allows (one solve alone uses many cores poorly). As many partitions are
+// in memory at once as the budget holds; each reservation is released in two steps as
+// for any request: its bulk once its proof is made, the rest once that proof is stored.
+// Proofs are stored in partition order. After a partition fails no further partition
+// starts; those already started finish, and those of them that succeed are stored.
 func (w *Worker) workPartitions(ctx context.Context, job *river.Job[jobs.ProveArgs], req *store.Request, start time.Time, log *slog.Logger) error {
 	all := &item{ctx: ctx, job: job, req: req, start: start, done: make(chan struct{})}
 	all.att = store.Attempt{RequestID: req.RequestID, Circuit: req.Circuit, Attempt: req.Attempt, QueueMs: &req.QueueMs}
@@ -87,9 +90,14 @@ func (w *Worker) workPartitions(ctx context.Context, job *river.Job[jobs.ProveAr
 			runs[i] = r
 		}(prev)
 		prev = settled
-		// The next partition starts once this one is queued for a prover (or has failed).
+		// The next partition starts once this one is queued for a prover, with SynthSplit
+		// once its synthesis has begun (or once it has failed).
+		next := it.queued
+		if w.cfg.SynthSplit {
+			next = it.synthStart
+		}
 		select {
-		case <-it.queued:
+		case <-next:
 		case <-it.done:
 			if it.err != nil {
 				stopping.Store(true)
@@ -142,12 +150,13 @@ type partitionRun struct {
 }
 
 // startPartition hands a partition of all's request, with its inputs, to the pipeline
-// as a request of its own; its queued channel is closed once it is synthesized and in
-// the provers' queue.
+// as a request of its own; its synthStart channel is closed once its synthesis begins,
+// its queued channel once it is synthesized and in the provers' queue.
 func (w *Worker) startPartition(ctx context.Context, all *item, inputs []byte) *item {
 	req := *all.req
 	req.Inputs, req.Witness, req.Partitions = inputs, nil, 1
-	it := &item{ctx: ctx, job: all.job, req: &req, start: time.Now(), done: make(chan struct{}), queued: make(chan struct{})}
+	it := &item{ctx: ctx, job: all.job, req: &req, start: time.Now(), done: make(chan struct{}),
+		queued: make(chan struct{}), synthStart: make(chan struct{})}
 	it.att = store.Attempt{RequestID: req.RequestID, Circuit: req.Circuit, Attempt: req.Attempt}
 	w.collector.add(it)
 	return it
@@ -162,7 +171,8 @@ func (w *Worker) finishPartition(ctx context.Context, i int, it *item, prev <-ch
 		defer it.res.Release()
 	}
 	req := it.req
-	row := &store.PartitionAttempt{RequestID: req.RequestID, Attempt: req.Attempt, Partition: i, StartedAt: it.start}
+	row := &store.PartitionAttempt{RequestID: req.RequestID, Attempt: req.Attempt, Partition: i, StartedAt: it.start,
+		SynthStartedAt: it.att.SynthStartedAt, ProveStartedAt: it.att.ProveStartedAt}
 	var proofBytes []byte
 	err := it.err
 	if err == nil {

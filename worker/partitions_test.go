@@ -181,6 +181,14 @@ func TestPartitionedRequestThroughSQL(t *testing.T) {
 	if done != 3 || parts != 3 {
 		t.Errorf("%d of %d partitions proven, want 3 of 3", done, parts)
 	}
+	// Each partition's phases lie on one time line: entered the pipeline, synthesized,
+	// then proven, all before its row was written.
+	if got := scalar(t, db.Pool, `SELECT count(*) FROM cuzk.partition_attempts
+	                                WHERE request_id = 'c2' AND started_at <= synth_started_at
+	                                  AND synth_started_at + synth_ms * interval '1 ms' <= prove_started_at
+	                                  AND prove_started_at + prove_ms * interval '1 ms' <= finished_at`); got != 3 {
+		t.Errorf("%d of 3 partition rows have started_at <= synth_started_at, synthesis ending by prove_started_at and proving by finished_at", got)
+	}
 }
 
 func TestUnsatisfiablePartitionFailsNamingIt(t *testing.T) {
@@ -450,5 +458,23 @@ func TestPartitionLargerThanBudgetFailsAtOnce(t *testing.T) {
 	}
 	if peak := rw.w.Budget().Peak(); peak != (worker.BudgetPeak{}) {
 		t.Errorf("budget peak %+v, want nothing ever reserved", peak)
+	}
+}
+
+// With SynthSplit a partition enters the pipeline once the one before it is being
+// synthesized, not once it is queued for a prover: with the first proof held and room
+// for one solved batch in the provers' queue, partitions 0 to 3 hold reservations at
+// once (one proving, one queued, one waiting for the queue, one synthesized); one after
+// the other, partition 3 would wait for the queue to move.
+func TestPartitionsSideBySideWithSynthSplit(t *testing.T) {
+	db, need := partitionDB(t)
+	held := &heldProve{Backend: prover.NewCPU(), cond: func(b *worker.Budget) bool { return b.Reserved() >= 4*need }}
+	rw := startWorkerWith(t, db.Pool, []worker.Prover{{Backend: held}}, nil, func(c *worker.Config) {
+		c.SynthSplit, c.QueueDepth, c.SynthConcurrency = true, 1, 2
+	})
+	held.budget.Store(rw.w.Budget())
+	proveAllPartitions(t, db, "side", 5)
+	if !held.met.Load() {
+		t.Error("partitions 0 to 3 never held reservations together while the first proof was held")
 	}
 }

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
+
+	"github.com/consensys/gnark/constraint/solver"
 
 	"github.com/cuzk/cuzk/phase"
 	"github.com/cuzk/cuzk/synth"
@@ -149,11 +152,24 @@ func (w *Worker) synthesize(it *item) error {
 		return errHandBack
 	}
 	it.att.SynthStartedAt = time.Now()
+	if it.synthStart != nil {
+		close(it.synthStart)
+	}
 	if it.req.Inputs == nil && len(it.req.Witness) == 0 {
 		// An empty payload reads as empty inputs JSON to synth; this one is a witness.
 		return fmt.Errorf("synthesize: %w", &synth.InputError{Msg: "witness is empty"})
 	}
-	sol, err := synth.Solve(it.ctx, compiled, it.req.Payload())
+	// gnark runs one goroutine per core in each solve; with SynthSplit the solves under
+	// way share the cores instead.
+	sol, err := func() (*synth.Solution, error) {
+		solves := int(w.solving.Add(1))
+		defer w.solving.Add(-1) // also when the solver panics
+		var opts []solver.Option
+		if w.cfg.SynthSplit {
+			opts = append(opts, solver.WithNbTasks(synth.Tasks(runtime.GOMAXPROCS(0), solves)))
+		}
+		return synth.Solve(it.ctx, compiled, it.req.Payload(), opts...)
+	}()
 	it.synthDone = time.Now()
 	it.times.Set(phase.Synth, it.synthDone.Sub(it.att.SynthStartedAt))
 	if err != nil {

@@ -59,6 +59,7 @@ type Worker struct {
 	predecessorID string
 	collector     *collector
 	synthSem      chan struct{}
+	solving       atomic.Int32 // solves under way: each splits the cores with the others (synthesize.go)
 	proveCh       chan *batch
 	assembling    sync.WaitGroup // batches' proofs being assembled after their device work (prove.go)
 

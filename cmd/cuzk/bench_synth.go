@@ -69,13 +69,21 @@ func (c benchCmd) runSynthOnly(ctx context.Context, g *globals) error {
 		len(sol.W), share(v.Zero), share(v.One), share(v.Small), share(v.Full), gib(compiled.Estimate().Total()))
 	sol = nil
 
-	rates, err := bench.MeasureSolves(ctx, compiled, inputs, c.Concurrency, c.Runs)
-	if err != nil {
-		return err
-	}
-	for _, r := range rates {
-		fmt.Fprintf(out, "solve x%d: median %.3fs of %d rounds, %.2fM constraints/s (GOMAXPROCS %d)\n",
-			r.Concurrency, r.Median().Seconds(), len(r.Rounds), r.ConstraintsPerSec(n)/1e6, runtime.GOMAXPROCS(0))
+	splits := map[string][]bool{"off": {false}, "on": {true}, "both": {false, true}}[c.SynthSplit]
+	for _, split := range splits {
+		rates, err := bench.MeasureSolves(ctx, compiled, inputs, c.Concurrency, c.Runs, split)
+		if err != nil {
+			return err
+		}
+		procs := runtime.GOMAXPROCS(0)
+		for _, r := range rates {
+			tasks := procs
+			if split {
+				tasks = synth.Tasks(procs, r.Concurrency)
+			}
+			fmt.Fprintf(out, "solve x%d, %d tasks each: median %.3fs of %d rounds, %.2fM constraints/s (GOMAXPROCS %d)\n",
+				r.Concurrency, tasks, r.Median().Seconds(), len(r.Rounds), r.ConstraintsPerSec(n)/1e6, procs)
+		}
 	}
 	peak, err := bench.PeakRSS()
 	if err != nil {

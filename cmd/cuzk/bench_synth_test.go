@@ -2,22 +2,24 @@ package main
 
 import (
 	"regexp"
+	"strconv"
 	"testing"
 )
 
 // cuzk bench --synth-only needs no database or keys: it prints the circuit's shape,
-// one constraints/s line per concurrency, then the peak RSS.
+// one constraints/s line per concurrency (and per split of the cores with --synth-split
+// both), then the peak RSS.
 func TestBenchSynthOnly(t *testing.T) {
 	t.Parallel()
-	r := mustOK(t, cuzkDB(t, "", "bench", "--circuit", "porep-k16", "--synth-only", "--runs", "1", "--concurrency", "1,2",
+	r := mustOK(t, cuzkDB(t, "", "bench", "--circuit", "porep-k16", "--synth-only", "--runs", "1", "--concurrency", "1,2", "--synth-split", "both",
 		"--keys-dir", t.TempDir(), "--cache-dir", t.TempDir()))
 	for _, want := range []string{
 		`circuit porep-k16: 64766 constraints, domain 2\^16 \(98\.83% used\)`,
 		`variables: 4 public \(with the constant 1\), 22 secret, 18102 internal; private per constraint 0\.280`,
 		`compiled in [0-9.]+s; heap after it [0-9.]+ GiB, peak RSS so far [0-9.]+ GiB`,
 		`witness: 18128 values: [0-9.]+% zero, [0-9.]+% one, 0\.0% other below 2\^64, 16\.6% full-size; solve estimate [0-9.]+ GiB`,
-		`solve x1: median [0-9.]+s of 1 rounds, [0-9.]+M constraints/s \(GOMAXPROCS \d+\)`,
-		`solve x2: median [0-9.]+s of 1 rounds, [0-9.]+M constraints/s \(GOMAXPROCS \d+\)`,
+		`solve x1, \d+ tasks each: median [0-9.]+s of 1 rounds, [0-9.]+M constraints/s \(GOMAXPROCS \d+\)`,
+		`solve x2, \d+ tasks each: median [0-9.]+s of 1 rounds, [0-9.]+M constraints/s \(GOMAXPROCS \d+\)`,
 		`peak RSS: [0-9.]+ GiB`,
 	} {
 		if !regexp.MustCompile(`(?m)^` + want + `$`).MatchString(r.stdout) {
@@ -25,6 +27,21 @@ func TestBenchSynthOnly(t *testing.T) {
 		}
 	}
 
+	// Each way once: x2 with every core a solve, and with half of them (at least one).
+	procs := regexp.MustCompile(`(?m)^solve x2, (\d+) tasks each: .*\(GOMAXPROCS (\d+)\)$`).FindAllStringSubmatch(r.stdout, -1)
+	if len(procs) != 2 || procs[0][1] != procs[0][2] || procs[1][1] != strconv.Itoa(max(1, mustAtoi(t, procs[1][2])/2)) {
+		t.Errorf("solve x2 lines %q, want one with GOMAXPROCS tasks, then one with half", procs)
+	}
+
 	wantExit(t, cuzkDB(t, "", "bench", "--circuit", "porep-k16", "--synth-only", "--concurrency", "0"), exitUsage, "--concurrency 0")
 	wantExit(t, cuzkDB(t, "", "bench", "--circuit", "porep-k15", "--synth-only"), exitUsage, "K=15 out of range [16, 27]")
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

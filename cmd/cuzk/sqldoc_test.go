@@ -197,9 +197,9 @@ func TestSQLCookbookRunsAsWritten(t *testing.T) {
 	parts := block("partitions FROM cuzk.proof_requests")
 	want("the partitioned request has 3 partitions", len(parts) == 2 && id.MatchString(parts[0]) && parts[1] == "3", parts)
 	pst := block("AS proven")
-	want("the partitioned request succeeded with 3 partitions, its proofs in order and 3 partition rows",
-		len(pst) == 7 && pst[0] == "succeeded|3|3" && strings.HasPrefix(pst[1], `0|\x`) && strings.HasPrefix(pst[3], `2|\x`) &&
-			regexp.MustCompile(`^1\|2\|succeeded\|`).MatchString(pst[6]), pst)
+	want("the partitioned request succeeded with 3 partitions, its proofs in order, 3 partition rows and the device's idle seconds",
+		len(pst) == 8 && pst[0] == "succeeded|3|3" && strings.HasPrefix(pst[1], `0|\x`) && strings.HasPrefix(pst[3], `2|\x`) &&
+			regexp.MustCompile(`^1\|2\|succeeded\|`).MatchString(pst[6]) && regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`).MatchString(pst[7]), pst)
 
 	var n int
 	if err := db.Pool.QueryRow(ctx, "SELECT count(*) FROM cuzk.proof_requests WHERE submitted_by = $1", roles["curio"]).Scan(&n); err != nil || n != 6 {

@@ -33,6 +33,7 @@ type workerCmd struct {
 	MaxBatch         int           `name:"max-batch" env:"CUZK_MAX_BATCH" default:"1" help:"Most requests of one circuit proven together."`
 	BatchWait        time.Duration `name:"batch-wait" env:"CUZK_BATCH_WAIT" default:"50ms" help:"Longest a request waits for its batch to fill."`
 	SynthConcurrency int           `name:"synth-concurrency" env:"CUZK_SYNTH_CONCURRENCY" default:"0" help:"Concurrent syntheses (0: half the CPUs, at least 1)."`
+	SynthSplit       bool          `name:"synth-split" env:"CUZK_SYNTH_SPLIT" help:"Solve a partitioned request's partitions side by side (up to --synth-concurrency at once) instead of one after the other, and let solves under way share the cores: each of N runs cores/N goroutines instead of one per core (cuzk bench --synth-only --synth-split both compares the two)."`
 	QueueDepth       int           `name:"queue-depth" env:"CUZK_QUEUE_DEPTH" default:"2" help:"Solved batches waiting for a prover."`
 	RescueAfter      time.Duration `name:"rescue-after" env:"CUZK_RESCUE_AFTER" default:"1h" help:"A job running this long without finishing (its worker died) is retried; also the longest one attempt may run, so keep it above the slowest proof."`
 	RetryBackoff     time.Duration `name:"retry-backoff" env:"CUZK_RETRY_BACKOFF" default:"5s" help:"Delay before retrying a failed attempt, doubled for each further attempt (at most 10m)."`
@@ -112,6 +113,7 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 	if cfg.SynthConcurrency <= 0 {
 		cfg.SynthConcurrency = max(1, runtime.NumCPU()/2)
 	}
+	cfg.SynthSplit = c.SynthSplit
 	cfg.QueueDepth = c.QueueDepth
 	cfg.RescueAfter = c.RescueAfter
 	cfg.ShutdownGrace = c.ShutdownGrace

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/consensys/gnark/constraint/solver"
+
 	"github.com/cuzk/cuzk/synth"
 )
 
@@ -33,8 +35,10 @@ func (r SolveRate) ConstraintsPerSec(n int) float64 {
 // MeasureSolves times synth.Solve of c on inputs, for each entry of concurrency in
 // turn: rounds rounds of that many solves started together, each round timed from
 // the first start to the last finish. Solutions are dropped as they come and the
-// heap collected between rounds, so a round holds at most its own solutions.
-func MeasureSolves(ctx context.Context, c *synth.Compiled, inputs []byte, concurrency []int, rounds int) ([]SolveRate, error) {
+// heap collected between rounds, so a round holds at most its own solutions. With
+// split, each of n solves at once runs synth.Tasks(GOMAXPROCS, n) goroutines instead of
+// gnark's default of one per core.
+func MeasureSolves(ctx context.Context, c *synth.Compiled, inputs []byte, concurrency []int, rounds int, split bool) ([]SolveRate, error) {
 	if rounds < 1 {
 		return nil, errors.New("measure solves: rounds must be at least 1")
 	}
@@ -44,6 +48,10 @@ func MeasureSolves(ctx context.Context, c *synth.Compiled, inputs []byte, concur
 			return nil, fmt.Errorf("measure solves: concurrency %d, want at least 1", n)
 		}
 		rate := SolveRate{Concurrency: n}
+		var opts []solver.Option
+		if split {
+			opts = append(opts, solver.WithNbTasks(synth.Tasks(runtime.GOMAXPROCS(0), n)))
+		}
 		for range rounds {
 			runtime.GC()
 			errs := make([]error, n)
@@ -51,7 +59,7 @@ func MeasureSolves(ctx context.Context, c *synth.Compiled, inputs []byte, concur
 			start := time.Now()
 			for i := range n {
 				wg.Go(func() {
-					_, errs[i] = synth.Solve(ctx, c, inputs)
+					_, errs[i] = synth.Solve(ctx, c, inputs, opts...)
 				})
 			}
 			wg.Wait()
