@@ -30,8 +30,9 @@ type Query struct {
 	SQL  string // its text, without the name line or a trailing semicolon
 }
 
-// byName is every query, parsed once from the embedded files: it never changes, and a
-// file that does not parse is a build defect that the package's test reports.
+// byName is every query, parsed once from the embedded files and never changed; a file
+// that does not parse panics at start, so that every test of this package and of
+// store fails.
 var byName = mustIndex()
 
 // SQL is the text of the query called name. An unknown name panics: the names store
