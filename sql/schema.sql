@@ -700,6 +700,20 @@ BEGIN
     RETURN NEW;
 END $$;
 
+-- Name: proof_requests_owner_moved(); Type: FUNCTION; Schema: cuzk; Owner: -
+
+CREATE FUNCTION cuzk.proof_requests_owner_moved() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'cuzk', 'pg_temp'
+    AS $$
+BEGIN
+    UPDATE cuzk.proofs SET submitted_by = NEW.submitted_by WHERE request_id = NEW.request_id;
+    UPDATE cuzk.proof_attempts SET submitted_by = NEW.submitted_by WHERE request_id = NEW.request_id;
+    UPDATE cuzk.partition_proofs SET submitted_by = NEW.submitted_by WHERE request_id = NEW.request_id;
+    UPDATE cuzk.partition_attempts SET submitted_by = NEW.submitted_by WHERE request_id = NEW.request_id;
+    RETURN NULL;
+END $$;
+
 -- Name: proof_requests_readmit(); Type: FUNCTION; Schema: cuzk; Owner: -
 
 CREATE FUNCTION cuzk.proof_requests_readmit() RETURNS trigger
@@ -873,9 +887,12 @@ BEGIN
         END IF;
         sel_value := found[1];
         description := 'config ' || sel_value || coalesce(' ' || (
-            SELECT c::text FROM (SELECT a.config AS c FROM cuzk.proof_attempts a WHERE a.config_hash = sel_value AND a.config IS NOT NULL
-                                 UNION ALL
-                                 SELECT b.config FROM cuzk.bench_runs b WHERE b.config_hash = sel_value AND b.config IS NOT NULL) x LIMIT 1), '');
+            SELECT a.config::text FROM cuzk.proof_attempts a WHERE a.config_hash = sel_value AND a.config IS NOT NULL LIMIT 1), '');
+        -- A statement of its own: it is checked for the column's privilege only when it runs.
+        IF description = 'config ' || sel_value AND has_column_privilege('cuzk.bench_runs', 'config', 'SELECT') THEN
+            description := description || coalesce(' ' || (
+                SELECT b.config::text FROM cuzk.bench_runs b WHERE b.config_hash = sel_value AND b.config IS NOT NULL LIMIT 1), '');
+        END IF;
     WHEN 'window' THEN
         m := string_to_array(v, '/');
         IF cardinality(m) <> 2 THEN
@@ -955,6 +972,17 @@ CREATE FUNCTION cuzk.roll_hours(lo timestamp with time zone, hi timestamp with t
        SET succeeded = EXCLUDED.succeeded, failed = EXCLUDED.failed, timed = EXCLUDED.timed,
            sums = EXCLUDED.sums, counts = EXCLUDED.counts, hist_b = EXCLUDED.hist_b, hist_n = EXCLUDED.hist_n
 $$;
+
+-- Name: row_submitted_by(); Type: FUNCTION; Schema: cuzk; Owner: -
+
+CREATE FUNCTION cuzk.row_submitted_by() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'cuzk', 'pg_temp'
+    AS $$
+BEGIN
+    NEW.submitted_by := (SELECT r.submitted_by FROM cuzk.proof_requests r WHERE r.request_id = NEW.request_id);
+    RETURN NEW;
+END $$;
 
 -- Name: scrub_ended_inputs(integer); Type: FUNCTION; Schema: cuzk; Owner: -
 
@@ -1150,6 +1178,7 @@ CREATE TABLE cuzk.proof_attempts (
     h2d_ms double precision,
     msm_g1_ms double precision,
     msm_g2_ms double precision,
+    submitted_by text,
     CONSTRAINT proof_attempts_outcome_check CHECK ((outcome = ANY (ARRAY['running'::text, 'succeeded'::text, 'failed'::text, 'retryable'::text, 'interrupted'::text, 'cancelled'::text])))
 );
 
@@ -1169,6 +1198,10 @@ COMMENT ON COLUMN cuzk.proof_attempts.build IS 'Module version and VCS revision 
 
 COMMENT ON COLUMN cuzk.proof_attempts.config_hash IS 'Stable hash of config: the worker settings that change performance.';
 
+-- Name: COLUMN proof_attempts.submitted_by; Type: COMMENT; Schema: cuzk; Owner: -
+
+COMMENT ON COLUMN cuzk.proof_attempts.submitted_by IS 'The request''s submitted_by, set by a trigger: the login whose row policy admits this row.';
+
 -- Name: attempt_phases; Type: VIEW; Schema: cuzk; Owner: -
 
 CREATE VIEW cuzk.attempt_phases WITH (security_barrier='true') AS
@@ -1186,9 +1219,7 @@ CREATE VIEW cuzk.attempt_phases WITH (security_barrier='true') AS
     p.ms
    FROM (cuzk.proof_attempts a
      CROSS JOIN LATERAL ( VALUES (1,'queue'::text,a.queue_ms), (2,'batch_wait'::text,a.batch_wait_ms), (3,'mem_wait'::text,a.mem_wait_ms), (4,'srs'::text,a.srs_ms), (5,'synth'::text,a.synth_ms), (6,'prove_wait'::text,a.prove_wait_ms), (7,'prove'::text,a.prove_ms), (8,'h2d'::text,a.h2d_ms), (9,'ntt'::text,a.ntt_ms), (10,'msm'::text,a.msm_ms), (11,'msm_g1'::text,a.msm_g1_ms), (12,'msm_g2'::text,a.msm_g2_ms), (13,'verify'::text,a.verify_ms), (14,'persist'::text,a.persist_ms), (15,'total'::text,a.total_ms)) p(ord, phase, ms))
-  WHERE ((p.ms IS NOT NULL) AND (( SELECT cuzk.acts_for_all() AS acts_for_all) OR (EXISTS ( SELECT 1
-           FROM cuzk.proof_requests r
-          WHERE ((r.request_id = a.request_id) AND (r.submitted_by = SESSION_USER))))));
+  WHERE ((p.ms IS NOT NULL) AND (( SELECT cuzk.acts_for_all() AS acts_for_all) OR (a.submitted_by = SESSION_USER)));
 
 -- Name: VIEW attempt_phases; Type: COMMENT; Schema: cuzk; Owner: -
 
@@ -1231,6 +1262,10 @@ CREATE TABLE cuzk.bench_runs (
     total_ms double precision,
     CONSTRAINT bench_runs_arm_check CHECK ((arm = ANY (ARRAY[''::text, 'A'::text, 'B'::text])))
 );
+
+-- Name: TABLE bench_runs; Type: COMMENT; Schema: cuzk; Owner: -
+
+COMMENT ON TABLE cuzk.bench_runs IS 'One row per timed proof of cuzk bench --record. Submitters read every column but worker, device and config.';
 
 -- Name: bench_runs_id_seq; Type: SEQUENCE; Schema: cuzk; Owner: -
 
@@ -1330,6 +1365,7 @@ CREATE TABLE cuzk.partition_attempts (
     total_ms double precision,
     synth_started_at timestamp with time zone,
     prove_started_at timestamp with time zone,
+    submitted_by text,
     CONSTRAINT partition_attempts_outcome_check CHECK ((outcome = ANY (ARRAY['succeeded'::text, 'failed'::text]))),
     CONSTRAINT partition_attempts_partition_check CHECK ((partition >= 0))
 );
@@ -1346,6 +1382,10 @@ COMMENT ON COLUMN cuzk.partition_attempts.synth_started_at IS 'When the partitio
 
 COMMENT ON COLUMN cuzk.partition_attempts.prove_started_at IS 'When the partition''s proving began on its device (after any wait behind the device''s other lane); it ends prove_ms later.';
 
+-- Name: COLUMN partition_attempts.submitted_by; Type: COMMENT; Schema: cuzk; Owner: -
+
+COMMENT ON COLUMN cuzk.partition_attempts.submitted_by IS 'The request''s submitted_by, set by a trigger: the login whose row policy admits this row.';
+
 -- Name: partition_proofs; Type: TABLE; Schema: cuzk; Owner: -
 
 CREATE TABLE cuzk.partition_proofs (
@@ -1358,12 +1398,17 @@ CREATE TABLE cuzk.partition_proofs (
     worker text NOT NULL,
     backend text NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    submitted_by text,
     CONSTRAINT partition_proofs_partition_check CHECK ((partition >= 0))
 );
 
 -- Name: TABLE partition_proofs; Type: COMMENT; Schema: cuzk; Owner: -
 
 COMMENT ON TABLE cuzk.partition_proofs IS 'The verified proof of each partition of a partitioned request, stored as soon as it is made; a retry proves only the partitions missing here.';
+
+-- Name: COLUMN partition_proofs.submitted_by; Type: COMMENT; Schema: cuzk; Owner: -
+
+COMMENT ON COLUMN cuzk.partition_proofs.submitted_by IS 'The request''s submitted_by, set by a trigger: the login whose row policy admits this row.';
 
 -- Name: phase_samples; Type: VIEW; Schema: cuzk; Owner: -
 
@@ -1453,6 +1498,7 @@ CREATE TABLE cuzk.proofs (
     partitions integer DEFAULT 1 NOT NULL,
     proofs bytea[],
     public_witnesses bytea[],
+    submitted_by text,
     CONSTRAINT proofs_partitions CHECK ((((proofs IS NULL) AND (public_witnesses IS NULL) AND (partitions = 1)) OR ((cardinality(proofs) = partitions) AND (cardinality(public_witnesses) = partitions)))),
     CONSTRAINT proofs_partitions_check CHECK ((partitions >= 1))
 );
@@ -1472,6 +1518,10 @@ COMMENT ON COLUMN cuzk.proofs.proofs IS 'The proofs of a partitioned request in 
 -- Name: COLUMN proofs.public_witnesses; Type: COMMENT; Schema: cuzk; Owner: -
 
 COMMENT ON COLUMN cuzk.proofs.public_witnesses IS 'The public witnesses of a partitioned request in partition order (gnark witness.MarshalBinary each); NULL for a single-proof request.';
+
+-- Name: COLUMN proofs.submitted_by; Type: COMMENT; Schema: cuzk; Owner: -
+
+COMMENT ON COLUMN cuzk.proofs.submitted_by IS 'The request''s submitted_by, set by a trigger: the login whose row policy admits this row.';
 
 -- Name: schema_version; Type: TABLE; Schema: cuzk; Owner: -
 
@@ -1687,6 +1737,18 @@ CREATE INDEX proof_requests_waiting_idx ON cuzk.proof_requests USING btree (subm
 
 CREATE TRIGGER circuits_key_version BEFORE INSERT OR UPDATE OF vk, key_version ON cuzk.circuits FOR EACH ROW EXECUTE FUNCTION cuzk.circuits_key_version();
 
+-- Name: partition_attempts partition_attempts_submitted_by; Type: TRIGGER; Schema: cuzk; Owner: -
+
+CREATE TRIGGER partition_attempts_submitted_by BEFORE INSERT OR UPDATE OF request_id, submitted_by ON cuzk.partition_attempts FOR EACH ROW EXECUTE FUNCTION cuzk.row_submitted_by();
+
+-- Name: partition_proofs partition_proofs_submitted_by; Type: TRIGGER; Schema: cuzk; Owner: -
+
+CREATE TRIGGER partition_proofs_submitted_by BEFORE INSERT OR UPDATE OF request_id, submitted_by ON cuzk.partition_proofs FOR EACH ROW EXECUTE FUNCTION cuzk.row_submitted_by();
+
+-- Name: proof_attempts proof_attempts_submitted_by; Type: TRIGGER; Schema: cuzk; Owner: -
+
+CREATE TRIGGER proof_attempts_submitted_by BEFORE INSERT OR UPDATE OF request_id, submitted_by ON cuzk.proof_attempts FOR EACH ROW EXECUTE FUNCTION cuzk.row_submitted_by();
+
 -- Name: proof_requests proof_requests_a_tenant; Type: TRIGGER; Schema: cuzk; Owner: -
 
 CREATE TRIGGER proof_requests_a_tenant BEFORE INSERT ON cuzk.proof_requests FOR EACH ROW EXECUTE FUNCTION cuzk.proof_requests_tenant();
@@ -1703,6 +1765,10 @@ CREATE TRIGGER proof_requests_b_partitions BEFORE INSERT ON cuzk.proof_requests 
 
 CREATE TRIGGER proof_requests_check BEFORE INSERT ON cuzk.proof_requests FOR EACH ROW EXECUTE FUNCTION cuzk.proof_requests_check();
 
+-- Name: proof_requests proof_requests_owner_moved; Type: TRIGGER; Schema: cuzk; Owner: -
+
+CREATE TRIGGER proof_requests_owner_moved AFTER UPDATE OF submitted_by ON cuzk.proof_requests FOR EACH ROW WHEN ((old.submitted_by IS DISTINCT FROM new.submitted_by)) EXECUTE FUNCTION cuzk.proof_requests_owner_moved();
+
 -- Name: proof_requests proof_requests_readmit; Type: TRIGGER; Schema: cuzk; Owner: -
 
 CREATE TRIGGER proof_requests_readmit AFTER UPDATE ON cuzk.proof_requests FOR EACH ROW WHEN ((((old.state = 'queued'::text) AND (old.job_id IS NOT NULL) AND ((new.state <> 'queued'::text) OR (new.job_id IS NULL))) OR ((new.state = 'queued'::text) AND (new.job_id IS NULL) AND ((old.state <> 'queued'::text) OR (old.job_id IS NOT NULL))))) EXECUTE FUNCTION cuzk.proof_requests_readmit();
@@ -1710,6 +1776,10 @@ CREATE TRIGGER proof_requests_readmit AFTER UPDATE ON cuzk.proof_requests FOR EA
 -- Name: proofs proofs_key_version; Type: TRIGGER; Schema: cuzk; Owner: -
 
 CREATE TRIGGER proofs_key_version BEFORE INSERT ON cuzk.proofs FOR EACH ROW EXECUTE FUNCTION cuzk.proofs_key_version();
+
+-- Name: proofs proofs_submitted_by; Type: TRIGGER; Schema: cuzk; Owner: -
+
+CREATE TRIGGER proofs_submitted_by BEFORE INSERT OR UPDATE OF request_id, submitted_by ON cuzk.proofs FOR EACH ROW EXECUTE FUNCTION cuzk.row_submitted_by();
 
 -- Name: circuits circuits_key_version_fkey; Type: FK CONSTRAINT; Schema: cuzk; Owner: -
 
@@ -1748,27 +1818,19 @@ ALTER TABLE ONLY cuzk.proofs
 
 -- Name: proof_attempts own_attempts; Type: POLICY; Schema: cuzk; Owner: -
 
-CREATE POLICY own_attempts ON cuzk.proof_attempts FOR SELECT TO cuzk_submitter USING ((( SELECT cuzk.acts_for_all() AS acts_for_all) OR (EXISTS ( SELECT 1
-   FROM cuzk.proof_requests r
-  WHERE ((r.request_id = proof_attempts.request_id) AND (r.submitted_by = SESSION_USER))))));
+CREATE POLICY own_attempts ON cuzk.proof_attempts FOR SELECT TO cuzk_submitter USING ((( SELECT cuzk.acts_for_all() AS acts_for_all) OR (submitted_by = SESSION_USER)));
 
 -- Name: partition_attempts own_partition_attempts; Type: POLICY; Schema: cuzk; Owner: -
 
-CREATE POLICY own_partition_attempts ON cuzk.partition_attempts FOR SELECT TO cuzk_submitter USING ((( SELECT cuzk.acts_for_all() AS acts_for_all) OR (EXISTS ( SELECT 1
-   FROM cuzk.proof_requests r
-  WHERE ((r.request_id = partition_attempts.request_id) AND (r.submitted_by = SESSION_USER))))));
+CREATE POLICY own_partition_attempts ON cuzk.partition_attempts FOR SELECT TO cuzk_submitter USING ((( SELECT cuzk.acts_for_all() AS acts_for_all) OR (submitted_by = SESSION_USER)));
 
 -- Name: partition_proofs own_partition_proofs; Type: POLICY; Schema: cuzk; Owner: -
 
-CREATE POLICY own_partition_proofs ON cuzk.partition_proofs FOR SELECT TO cuzk_submitter USING ((( SELECT cuzk.acts_for_all() AS acts_for_all) OR (EXISTS ( SELECT 1
-   FROM cuzk.proof_requests r
-  WHERE ((r.request_id = partition_proofs.request_id) AND (r.submitted_by = SESSION_USER))))));
+CREATE POLICY own_partition_proofs ON cuzk.partition_proofs FOR SELECT TO cuzk_submitter USING ((( SELECT cuzk.acts_for_all() AS acts_for_all) OR (submitted_by = SESSION_USER)));
 
 -- Name: proofs own_proofs; Type: POLICY; Schema: cuzk; Owner: -
 
-CREATE POLICY own_proofs ON cuzk.proofs FOR SELECT TO cuzk_submitter USING ((( SELECT cuzk.acts_for_all() AS acts_for_all) OR (EXISTS ( SELECT 1
-   FROM cuzk.proof_requests r
-  WHERE ((r.request_id = proofs.request_id) AND (r.submitted_by = SESSION_USER))))));
+CREATE POLICY own_proofs ON cuzk.proofs FOR SELECT TO cuzk_submitter USING ((( SELECT cuzk.acts_for_all() AS acts_for_all) OR (submitted_by = SESSION_USER)));
 
 -- Name: proof_requests own_requests; Type: POLICY; Schema: cuzk; Owner: -
 
@@ -1944,6 +2006,10 @@ GRANT SELECT(partitions) ON TABLE cuzk.proof_requests TO cuzk_submitter;
 
 REVOKE ALL ON FUNCTION cuzk.own_request(req_id text, verb text) FROM PUBLIC;
 
+-- Name: FUNCTION proof_requests_owner_moved(); Type: ACL; Schema: cuzk; Owner: -
+
+REVOKE ALL ON FUNCTION cuzk.proof_requests_owner_moved() FROM PUBLIC;
+
 -- Name: FUNCTION repair_jobs(); Type: ACL; Schema: cuzk; Owner: -
 
 REVOKE ALL ON FUNCTION cuzk.repair_jobs() FROM PUBLIC;
@@ -1955,6 +2021,10 @@ GRANT ALL ON FUNCTION cuzk.repair_jobs() TO cuzk_operator;
 REVOKE ALL ON FUNCTION cuzk.retry_proof(request_id text) FROM PUBLIC;
 GRANT ALL ON FUNCTION cuzk.retry_proof(request_id text) TO cuzk_submitter;
 GRANT ALL ON FUNCTION cuzk.retry_proof(request_id text) TO cuzk_worker;
+
+-- Name: FUNCTION row_submitted_by(); Type: ACL; Schema: cuzk; Owner: -
+
+REVOKE ALL ON FUNCTION cuzk.row_submitted_by() FROM PUBLIC;
 
 -- Name: FUNCTION scrub_ended_inputs(lim integer); Type: ACL; Schema: cuzk; Owner: -
 
@@ -1993,8 +2063,88 @@ GRANT USAGE ON SEQUENCE cuzk.bench_id_seq TO cuzk_worker;
 
 -- Name: TABLE bench_runs; Type: ACL; Schema: cuzk; Owner: -
 
-GRANT SELECT ON TABLE cuzk.bench_runs TO cuzk_submitter;
 GRANT SELECT,INSERT ON TABLE cuzk.bench_runs TO cuzk_worker;
+GRANT SELECT ON TABLE cuzk.bench_runs TO cuzk_operator;
+
+-- Name: COLUMN bench_runs.id; Type: ACL; Schema: cuzk; Owner: -
+
+GRANT SELECT(id) ON TABLE cuzk.bench_runs TO cuzk_submitter;
+
+-- Name: COLUMN bench_runs.bench_id; Type: ACL; Schema: cuzk; Owner: -
+
+GRANT SELECT(bench_id) ON TABLE cuzk.bench_runs TO cuzk_submitter;
+
+-- Name: COLUMN bench_runs.arm; Type: ACL; Schema: cuzk; Owner: -
+
+GRANT SELECT(arm) ON TABLE cuzk.bench_runs TO cuzk_submitter;
+
+-- Name: COLUMN bench_runs.run; Type: ACL; Schema: cuzk; Owner: -
+
+GRANT SELECT(run) ON TABLE cuzk.bench_runs TO cuzk_submitter;
+
+-- Name: COLUMN bench_runs.label; Type: ACL; Schema: cuzk; Owner: -
+
+GRANT SELECT(label) ON TABLE cuzk.bench_runs TO cuzk_submitter;
+
+-- Name: COLUMN bench_runs.circuit; Type: ACL; Schema: cuzk; Owner: -
+
+GRANT SELECT(circuit) ON TABLE cuzk.bench_runs TO cuzk_submitter;
+
+-- Name: COLUMN bench_runs.build; Type: ACL; Schema: cuzk; Owner: -
+
+GRANT SELECT(build) ON TABLE cuzk.bench_runs TO cuzk_submitter;
+
+-- Name: COLUMN bench_runs.config_hash; Type: ACL; Schema: cuzk; Owner: -
+
+GRANT SELECT(config_hash) ON TABLE cuzk.bench_runs TO cuzk_submitter;
+
+-- Name: COLUMN bench_runs.backend; Type: ACL; Schema: cuzk; Owner: -
+
+GRANT SELECT(backend) ON TABLE cuzk.bench_runs TO cuzk_submitter;
+
+-- Name: COLUMN bench_runs.started_at; Type: ACL; Schema: cuzk; Owner: -
+
+GRANT SELECT(started_at) ON TABLE cuzk.bench_runs TO cuzk_submitter;
+
+-- Name: COLUMN bench_runs.finished_at; Type: ACL; Schema: cuzk; Owner: -
+
+GRANT SELECT(finished_at) ON TABLE cuzk.bench_runs TO cuzk_submitter;
+
+-- Name: COLUMN bench_runs.synth_ms; Type: ACL; Schema: cuzk; Owner: -
+
+GRANT SELECT(synth_ms) ON TABLE cuzk.bench_runs TO cuzk_submitter;
+
+-- Name: COLUMN bench_runs.prove_ms; Type: ACL; Schema: cuzk; Owner: -
+
+GRANT SELECT(prove_ms) ON TABLE cuzk.bench_runs TO cuzk_submitter;
+
+-- Name: COLUMN bench_runs.ntt_ms; Type: ACL; Schema: cuzk; Owner: -
+
+GRANT SELECT(ntt_ms) ON TABLE cuzk.bench_runs TO cuzk_submitter;
+
+-- Name: COLUMN bench_runs.msm_ms; Type: ACL; Schema: cuzk; Owner: -
+
+GRANT SELECT(msm_ms) ON TABLE cuzk.bench_runs TO cuzk_submitter;
+
+-- Name: COLUMN bench_runs.msm_g1_ms; Type: ACL; Schema: cuzk; Owner: -
+
+GRANT SELECT(msm_g1_ms) ON TABLE cuzk.bench_runs TO cuzk_submitter;
+
+-- Name: COLUMN bench_runs.msm_g2_ms; Type: ACL; Schema: cuzk; Owner: -
+
+GRANT SELECT(msm_g2_ms) ON TABLE cuzk.bench_runs TO cuzk_submitter;
+
+-- Name: COLUMN bench_runs.h2d_ms; Type: ACL; Schema: cuzk; Owner: -
+
+GRANT SELECT(h2d_ms) ON TABLE cuzk.bench_runs TO cuzk_submitter;
+
+-- Name: COLUMN bench_runs.verify_ms; Type: ACL; Schema: cuzk; Owner: -
+
+GRANT SELECT(verify_ms) ON TABLE cuzk.bench_runs TO cuzk_submitter;
+
+-- Name: COLUMN bench_runs.total_ms; Type: ACL; Schema: cuzk; Owner: -
+
+GRANT SELECT(total_ms) ON TABLE cuzk.bench_runs TO cuzk_submitter;
 
 -- Name: TABLE circuit_keys; Type: ACL; Schema: cuzk; Owner: -
 

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cuzk/cuzk/phase"
+	"github.com/cuzk/cuzk/sql/queries"
 )
 
 // Origin is what produces an attempt: the worker process, its build and the settings
@@ -38,15 +38,13 @@ func BeginAttempt(ctx context.Context, db DB, requestID string, jobID int64, ori
 		// job running. If the server crashes before the flush, this attempt row is
 		// lost; the proof's store then finds no attempt row and fails, and the job is
 		// retried with a fresh claim. Nothing is stored without a durable claim.
-		if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+		if _, err := tx.Exec(ctx, queries.SQL("ClaimWithoutFlushWait")); err != nil {
 			return fmt.Errorf("claim %q: %w", requestID, err)
 		}
 		var state string
 		var inputs *string
 		var counted int
-		err := tx.QueryRow(ctx, `
-			SELECT id, request_id, circuit, inputs::text, witness, partitions, priority, max_attempts, attempts, state, created_at
-			  FROM cuzk.proof_requests WHERE request_id = $1 FOR UPDATE`, requestID).
+		err := tx.QueryRow(ctx, queries.SQL("LockRequestForAttempt"), requestID).
 			Scan(&r.ID, &r.RequestID, &r.Circuit, &inputs, &r.Witness, &r.Partitions, &r.Priority, &r.MaxAttempts, &counted, &state, &r.CreatedAt)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("%w %q", ErrUnknownRequest, requestID)
@@ -62,28 +60,16 @@ func BeginAttempt(ctx context.Context, db DB, requestID string, jobID int64, ori
 		}
 		// A statement of its own, so that it sees the rows of an attempt begun by the
 		// transaction that held the lock just before.
-		if err := tx.QueryRow(ctx, `SELECT coalesce(max(attempt), 0) + 1 FROM cuzk.proof_attempts WHERE request_id = $1`,
-			requestID).Scan(&r.Attempt); err != nil {
+		if err := tx.QueryRow(ctx, queries.SQL("NextAttemptNumber"), requestID).Scan(&r.Attempt); err != nil {
 			return fmt.Errorf("number the attempt of %q: %w", requestID, err)
 		}
-		if _, err := tx.Exec(ctx, `
-			UPDATE cuzk.proof_attempts
-			   SET outcome = 'interrupted', finished_at = now(),
-			       error = coalesce(error, 'worker stopped during the attempt (rescued)')
-			 WHERE request_id = $1 AND outcome = 'running'`, requestID); err != nil {
+		if _, err := tx.Exec(ctx, queries.SQL("InterruptRunningAttempts"), requestID); err != nil {
 			return fmt.Errorf("mark interrupted attempts of %q: %w", requestID, err)
 		}
-		if _, err := tx.Exec(ctx, `
-			UPDATE cuzk.proof_requests SET state = 'running', attempts = $2, updated_at = now()
-			 WHERE id = $1`, r.ID, counted+1); err != nil {
+		if _, err := tx.Exec(ctx, queries.SQL("MarkRequestRunning"), r.ID, counted+1); err != nil {
 			return fmt.Errorf("mark %q running: %w", requestID, err)
 		}
-		if err := tx.QueryRow(ctx, `
-			INSERT INTO cuzk.proof_attempts (request_id, attempt, circuit, job_id, worker, build, config_hash, config,
-			                                 started_at, queue_ms)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8,
-			        now(), greatest(0, extract(epoch FROM now() - $9::timestamptz) * 1000))
-			RETURNING queue_ms`,
+		if err := tx.QueryRow(ctx, queries.SQL("InsertAttempt"),
 			requestID, r.Attempt, r.Circuit, jobID, origin.Worker, nullString(origin.Build),
 			nullString(origin.ConfigHash), origin.Config, queuedAt).Scan(&r.QueueMs); err != nil {
 			return fmt.Errorf("insert attempt %d of %q: %w", r.Attempt, requestID, err)
@@ -189,22 +175,13 @@ func FinishAttempt(ctx context.Context, db DB, a *Attempt) error {
 	}
 	args := []any{a.RequestID, a.Attempt, a.Outcome, nullString(CapError(a.Error)), nullString(a.Backend), nullString(a.Device),
 		batchID, batchSize, mem, nullTime(a.SynthStartedAt), nullTime(a.ProveStartedAt), nullTime(a.FinishedAt), a.Telemetry}
-	var set strings.Builder
-	set.WriteString(`
-		UPDATE cuzk.proof_attempts SET
-		    outcome = $3, error = $4, backend = $5, device = $6, batch_id = $7, batch_size = $8,
-		    mem_reserved_bytes = $9, synth_started_at = $10, prove_started_at = $11,
-		    finished_at = coalesce($12, now()), telemetry = $13`)
+	// The phases after the queue's, in the order the query lists their columns.
 	for _, p := range phase.All() {
-		if p.Name == phase.Queue {
-			continue
+		if p.Name != phase.Queue {
+			args = append(args, a.PhaseMs(p.Name))
 		}
-		args = append(args, a.PhaseMs(p.Name))
-		fmt.Fprintf(&set, ", %s = $%d", p.Column, len(args))
 	}
-	set.WriteString(`
-		 WHERE request_id = $1 AND attempt = $2`)
-	tag, err := db.Exec(ctx, set.String(), args...)
+	tag, err := db.Exec(ctx, queries.SQL("FinishAttempt"), args...)
 	if err != nil {
 		return fmt.Errorf("record attempt %d of %q: %w", a.Attempt, a.RequestID, err)
 	}

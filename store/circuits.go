@@ -8,6 +8,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cuzk/cuzk/sql/queries"
 )
 
 // Circuit is a row of cuzk.circuits.
@@ -34,14 +36,7 @@ func RegisterCircuit(ctx context.Context, db DB, c *Circuit) error {
 	if src == "" {
 		src = "builtin"
 	}
-	_, err := db.Exec(ctx, `
-		INSERT INTO cuzk.circuits (name, constraints, public_inputs, secret_inputs, wires, vk, pk_digest, source,
-		                           mem_estimate_bytes, max_inputs_bytes)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-		ON CONFLICT (name) DO UPDATE SET constraints = EXCLUDED.constraints, public_inputs = EXCLUDED.public_inputs,
-		    secret_inputs = EXCLUDED.secret_inputs, wires = EXCLUDED.wires, vk = EXCLUDED.vk, pk_digest = EXCLUDED.pk_digest,
-		    source = EXCLUDED.source, mem_estimate_bytes = EXCLUDED.mem_estimate_bytes,
-		    max_inputs_bytes = EXCLUDED.max_inputs_bytes, updated_at = now()`,
+	_, err := db.Exec(ctx, queries.SQL("RegisterCircuit"),
 		c.Name, c.Constraints, c.PublicInputs, c.SecretInputs, c.Wires, c.VK, c.PKDigest, src, c.MemEstimateBytes, c.MaxInputsBytes)
 	if err != nil {
 		return fmt.Errorf("register circuit %q: %w", c.Name, err)
@@ -52,7 +47,7 @@ func RegisterCircuit(ctx context.Context, db DB, c *Circuit) error {
 // CurrentKey is a registered circuit's current key version and vk; ok is false when
 // the circuit is not registered.
 func CurrentKey(ctx context.Context, db DB, circuit string) (version int, vk []byte, ok bool, err error) {
-	err = db.QueryRow(ctx, `SELECT key_version, vk FROM cuzk.circuits WHERE name = $1`, circuit).Scan(&version, &vk)
+	err = db.QueryRow(ctx, queries.SQL("CurrentKey"), circuit).Scan(&version, &vk)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil, false, nil
 	}
@@ -75,7 +70,7 @@ func keyVersion(ctx context.Context, db DB, circuit, vkDigest string) (*int, err
 		return nil, nil
 	}
 	var v int
-	err := db.QueryRow(ctx, `SELECT version FROM cuzk.circuit_keys WHERE circuit = $1 AND vk_digest = $2`, circuit, vkDigest).Scan(&v)
+	err := db.QueryRow(ctx, queries.SQL("KeyVersionByDigest"), circuit, vkDigest).Scan(&v)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("proof of circuit %q was made with a key the database never registered (vk sha256 %.16s); run cuzk setup", circuit, vkDigest)
 	}
@@ -91,7 +86,7 @@ type CircuitSize struct{ Constraints, MemEstimateBytes int64 }
 
 // CircuitSizes is the size of every registered circuit, by name.
 func CircuitSizes(ctx context.Context, db DB) (map[string]CircuitSize, error) {
-	rows, err := db.Query(ctx, "SELECT name, constraints, coalesce(mem_estimate_bytes, 0) FROM cuzk.circuits")
+	rows, err := db.Query(ctx, queries.SQL("CircuitSizes"))
 	if err != nil {
 		return nil, fmt.Errorf("read circuit sizes: %w", err)
 	}
@@ -106,7 +101,7 @@ func CircuitSizes(ctx context.Context, db DB) (map[string]CircuitSize, error) {
 
 // CircuitNames are the registered circuits' names, in order.
 func CircuitNames(ctx context.Context, db DB) ([]string, error) {
-	rows, _ := db.Query(ctx, "SELECT name FROM cuzk.circuits ORDER BY name")
+	rows, _ := db.Query(ctx, queries.SQL("CircuitNames"))
 	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return nil, fmt.Errorf("read circuit names: %w", err)
@@ -117,7 +112,7 @@ func CircuitNames(ctx context.Context, db DB) ([]string, error) {
 // PKDigest is a registered circuit's proving key digest; ok is false when the circuit
 // is not registered.
 func PKDigest(ctx context.Context, db DB, circuit string) (digest string, ok bool, err error) {
-	err = db.QueryRow(ctx, "SELECT pk_digest FROM cuzk.circuits WHERE name = $1", circuit).Scan(&digest)
+	err = db.QueryRow(ctx, queries.SQL("PKDigest"), circuit).Scan(&digest)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", false, nil
 	}

@@ -10,6 +10,8 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
+
+	"github.com/cuzk/cuzk/sql/queries"
 )
 
 // CompleteAttempt stores a verified proof, completes its River job and records the
@@ -103,7 +105,7 @@ var ErrCancelled = errors.New("request was cancelled")
 // writing a second proof or resurrecting a cancelled request.
 func StoreProof(ctx context.Context, db DB, p *Proof, scrub bool) error {
 	var state string
-	if err := db.QueryRow(ctx, `SELECT state FROM cuzk.proof_requests WHERE request_id = $1 FOR UPDATE`, p.RequestID).Scan(&state); err != nil {
+	if err := db.QueryRow(ctx, queries.SQL("LockRequestState"), p.RequestID).Scan(&state); err != nil {
 		return fmt.Errorf("lock request %q: %w", p.RequestID, err)
 	}
 	if state == "cancelled" {
@@ -118,20 +120,14 @@ func StoreProof(ctx context.Context, db DB, p *Proof, scrub bool) error {
 		// lost before a retry: then storing is done, not a duplicate.
 		var attempt int
 		var worker string
-		if err := db.QueryRow(ctx, `SELECT attempt, worker FROM cuzk.proofs WHERE request_id = $1`, p.RequestID).Scan(&attempt, &worker); err != nil {
+		if err := db.QueryRow(ctx, queries.SQL("StoredProofOrigin"), p.RequestID).Scan(&attempt, &worker); err != nil {
 			return fmt.Errorf("read stored proof of %q: %w", p.RequestID, err)
 		}
 		if attempt != p.Attempt || worker != p.Worker {
 			return ErrDuplicateProof
 		}
 	}
-	scrubSQL := ""
-	if scrub {
-		scrubSQL = ", inputs = NULL, witness = NULL, inputs_scrubbed_at = now()"
-	}
-	if _, err := db.Exec(ctx, `
-		UPDATE cuzk.proof_requests SET state = 'succeeded', last_error = NULL, finished_at = now(), updated_at = now()`+scrubSQL+`
-		 WHERE request_id = $1`, p.RequestID); err != nil {
+	if _, err := db.Exec(ctx, queries.SQL("MarkRequestSucceeded"), p.RequestID, scrub); err != nil {
 		return fmt.Errorf("mark %q succeeded: %w", p.RequestID, err)
 	}
 	return nil
@@ -147,9 +143,7 @@ func insertProof(ctx context.Context, db DB, p *Proof) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	tag, err := db.Exec(ctx, `
-		INSERT INTO cuzk.proofs (request_id, circuit, proof, public_witness, attempt, worker, backend, key_version)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (request_id) DO NOTHING`,
+	tag, err := db.Exec(ctx, queries.SQL("InsertProof"),
 		p.RequestID, p.Circuit, p.Proof, p.PublicWitness, p.Attempt, p.Worker, p.Backend, version)
 	if err != nil {
 		return 0, fmt.Errorf("insert proof of %q: %w", p.RequestID, err)
@@ -166,12 +160,7 @@ func SetRequestOutcome(ctx context.Context, db DB, requestID string, attempt int
 	if final {
 		state = "failed"
 	}
-	_, err := db.Exec(ctx, `
-		UPDATE cuzk.proof_requests r
-		   SET state = $2, last_error = $3, updated_at = now(),
-		       finished_at = CASE WHEN $2 = 'failed' THEN now() ELSE NULL END
-		 WHERE r.request_id = $1 AND r.state = 'running'
-		   AND NOT EXISTS (SELECT 1 FROM cuzk.proof_attempts a WHERE a.request_id = r.request_id AND a.attempt > $4)`,
+	_, err := db.Exec(ctx, queries.SQL("SetRequestOutcome"),
 		requestID, state, CapError(errMsg), attempt)
 	if err != nil {
 		return fmt.Errorf("mark %q %s: %w", requestID, state, err)
@@ -187,11 +176,7 @@ func SetRequestOutcome(ctx context.Context, db DB, requestID string, attempt int
 // changes nothing: it updates running jobs only. A job rescued meanwhile and running
 // another attempt is left alone.
 func DiscardJob(ctx context.Context, db DB, jobID int64, attempt int, at time.Time, errMsg string) error {
-	_, err := db.Exec(ctx, `
-		UPDATE public.river_job
-		   SET state = 'discarded', finalized_at = now(),
-		       errors = array_append(errors, jsonb_build_object('at', $3::timestamptz, 'attempt', $2::int, 'error', $4::text, 'trace', ''))
-		 WHERE id = $1 AND state = 'running' AND attempt = $2`, jobID, attempt, at, CapError(errMsg))
+	_, err := db.Exec(ctx, queries.SQL("DiscardJob"), jobID, attempt, at, CapError(errMsg))
 	if err != nil {
 		return fmt.Errorf("discard job %d: %w", jobID, err)
 	}
@@ -203,11 +188,7 @@ func DiscardJob(ctx context.Context, db DB, jobID int64, attempt int, at time.Ti
 // 'interrupted'), but it does not use up one of max_attempts, matching River, which
 // makes the job available again without counting the attempt.
 func HandBack(ctx context.Context, db DB, requestID string, attempt int, reason string) error {
-	_, err := db.Exec(ctx, `
-		UPDATE cuzk.proof_requests r
-		   SET state = 'queued', attempts = greatest(r.attempts - 1, 0), last_error = $3, updated_at = now()
-		 WHERE r.request_id = $1 AND r.state = 'running'
-		   AND NOT EXISTS (SELECT 1 FROM cuzk.proof_attempts a WHERE a.request_id = r.request_id AND a.attempt > $2)`,
+	_, err := db.Exec(ctx, queries.SQL("HandBack"),
 		requestID, attempt, CapError(reason))
 	if err != nil {
 		return fmt.Errorf("hand %q back to the queue: %w", requestID, err)

@@ -89,6 +89,19 @@ func TestStoreProofConflicts(t *testing.T) {
 		t.Fatalf("StoredProofs of no ids: %+v, %v", list, err)
 	}
 
+	// Without scrub, the inputs stay and no scrub time is recorded.
+	claimed(t, db.Pool, "k")
+	pk := *p
+	pk.RequestID = "k"
+	if err := StoreProof(ctx, db.Pool, &pk, false); err != nil {
+		t.Fatal(err)
+	}
+	var scrubbed *time.Time
+	if err := db.Pool.QueryRow(ctx, "SELECT state, inputs::text, inputs_scrubbed_at FROM cuzk.proof_requests WHERE request_id = 'k'").
+		Scan(&state, &inputs, &scrubbed); err != nil || state != "succeeded" || inputs == nil || scrubbed != nil {
+		t.Fatalf("after storing without scrub: state %q, inputs %v, scrubbed at %v, %v; want succeeded, kept, NULL", state, inputs, scrubbed, err)
+	}
+
 	claimed(t, db.Pool, "x")
 	if _, _, err := Cancel(ctx, db.Pool, "x"); err != nil {
 		t.Fatal(err)
@@ -110,8 +123,8 @@ func TestStoreProofConflicts(t *testing.T) {
 	if err := StoreProof(ctx, db.Pool, &pn, false); !errors.Is(err, pgx.ErrNoRows) || err.Error() != `lock request "nope": no rows in result set` {
 		t.Fatalf("proof of an unknown request: %v", err)
 	}
-	if n := count(t, db.Pool, "SELECT count(*) FROM cuzk.proofs"); n != 1 {
-		t.Fatalf("%d proofs stored, want 1", n)
+	if n := count(t, db.Pool, "SELECT count(*) FROM cuzk.proofs"); n != 2 {
+		t.Fatalf("%d proofs stored, want 2", n)
 	}
 }
 

@@ -4,12 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cuzk/cuzk/phase"
+	"github.com/cuzk/cuzk/sql/queries"
 )
 
 // PartitionInputs splits the inputs of a request of n partitions (a JSON array of n
@@ -33,11 +33,7 @@ func PartitionInputs(inputs []byte, n int) ([][]byte, error) {
 // the circuit's current key: a retry proves only the others. A partition proven with
 // an earlier key is proven again, so that every partition verifies with one key.
 func DonePartitions(ctx context.Context, db DB, requestID string) (map[int]bool, error) {
-	rows, _ := db.Query(ctx, `
-		SELECT p.partition FROM cuzk.partition_proofs p
-		  JOIN cuzk.proof_requests r ON r.request_id = p.request_id
-		  JOIN cuzk.circuits c ON c.name = r.circuit
-		 WHERE p.request_id = $1 AND p.key_version = c.key_version`, requestID)
+	rows, _ := db.Query(ctx, queries.SQL("DonePartitions"), requestID)
 	list, err := pgx.CollectRows(rows, pgx.RowTo[int])
 	if err != nil {
 		return nil, fmt.Errorf("read proven partitions of %q: %w", requestID, err)
@@ -65,19 +61,18 @@ type PartitionAttempt struct {
 func RecordPartition(ctx context.Context, db DB, a *PartitionAttempt) error {
 	args := []any{a.RequestID, a.Attempt, a.Partition, a.Outcome, nullString(CapError(a.Error)), a.StartedAt, nullTime(a.FinishedAt),
 		nullTime(a.SynthStartedAt), nullTime(a.ProveStartedAt)}
-	cols := []string{"request_id", "attempt", "partition", "outcome", "error", "started_at", "finished_at", "synth_started_at", "prove_started_at"}
-	vals := []string{"$1", "$2", "$3", "$4", "$5", "$6", "coalesce($7, now())", "$8", "$9"}
+	// The phases after the queue's, in the order the query lists their columns.
 	for _, p := range phase.All() {
-		d, ok := a.Phases[p.Name]
-		if p.Name == phase.Queue || !ok {
+		if p.Name == phase.Queue {
 			continue
 		}
-		args = append(args, Ms(d))
-		cols = append(cols, p.Column)
-		vals = append(vals, fmt.Sprintf("$%d", len(args)))
+		var ms *float64
+		if d, ok := a.Phases[p.Name]; ok {
+			ms = Ms(d)
+		}
+		args = append(args, ms)
 	}
-	_, err := db.Exec(ctx, "INSERT INTO cuzk.partition_attempts ("+strings.Join(cols, ", ")+") VALUES ("+
-		strings.Join(vals, ", ")+") ON CONFLICT DO NOTHING", args...)
+	_, err := db.Exec(ctx, queries.SQL("RecordPartition"), args...)
 	if err != nil {
 		return fmt.Errorf("record partition %d of attempt %d of %q: %w", a.Partition, a.Attempt, a.RequestID, err)
 	}
@@ -94,13 +89,7 @@ func StorePartition(ctx context.Context, db DB, p *Proof, partition int, a *Part
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `
-			INSERT INTO cuzk.partition_proofs (request_id, partition, proof, public_witness, key_version, attempt, worker, backend)
-			VALUES ($1, $2, $3, $4, coalesce($5, (SELECT key_version FROM cuzk.circuits WHERE name = $6)), $7, $8, $9)
-			ON CONFLICT (request_id, partition) DO UPDATE
-			   SET proof = EXCLUDED.proof, public_witness = EXCLUDED.public_witness, key_version = EXCLUDED.key_version,
-			       attempt = EXCLUDED.attempt, worker = EXCLUDED.worker, backend = EXCLUDED.backend, created_at = now()
-			 WHERE cuzk.partition_proofs.key_version <> EXCLUDED.key_version`,
+		if _, err := tx.Exec(ctx, queries.SQL("StorePartitionProof"),
 			p.RequestID, partition, p.Proof, p.PublicWitness, version, p.Circuit, p.Attempt, p.Worker, p.Backend); err != nil {
 			return fmt.Errorf("store proof of partition %d of %q: %w", partition, p.RequestID, err)
 		}
@@ -113,24 +102,13 @@ func StorePartition(ctx context.Context, db DB, p *Proof, partition int, a *Part
 // stored partition proofs, which must all be there and made with one key.
 func insertPartitionedProof(ctx context.Context, db DB, p *Proof, n int) (int64, error) {
 	var have, versions int
-	if err := db.QueryRow(ctx, `SELECT count(*), count(DISTINCT key_version) FROM cuzk.partition_proofs WHERE request_id = $1`,
-		p.RequestID).Scan(&have, &versions); err != nil {
+	if err := db.QueryRow(ctx, queries.SQL("CountPartitionProofs"), p.RequestID).Scan(&have, &versions); err != nil {
 		return 0, fmt.Errorf("count partition proofs of %q: %w", p.RequestID, err)
 	}
 	if have != n || versions != 1 {
 		return 0, fmt.Errorf("store proof of %q: %d of %d partitions proven, with %d keys", p.RequestID, have, n, versions)
 	}
-	// Each proof and public witness in the concatenations is preceded by its length
-	// (int4send: 4 bytes, big-endian), so a reader needs no knowledge of gnark's sizes.
-	tag, err := db.Exec(ctx, `
-		INSERT INTO cuzk.proofs (request_id, circuit, proof, public_witness, attempt, worker, backend, key_version,
-		                         partitions, proofs, public_witnesses)
-		SELECT $1, $2, string_agg(int4send(length(proof)) || proof, ''::bytea ORDER BY partition),
-		       string_agg(int4send(length(public_witness)) || public_witness, ''::bytea ORDER BY partition),
-		       $3, $4, coalesce(nullif($5, ''), max(backend)), min(key_version), count(*), array_agg(proof ORDER BY partition),
-		       array_agg(public_witness ORDER BY partition)
-		  FROM cuzk.partition_proofs WHERE request_id = $1
-		ON CONFLICT (request_id) DO NOTHING`,
+	tag, err := db.Exec(ctx, queries.SQL("InsertPartitionedProof"),
 		p.RequestID, p.Circuit, p.Attempt, p.Worker, p.Backend)
 	if err != nil {
 		return 0, fmt.Errorf("insert proof of %q: %w", p.RequestID, err)

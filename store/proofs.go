@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cuzk/cuzk/sql/queries"
 )
 
 // StoredProof is a stored proof with the verifying key of the version it was made with.
@@ -27,10 +29,7 @@ func (p *StoredProof) Parts() (proofs, publics [][]byte) {
 // StoredProofs reads the stored proofs of the named requests, or every one with all,
 // oldest first.
 func StoredProofs(ctx context.Context, db DB, requestIDs []string, all bool) ([]StoredProof, error) {
-	rows, err := db.Query(ctx, `
-		SELECT p.request_id, p.proof, p.public_witness, k.vk, p.proofs, p.public_witnesses
-		  FROM cuzk.proofs p JOIN cuzk.circuit_keys k ON k.circuit = p.circuit AND k.version = p.key_version
-		 WHERE $1 OR p.request_id = ANY($2) ORDER BY p.created_at`, all, requestIDs)
+	rows, err := db.Query(ctx, queries.SQL("StoredProofs"), all, requestIDs)
 	if err != nil {
 		return nil, fmt.Errorf("read stored proofs: %w", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cuzk/cuzk/sql/queries"
 )
 
 // River's own tables, read where River's API has no call for it.
@@ -19,10 +21,7 @@ type CancelRequest struct{ Requested, Running bool }
 // no cancel requested.
 func CancelRequested(ctx context.Context, db DB, jobID int64, queue string) (CancelRequest, error) {
 	var c CancelRequest
-	err := db.QueryRow(ctx, `
-		SELECT metadata ? 'cancel_attempted_at', state = 'running'
-		  FROM public.river_job WHERE id = $1 AND queue = $2`,
-		jobID, queue).Scan(&c.Requested, &c.Running)
+	err := db.QueryRow(ctx, queries.SQL("CancelRequested"), jobID, queue).Scan(&c.Requested, &c.Running)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return CancelRequest{}, nil
 	}
@@ -35,7 +34,7 @@ func CancelRequested(ctx context.Context, db DB, jobID int64, queue string) (Can
 // QueuePaused says whether River's queue is paused; ok is false when River has no row
 // for it.
 func QueuePaused(ctx context.Context, db DB, queue string) (paused, ok bool, err error) {
-	err = db.QueryRow(ctx, `SELECT paused_at IS NOT NULL FROM public.river_queue WHERE name = $1`, queue).Scan(&paused)
+	err = db.QueryRow(ctx, queries.SQL("QueuePaused"), queue).Scan(&paused)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, false, nil
 	}
@@ -59,16 +58,7 @@ func QueueJobs(ctx context.Context, db DB, queue string) ([]JobCount, error) {
 	for i := range counts {
 		dest[i] = &counts[i].N
 	}
-	// One row; the partial sums keep it to one index scan of river_job's (state, queue, ...) index.
-	err := db.QueryRow(ctx, `
-		SELECT count(*) FILTER (WHERE state = 'available'),
-		       count(*) FILTER (WHERE state = 'running'),
-		       count(*) FILTER (WHERE state = 'scheduled'),
-		       count(*) FILTER (WHERE state = 'retryable'),
-		       count(*) FILTER (WHERE state = 'pending')
-		  FROM river_job
-		 WHERE queue = $1 AND state IN ('available', 'running', 'scheduled', 'retryable', 'pending')`,
-		queue).Scan(dest...)
+	err := db.QueryRow(ctx, queries.SQL("QueueJobs"), queue).Scan(dest...)
 	if err != nil {
 		return nil, fmt.Errorf("count River jobs in queue %s: %w", queue, err)
 	}
@@ -87,7 +77,7 @@ type RepairedJob struct {
 // completed outside cuzk (River UI, River's API, SQL) wait for a new job, and those
 // whose job was cancelled there are cancelled, so that none stays queued forever.
 func RepairJobs(ctx context.Context, db DB) ([]RepairedJob, error) {
-	rows, _ := db.Query(ctx, `SELECT request_id, job_id, action FROM cuzk.repair_jobs()`)
+	rows, _ := db.Query(ctx, queries.SQL("RepairJobs"))
 	list, err := pgx.CollectRows(rows, pgx.RowToStructByPos[RepairedJob])
 	if err != nil {
 		return nil, fmt.Errorf("repair requests whose River job was changed outside cuzk: %w", err)
@@ -100,7 +90,7 @@ func RepairJobs(ctx context.Context, db DB) ([]RepairedJob, error) {
 // returns how many it admitted.
 func AdmitWaiting(ctx context.Context, db DB) (int, error) {
 	var n int
-	if err := db.QueryRow(ctx, `SELECT cuzk.admit_waiting()`).Scan(&n); err != nil {
+	if err := db.QueryRow(ctx, queries.SQL("AdmitWaiting")).Scan(&n); err != nil {
 		return 0, fmt.Errorf("admit waiting requests: %w", err)
 	}
 	return n, nil
@@ -111,7 +101,7 @@ func AdmitWaiting(ctx context.Context, db DB) (int, error) {
 // removed. It returns how many requests it scrubbed.
 func ScrubEndedInputs(ctx context.Context, db DB, limit int) (int64, error) {
 	var n int64
-	if err := db.QueryRow(ctx, `SELECT cuzk.scrub_ended_inputs($1)`, limit).Scan(&n); err != nil {
+	if err := db.QueryRow(ctx, queries.SQL("ScrubEndedInputs"), limit).Scan(&n); err != nil {
 		return 0, fmt.Errorf("scrub the inputs of ended requests: %w", err)
 	}
 	return n, nil

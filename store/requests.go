@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cuzk/cuzk/sql/queries"
 )
 
 // Request is a proof request as a worker sees it when it starts an attempt.
@@ -51,13 +53,7 @@ var ErrUnknownRequest = errors.New("unknown request")
 func FailOrphaned(ctx context.Context, db DB) (int64, error) {
 	var n int64
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `
-			UPDATE cuzk.proof_requests r
-			   SET state = 'failed', finished_at = now(), updated_at = now(),
-			       last_error = 'no attempts left: the worker of the last attempt stopped without finishing it'
-			  FROM public.river_job j
-			 WHERE j.id = r.job_id AND j.state = 'discarded' AND r.state IN ('queued', 'running')
-			RETURNING r.request_id`)
+		rows, err := tx.Query(ctx, queries.SQL("FailOrphanedRequests"))
 		if err != nil {
 			return err
 		}
@@ -66,11 +62,7 @@ func FailOrphaned(ctx context.Context, db DB) (int64, error) {
 			return err
 		}
 		n = int64(len(ids))
-		_, err = tx.Exec(ctx, `
-			UPDATE cuzk.proof_attempts
-			   SET outcome = 'interrupted', finished_at = now(),
-			       error = coalesce(error, 'worker stopped during the attempt (no attempts left)')
-			 WHERE request_id = ANY($1) AND outcome = 'running'`, ids)
+		_, err = tx.Exec(ctx, queries.SQL("InterruptOrphanedAttempts"), ids)
 		return err
 	})
 	if err != nil {
@@ -81,10 +73,7 @@ func FailOrphaned(ctx context.Context, db DB) (int64, error) {
 
 // QueuedCircuits are the registered circuits with queued requests, most urgent first.
 func QueuedCircuits(ctx context.Context, db DB) ([]string, error) {
-	rows, _ := db.Query(ctx, `
-		SELECT r.circuit FROM cuzk.proof_requests r JOIN cuzk.circuits c ON c.name = r.circuit
-		 WHERE r.state = 'queued'
-		 GROUP BY r.circuit ORDER BY min(r.priority), min(r.created_at)`)
+	rows, _ := db.Query(ctx, queries.SQL("QueuedCircuits"))
 	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return nil, fmt.Errorf("read the circuits of queued requests: %w", err)
@@ -108,18 +97,15 @@ func Submit(ctx context.Context, db DB, s *Submission) (int64, error) {
 	if s.Inputs != nil {
 		inputs = string(s.Inputs)
 	}
-	args := []any{s.RequestID, s.Circuit, inputs, s.Witness}
-	call := "request_id => $1, circuit => $2, inputs => $3::jsonb, witness => $4"
+	var priority, maxAttempts *int
 	if s.Priority != 0 {
-		args = append(args, s.Priority)
-		call += fmt.Sprintf(", priority => $%d", len(args))
+		priority = &s.Priority
 	}
 	if s.MaxAttempts != 0 {
-		args = append(args, s.MaxAttempts)
-		call += fmt.Sprintf(", max_attempts => $%d", len(args))
+		maxAttempts = &s.MaxAttempts
 	}
 	var id int64
-	if err := db.QueryRow(ctx, "SELECT cuzk.submit_proof("+call+")", args...).Scan(&id); err != nil {
+	if err := db.QueryRow(ctx, queries.SQL("Submit"), s.RequestID, s.Circuit, inputs, s.Witness, priority, maxAttempts).Scan(&id); err != nil {
 		return 0, fmt.Errorf("submit %q: %w", s.RequestID, err)
 	}
 	return id, nil
@@ -128,7 +114,7 @@ func Submit(ctx context.Context, db DB, s *Submission) (int64, error) {
 // RequestState is a request's state and last error (cuzk.proof_status).
 func RequestState(ctx context.Context, db DB, requestID string) (state, lastError string, err error) {
 	var le *string
-	if err := db.QueryRow(ctx, "SELECT state, last_error FROM cuzk.proof_status WHERE request_id = $1", requestID).Scan(&state, &le); err != nil {
+	if err := db.QueryRow(ctx, queries.SQL("RequestState"), requestID).Scan(&state, &le); err != nil {
 		return "", "", fmt.Errorf("read state of %q: %w", requestID, err)
 	}
 	if le != nil {
@@ -158,12 +144,7 @@ type StatusFilter struct {
 
 // Statuses lists requests' status, most recent first.
 func Statuses(ctx context.Context, db DB, f StatusFilter) ([]Status, error) {
-	rows, err := db.Query(ctx, `
-		SELECT request_id, circuit, state, attempts, coalesce(last_error, ''), created_at, finished_at
-		  FROM cuzk.proof_status
-		 WHERE (coalesce(cardinality($1::text[]), 0) = 0 OR request_id = ANY($1))
-		   AND ($2 = '' OR state = $2)
-		 ORDER BY created_at DESC LIMIT $3`, f.RequestIDs, f.State, f.Limit)
+	rows, err := db.Query(ctx, queries.SQL("Statuses"), f.RequestIDs, f.State, f.Limit)
 	if err != nil {
 		return nil, fmt.Errorf("read request status: %w", err)
 	}
@@ -176,8 +157,7 @@ func Statuses(ctx context.Context, db DB, f StatusFilter) ([]Status, error) {
 
 // FailedSince lists the requests that failed within the last d, oldest first.
 func FailedSince(ctx context.Context, db DB, d time.Duration) ([]string, error) {
-	rows, err := db.Query(ctx, `SELECT request_id FROM cuzk.proof_status
-	                             WHERE state = 'failed' AND finished_at >= now() - $1::interval ORDER BY finished_at`, interval(d))
+	rows, err := db.Query(ctx, queries.SQL("FailedSince"), interval(d))
 	if err != nil {
 		return nil, fmt.Errorf("read failed requests: %w", err)
 	}
@@ -193,7 +173,7 @@ func FailedSince(ctx context.Context, db DB, d time.Duration) ([]string, error) 
 // other queued requests.
 func Retry(ctx context.Context, db DB, requestID string) (*int64, error) {
 	var job *int64
-	if err := db.QueryRow(ctx, "SELECT cuzk.retry_proof($1)", requestID).Scan(&job); err != nil {
+	if err := db.QueryRow(ctx, queries.SQL("Retry"), requestID).Scan(&job); err != nil {
 		return nil, fmt.Errorf("cuzk.retry_proof: %w", err)
 	}
 	return job, nil
@@ -202,9 +182,7 @@ func Retry(ctx context.Context, db DB, requestID string) (*int64, error) {
 // Cancel cancels a request (cuzk.cancel_proof). cancelled is false when it had
 // already ended; state then says how ("" for an unknown request).
 func Cancel(ctx context.Context, db DB, requestID string) (cancelled bool, state string, err error) {
-	// The function's own change is not visible to this statement's view of the state.
-	if err := db.QueryRow(ctx, `SELECT cuzk.cancel_proof($1), coalesce((SELECT state FROM cuzk.proof_status
-	                             WHERE request_id = $1), '')`, requestID).Scan(&cancelled, &state); err != nil {
+	if err := db.QueryRow(ctx, queries.SQL("Cancel"), requestID).Scan(&cancelled, &state); err != nil {
 		return false, "", fmt.Errorf("cuzk.cancel_proof: %w", err)
 	}
 	return cancelled, state, nil
@@ -212,8 +190,7 @@ func Cancel(ctx context.Context, db DB, requestID string) (cancelled bool, state
 
 // RequestCounts counts every request that has finished, and those that failed.
 func RequestCounts(ctx context.Context, db DB) (finished, failed int, err error) {
-	if err := db.QueryRow(ctx, `SELECT count(*) FILTER (WHERE state IN ('succeeded','failed','cancelled')),
-	                                   count(*) FILTER (WHERE state = 'failed') FROM cuzk.proof_status`).Scan(&finished, &failed); err != nil {
+	if err := db.QueryRow(ctx, queries.SQL("RequestCounts")).Scan(&finished, &failed); err != nil {
 		return 0, 0, fmt.Errorf("count finished requests: %w", err)
 	}
 	return finished, failed, nil

@@ -180,3 +180,32 @@ func TestStatusesAndStates(t *testing.T) {
 		t.Fatalf("after retry: %q, %v", state, err)
 	}
 }
+
+// Submit with no priority or max_attempts gets what cuzk.submit_proof gives a call
+// that names neither (the Submit query spells those defaults out); set ones are kept.
+func TestSubmitDefaultsAreTheFunctions(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	mustRegister(t, db.Pool, testCircuit("c", 1))
+	mustSubmit(t, db.Pool, &Submission{RequestID: "go", Circuit: "c", Inputs: []byte(`{}`)})
+	if _, err := db.Pool.Exec(ctx, `SELECT cuzk.submit_proof(request_id => 'sql', circuit => 'c', inputs => '{}')`); err != nil {
+		t.Fatal(err)
+	}
+	mustSubmit(t, db.Pool, &Submission{RequestID: "set", Circuit: "c", Inputs: []byte(`{}`), Priority: 3, MaxAttempts: 7})
+	read := func(id string) (priority, maxAttempts int) {
+		t.Helper()
+		if err := db.Pool.QueryRow(ctx, "SELECT priority, max_attempts FROM cuzk.proof_requests WHERE request_id = $1", id).
+			Scan(&priority, &maxAttempts); err != nil {
+			t.Fatal(err)
+		}
+		return priority, maxAttempts
+	}
+	gp, gm := read("go")
+	sp, sm := read("sql")
+	if gp != sp || gm != sm {
+		t.Errorf("Submit's defaults: priority %d, max_attempts %d; cuzk.submit_proof's: %d, %d", gp, gm, sp, sm)
+	}
+	if p, m := read("set"); p != 3 || m != 7 {
+		t.Errorf("Submit with priority 3, max_attempts 7 stored %d, %d", p, m)
+	}
+}

@@ -3,12 +3,12 @@ package store
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cuzk/cuzk/phase"
+	"github.com/cuzk/cuzk/sql/queries"
 )
 
 // HistoryRow is one circuit's phase in one period of cuzk.timing_history.
@@ -25,9 +25,7 @@ type HistoryRow struct {
 // TimingHistory reads cuzk.timing_history: per circuit (only circuit, unless ""),
 // period of length bucket and phase, over the last since.
 func TimingHistory(ctx context.Context, db DB, bucket, since time.Duration, circuit string) ([]HistoryRow, error) {
-	rows, err := db.Query(ctx, `
-		SELECT circuit, period, phase, n, p50_ms, p95_ms, mean_ms
-		  FROM cuzk.timing_history($1::interval, now() - $2::interval, nullif($3, ''))`,
+	rows, err := db.Query(ctx, queries.SQL("TimingHistory"),
 		interval(bucket), interval(since), circuit)
 	if err != nil {
 		return nil, fmt.Errorf("read timing history: %w", err)
@@ -50,10 +48,10 @@ type Sample struct {
 // a window), resolved by the SQL that cuzk.compare_timings uses, and the database's
 // description of them. A selector the database rejects is a PgError with code 22023.
 func SelectorSamples(ctx context.Context, db DB, sel string) (desc string, samples []Sample, err error) {
-	if err := db.QueryRow(ctx, "SELECT description FROM cuzk.resolve_selector($1)", sel).Scan(&desc); err != nil {
+	if err := db.QueryRow(ctx, queries.SQL("ResolveSelector"), sel).Scan(&desc); err != nil {
 		return "", nil, fmt.Errorf("resolve %s: %w", sel, err)
 	}
-	rows, err := db.Query(ctx, "SELECT source, circuit, phase, ms FROM cuzk.timing_samples($1)", sel)
+	rows, err := db.Query(ctx, queries.SQL("SelectorSamples"), sel)
 	if err != nil {
 		return "", nil, fmt.Errorf("read timings of %s: %w", sel, err)
 	}
@@ -67,19 +65,7 @@ func SelectorSamples(ctx context.Context, db DB, sel string) (desc string, sampl
 // RecentBuilds are the builds whose attempts most recently succeeded, newest first,
 // at most n.
 func RecentBuilds(ctx context.Context, db DB, n int) ([]string, error) {
-	// Distinct builds by a skip scan of proof_attempts_build_finished_idx, then
-	// each one's newest success: a handful of index probes, not a table scan.
-	rows, err := db.Query(ctx, `
-		WITH RECURSIVE b(build) AS (
-		    SELECT min(build) FROM cuzk.proof_attempts WHERE outcome = 'succeeded' AND build IS NOT NULL
-		    UNION ALL
-		    SELECT (SELECT min(a.build) FROM cuzk.proof_attempts a
-		             WHERE a.outcome = 'succeeded' AND a.build > b.build)
-		      FROM b WHERE b.build IS NOT NULL)
-		SELECT build FROM b WHERE build IS NOT NULL
-		 ORDER BY (SELECT max(a.finished_at) FROM cuzk.proof_attempts a
-		            WHERE a.outcome = 'succeeded' AND a.build = b.build) DESC
-		 LIMIT $1`, n)
+	rows, err := db.Query(ctx, queries.SQL("RecentBuilds"), n)
 	if err != nil {
 		return nil, fmt.Errorf("recent builds: %w", err)
 	}
@@ -94,15 +80,7 @@ func RecentBuilds(ctx context.Context, db DB, n int) ([]string, error) {
 // (Source "worker"); a phase an attempt never reached has no sample.
 func BuildSamples(ctx context.Context, db DB, build string, limit int) ([]Sample, error) {
 	phases := phase.All()
-	cols := make([]string, len(phases))
-	for i, p := range phases {
-		cols[i] = p.Column
-	}
-	rows, err := db.Query(ctx, `
-		SELECT circuit, `+strings.Join(cols, ", ")+`
-		  FROM cuzk.proof_attempts
-		 WHERE outcome = 'succeeded' AND build = $1
-		 ORDER BY finished_at DESC LIMIT $2`, build, limit)
+	rows, err := db.Query(ctx, queries.SQL("BuildSamples"), build, limit)
 	if err != nil {
 		return nil, fmt.Errorf("timings of build %s: %w", build, err)
 	}
@@ -145,7 +123,7 @@ type BenchRun struct {
 func RecordBench(ctx context.Context, db DB, runs []BenchRun) (int64, error) {
 	var id int64
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		if err := tx.QueryRow(ctx, "SELECT nextval('cuzk.bench_id_seq')").Scan(&id); err != nil {
+		if err := tx.QueryRow(ctx, queries.SQL("NextBenchID")).Scan(&id); err != nil {
 			return fmt.Errorf("new bench id: %w", err)
 		}
 		cols := []string{"bench_id", "arm", "run", "label", "circuit", "worker", "build", "config_hash", "config",

@@ -11,6 +11,8 @@ import (
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
+
+	"github.com/cuzk/cuzk/sql/queries"
 )
 
 // RescuedJob is a running job handed back because its worker stopped heartbeating.
@@ -29,35 +31,18 @@ type RescuedJob struct {
 // partition), its late completion finds the job no longer running, and the one-proof
 // rules keep a second proof out.
 func RescueDeadWorkers(ctx context.Context, db DB, self string, deadAfter time.Duration, queue string) ([]RescuedJob, error) {
-	return handBack(ctx, db, "rescue the jobs of dead workers", `
-		WITH dead AS (
-		    UPDATE cuzk.workers SET stopped_at = now()
-		     WHERE stopped_at IS NULL AND worker <> $1 AND river_client_id IS NOT NULL
-		       AND last_seen_at < now() - make_interval(secs => $2)
-		    RETURNING worker, river_client_id,
-		              'worker ' || worker || ' stopped heartbeating during the attempt (rescued)' AS reason)
-		`+runningJobsOf, self, deadAfter.Seconds(), queue)
+	return handBack(ctx, db, "rescue the jobs of dead workers", queries.SQL("RescueDeadWorkers"), self, deadAfter.Seconds(), queue)
 }
 
 // HandBackClientJobs hands the running jobs in queue last claimed under River client
 // clientID back, as RescueDeadWorkers does, with reason in each job's errors: for a
 // worker restarted under its name, whose previous process is known to be gone.
 func HandBackClientJobs(ctx context.Context, db DB, clientID, queue, reason string) ([]RescuedJob, error) {
-	return handBack(ctx, db, "hand back the jobs of the previous process", `
-		WITH dead AS (SELECT ''::text AS worker, $1::text AS river_client_id, $2::text AS reason)
-		`+runningJobsOf, clientID, reason, queue)
+	return handBack(ctx, db, "hand back the jobs of the previous process", queries.SQL("ClientRunningJobs"), clientID, reason, queue)
 }
 
-// runningJobsOf follows a CTE dead(worker, river_client_id, reason) and takes the
-// queue as $3: the running jobs those clients claimed last, locked until the hand-back
-// commits, so that none finishes in between.
-const runningJobsOf = `
-		SELECT j.id, d.worker, d.reason, j.attempt, j.max_attempts, now()
-		  FROM river_job j JOIN dead d ON j.attempted_by[array_upper(j.attempted_by, 1)] = d.river_client_id
-		 WHERE j.state = 'running' AND j.queue = $3
-		   FOR UPDATE OF j`
-
-// handBack runs the query (see runningJobsOf) and hands the jobs it returns back
+// handBack runs the query (RescueDeadWorkers or ClientRunningJobs: the running jobs
+// of the clients it names, locked until the hand-back commits) and hands the jobs it returns back
 // through River's rescue (the driver's JobRescueMany, which River's rescuer uses too:
 // the error is appended to the job's errors and its rescue count kept), in one
 // transaction.
@@ -110,7 +95,7 @@ func handBack(ctx context.Context, db DB, what, query string, args ...any) ([]Re
 // process start adds a row (host/pid), and a fleet restarted daily for months would
 // otherwise carry them all.
 func PruneWorkers(ctx context.Context, db DB, keep time.Duration) (int64, error) {
-	tag, err := db.Exec(ctx, `DELETE FROM cuzk.workers WHERE stopped_at < now() - make_interval(secs => $1)`, keep.Seconds())
+	tag, err := db.Exec(ctx, queries.SQL("PruneWorkers"), keep.Seconds())
 	if err != nil {
 		return 0, fmt.Errorf("prune stopped workers: %w", err)
 	}
@@ -132,15 +117,7 @@ type Beat struct {
 // the River client ID the row held before (nil for a new row or none), so that the
 // caller can tell another live process writing under the same name.
 func Heartbeat(ctx context.Context, db DB, b *Beat) (prevClientID *string, err error) {
-	err = db.QueryRow(ctx, `
-		WITH prev AS (SELECT river_client_id FROM cuzk.workers WHERE worker = $1)
-		INSERT INTO cuzk.workers (worker, host, pid, backend, devices, config, river_client_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)
-		ON CONFLICT (worker) DO UPDATE SET last_seen_at = now(), stopped_at = NULL,
-		    host = EXCLUDED.host, pid = EXCLUDED.pid,
-		    backend = EXCLUDED.backend, devices = EXCLUDED.devices, config = EXCLUDED.config,
-		    river_client_id = EXCLUDED.river_client_id
-		RETURNING (SELECT river_client_id FROM prev)`,
+	err = db.QueryRow(ctx, queries.SQL("Heartbeat"),
 		b.Worker, b.Host, b.PID, b.Backend, b.Devices, b.Config, nullString(b.RiverClientID)).Scan(&prevClientID)
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat of worker %q: %w", b.Worker, err)
@@ -151,8 +128,7 @@ func Heartbeat(ctx context.Context, db DB, b *Beat) (prevClientID *string, err e
 // MarkWorkerStopped marks worker's row stopped, only while it is River client
 // clientID's: a live namesake's row stays live.
 func MarkWorkerStopped(ctx context.Context, db DB, worker, clientID string) error {
-	_, err := db.Exec(ctx, "UPDATE cuzk.workers SET stopped_at = now(), last_seen_at = now() WHERE worker = $1 AND river_client_id = $2",
-		worker, clientID)
+	_, err := db.Exec(ctx, queries.SQL("MarkWorkerStopped"), worker, clientID)
 	if err != nil {
 		return fmt.Errorf("mark worker %q stopped: %w", worker, err)
 	}
@@ -176,10 +152,7 @@ type LastBeat struct {
 func LastHeartbeat(ctx context.Context, db DB, worker string) (b LastBeat, ok bool, err error) {
 	var age float64
 	var every string
-	err = db.QueryRow(ctx, `
-		SELECT coalesce(river_client_id, ''), host, pid, last_seen_at, extract(epoch FROM now() - last_seen_at)::float8,
-		       stopped_at IS NOT NULL, coalesce(config->>'heartbeat', '')
-		  FROM cuzk.workers WHERE worker = $1`, worker).Scan(&b.RiverClientID, &b.Host, &b.PID, &b.LastSeenAt, &age, &b.Stopped, &every)
+	err = db.QueryRow(ctx, queries.SQL("LastHeartbeat"), worker).Scan(&b.RiverClientID, &b.Host, &b.PID, &b.LastSeenAt, &age, &b.Stopped, &every)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return LastBeat{}, false, nil
 	}
@@ -198,12 +171,7 @@ func LastHeartbeat(ctx context.Context, db DB, worker string) (b LastBeat, ok bo
 // liveWithin.
 func BudgetFits(ctx context.Context, db DB, self string, need int64, liveWithin time.Duration) (bool, error) {
 	var fits bool
-	err := db.QueryRow(ctx, `
-		SELECT EXISTS (SELECT 1 FROM cuzk.workers
-		                WHERE worker <> $1 AND stopped_at IS NULL
-		                  AND last_seen_at > now() - make_interval(secs => $3)
-		                  AND jsonb_typeof(config->'mem_budget') = 'number'
-		                  AND (config->>'mem_budget')::numeric >= $2)`,
+	err := db.QueryRow(ctx, queries.SQL("BudgetFits"),
 		self, need, liveWithin.Seconds()).Scan(&fits)
 	if err != nil {
 		return false, fmt.Errorf("look for a live worker with a memory budget of %d bytes: %w", need, err)
@@ -221,7 +189,7 @@ const nameLockClass = 0x637a6b // "czk"
 // long as that connection lives.
 func TryNameLock(ctx context.Context, conn DB, worker string) (bool, error) {
 	var held bool
-	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, hashtext($2))`, int32(nameLockClass), worker).Scan(&held); err != nil {
+	if err := conn.QueryRow(ctx, queries.SQL("TryNameLock"), int32(nameLockClass), worker).Scan(&held); err != nil {
 		return false, fmt.Errorf("try the name lock of worker %q: %w", worker, err)
 	}
 	return held, nil
@@ -241,14 +209,7 @@ type NameLockHolder struct {
 
 // NameLockHolders lists the sessions holding worker's name lock in this database.
 func NameLockHolders(ctx context.Context, db DB, worker string) ([]NameLockHolder, error) {
-	rows, err := db.Query(ctx, `
-		SELECT l.pid, coalesce(a.usename::text, ''), coalesce(a.application_name, ''), coalesce(host(a.client_addr), ''),
-		       coalesce(has_table_privilege(a.usesysid, 'cuzk.workers', 'UPDATE'), false)
-		  FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
-		 WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
-		   AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-		   AND l.classid = $1::oid AND l.objid = hashtext($2)::oid
-		 ORDER BY l.pid`, int32(nameLockClass), worker)
+	rows, err := db.Query(ctx, queries.SQL("NameLockHolders"), int32(nameLockClass), worker)
 	if err != nil {
 		return nil, fmt.Errorf("read the holders of worker %q's name lock: %w", worker, err)
 	}

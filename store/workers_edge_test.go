@@ -100,3 +100,69 @@ func TestTryNameLockConflicts(t *testing.T) {
 		t.Fatalf("lock of another name: %t, %v", held, err)
 	}
 }
+
+// BudgetFits looks only at other live workers whose config's mem_budget is a number
+// at least the need: not itself, a stopped one, a silent one, or one with a budget
+// given as text.
+func TestBudgetFitsEdgeCases(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	p := db.Pool
+	fits := func(self string, need int64) bool {
+		t.Helper()
+		ok, err := BudgetFits(ctx, p, self, need, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ok
+	}
+	if fits("me", 1) {
+		t.Fatal("a budget fits with no workers")
+	}
+	for _, b := range []Beat{
+		{Worker: "me", Host: "h", PID: 1, Backend: "cpu", Devices: []byte(`[]`), Config: []byte(`{"mem_budget": 1000}`)},
+		{Worker: "other", Host: "h", PID: 2, Backend: "cpu", Devices: []byte(`[]`), Config: []byte(`{"mem_budget": 100}`)},
+		{Worker: "stopped", Host: "h", PID: 3, Backend: "cpu", Devices: []byte(`[]`), Config: []byte(`{"mem_budget": 5000}`)},
+		{Worker: "silent", Host: "h", PID: 4, Backend: "cpu", Devices: []byte(`[]`), Config: []byte(`{"mem_budget": 5000}`)},
+		{Worker: "text", Host: "h", PID: 5, Backend: "cpu", Devices: []byte(`[]`), Config: []byte(`{"mem_budget": "9000"}`)},
+	} {
+		if _, err := Heartbeat(ctx, p, &b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := p.Exec(ctx, `UPDATE cuzk.workers SET stopped_at = now() WHERE worker = 'stopped';
+	                          UPDATE cuzk.workers SET last_seen_at = now() - interval '1 hour' WHERE worker = 'silent'`); err != nil {
+		t.Fatal(err)
+	}
+	if !fits("me", 100) || fits("me", 101) {
+		t.Errorf("need 100 and 101 beside another worker's 100: %t, %t; want true, false", fits("me", 100), fits("me", 101))
+	}
+	if fits("other", 1001) {
+		t.Error("a need over every other live budget fits")
+	}
+}
+
+// NameLockHolders lists nobody for a free name, and the session holding a taken one,
+// as a login that may write cuzk.workers.
+func TestNameLockHoldersEdgeCases(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	if hs, err := NameLockHolders(ctx, db.Pool, "w"); err != nil || len(hs) != 0 {
+		t.Fatalf("holders of a free name: %v, %v", hs, err)
+	}
+	c, err := pgx.Connect(ctx, db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(ctx) })
+	if held, err := TryNameLock(ctx, c, "w"); err != nil || !held {
+		t.Fatalf("lock: %t, %v", held, err)
+	}
+	hs, err := NameLockHolders(ctx, db.Pool, "w")
+	if err != nil || len(hs) != 1 || hs[0].PID != int(c.PgConn().PID()) || !hs[0].Worker || hs[0].Login == "" {
+		t.Fatalf("holders of a taken name: %+v, %v; want session %d, a login that may write workers", hs, err, c.PgConn().PID())
+	}
+	if hs, err := NameLockHolders(ctx, db.Pool, "other"); err != nil || len(hs) != 0 {
+		t.Fatalf("holders of another name: %v, %v", hs, err)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
@@ -17,14 +18,16 @@ import (
 )
 
 const (
-	sqlDoc = "../../docs/sql.md"
-	gpuDoc = "../../docs/gpu.md"
+	sqlDoc      = "../../docs/sql.md"
+	gpuDoc      = "../../docs/gpu.md"
+	cookbookDir = "../../sql/cookbook"
 )
 
-// docBlock is one fenced code block of a page: its language, its text and the
-// section (## heading) it is in.
+// docBlock is one fenced code block of a page: its language, its text, the section
+// (## heading) it is in, and the file it is a copy of, where a comment
+// <!-- sql/cookbook/NAME.sql --> right above it names one.
 type docBlock struct {
-	lang, text, section string
+	lang, text, section, file string
 }
 
 // docBlocks returns the sh and sql blocks of the markdown file, in order.
@@ -36,15 +39,82 @@ func docBlocks(t *testing.T, path string) []docBlock {
 	}
 	var out []docBlock
 	section := ""
-	re := regexp.MustCompile("(?ms)^## ([^\n]*)$|^```(sh|sql)\n(.*?)^```")
+	re := regexp.MustCompile("(?ms)^## ([^\n]*)$|^(?:<!-- sql/cookbook/([^ ]+) -->\n)?```(sh|sql)\n(.*?)^```")
 	for _, m := range re.FindAllStringSubmatch(string(b), -1) {
 		if m[1] != "" {
 			section = m[1]
 			continue
 		}
-		out = append(out, docBlock{lang: m[2], text: m[3], section: section})
+		out = append(out, docBlock{lang: m[3], text: m[4], section: section, file: m[2]})
 	}
 	return out
+}
+
+// cookbook returns the sql blocks of docs/sql.md with the text of their files in
+// sql/cookbook, failing t unless each block names a file whose text it is, and each
+// file there is named by one block.
+func cookbook(t *testing.T) []docBlock {
+	t.Helper()
+	var out []docBlock
+	named := map[string]bool{}
+	for _, b := range docBlocks(t, sqlDoc) {
+		if b.lang != "sql" {
+			out = append(out, b)
+			continue
+		}
+		if b.file == "" {
+			t.Fatalf("docs/sql.md: a sql block in %q has no <!-- sql/cookbook/NAME.sql --> line right above it:\n%s", b.section, b.text)
+		}
+		if named[b.file] {
+			t.Fatalf("docs/sql.md names sql/cookbook/%s twice", b.file)
+		}
+		named[b.file] = true
+		text, err := os.ReadFile(filepath.Join(cookbookDir, b.file))
+		if err != nil {
+			t.Fatalf("docs/sql.md, %s: %v", b.section, err)
+		}
+		if string(text) != b.text {
+			t.Fatalf("docs/sql.md, %s: the block differs from sql/cookbook/%s (copy the one into the other):\n%s",
+				b.section, b.file, firstDiff(b.text, string(text)))
+		}
+		out = append(out, b)
+	}
+	files, err := filepath.Glob(filepath.Join(cookbookDir, "*.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if !named[filepath.Base(f)] {
+			t.Errorf("sql/cookbook/%s is shown nowhere in docs/sql.md", filepath.Base(f))
+		}
+	}
+	return out
+}
+
+// firstDiff is the first line where the doc's block and the file differ.
+func firstDiff(doc, file string) string {
+	d, f := strings.Split(doc, "\n"), strings.Split(file, "\n")
+	for i := 0; i < len(d) || i < len(f); i++ {
+		var dl, fl string
+		if i < len(d) {
+			dl = d[i]
+		}
+		if i < len(f) {
+			fl = f[i]
+		}
+		if dl != fl {
+			return fmt.Sprintf("line %d\n doc:  %q\n file: %q", i+1, dl, fl)
+		}
+	}
+	return ""
+}
+
+// The sql blocks of docs/sql.md are the files of sql/cookbook, one for one: without a
+// database, so that a change to either alone fails at once.
+func TestSQLCookbookFilesAreTheDocsBlocks(t *testing.T) {
+	if n := len(cookbook(t)); n == 0 {
+		t.Fatal("docs/sql.md has no blocks")
+	}
 }
 
 // asRole is the role a cookbook block names on its first line.
@@ -62,8 +132,8 @@ func asRole(t *testing.T, b docBlock) string {
 }
 
 // TestSQLCookbookRunsAsWritten follows docs/sql.md from top to bottom: its shell
-// commands with the real binary, every sql block through psql as the role the block
-// names (a login in cuzk_submitter, or the owner), a worker where the page starts one,
+// commands with the real binary, every sql block (the text of its sql/cookbook file)
+// through psql as the role the block names (a login in cuzk_submitter, or the owner), a worker where the page starts one,
 // and checks what the page's comments say the key statements return.
 func TestSQLCookbookRunsAsWritten(t *testing.T) {
 	t.Parallel()
@@ -100,7 +170,7 @@ func TestSQLCookbookRunsAsWritten(t *testing.T) {
 	var worker *workerProc
 	outputs := map[string]string{} // a distinctive line of each sql block -> its output
 	redirect := regexp.MustCompile(`^(.*?)\s*>\s*(\S+)$`)
-	for _, b := range docBlocks(t, sqlDoc) {
+	for _, b := range cookbook(t) {
 		switch b.section {
 		case "Status and results", "Partitioned requests":
 			if worker == nil {

@@ -1,0 +1,12 @@
+-- as a submitter
+SELECT r.state, r.partitions, (SELECT count(*) FROM cuzk.partition_proofs p WHERE p.request_id = r.request_id) AS proven
+  FROM cuzk.proof_requests r WHERE r.request_id = 'c2-1239';  -- succeeded, 3, 3
+-- the proofs in partition order (from 0), with the vk that verifies them
+SELECT u.n - 1 AS partition, u.part_proof, u.part_public, k.vk
+  FROM cuzk.proofs p
+  JOIN cuzk.circuit_keys k ON k.circuit = p.circuit AND k.version = p.key_version
+ CROSS JOIN unnest(p.proofs, p.public_witnesses) WITH ORDINALITY AS u(part_proof, part_public, n)
+ WHERE p.request_id = 'c2-1239' ORDER BY u.n;
+-- each partition's phase times, per attempt: the attempt's own columns are their sums
+SELECT attempt, partition, outcome, synth_ms, prove_ms, verify_ms, total_ms
+  FROM cuzk.partition_attempts WHERE request_id = 'c2-1239' ORDER BY attempt, partition;  -- 3 rows, succeeded
