@@ -677,7 +677,7 @@ func (s *cudaStream) newDomain(d *fft.Domain) (*nttDomain, error) {
 // domainBytes is the device memory of an n-element domain's tables: the twiddles
 // omega^i and omega^-i, i < n/2, the two coset power tables of n elements, and Shoup's
 // pairs of every 2^s-th twiddle, both directions, for the passes that take them
-// (ntt.cu's ntt_shoup_shift: n/2^(s-1) elements). Below 2^24 s >= 6 (2^22), at most
+// (ntt/ntt.cu's ntt_shoup_shift: n/2^(s-1) elements). Below 2^24 s >= 6 (2^22), at most
 // n/32, counted as n/8; from 2^24 the mixed pass of the largest half-sizes takes s = 2,
 // n/2.
 // (A domain made with CUZK_NTT_SHOUP=1 or CUZK_NTT_SHOUP_FULL=1 set, for A/B runs and

@@ -15,8 +15,8 @@
 #include <cstdlib>
 #include <vector>
 #define CUZK_POINT_FN __forceinline__
-#include "bls12_381.cuh"
-#include "xyzz.cuh"
+#include "ff/bls12_381.cuh"
+#include "ec/xyzz.cuh"
 
 #define CHECK(x)                                                                          \
     do {                                                                                  \

@@ -5,7 +5,7 @@ Interprets each generated function (the asm blocks' mul/mad/madc/add/addc with t
 carry flag, and the C statements between them) on edge and random operands and
 compares the result with a*b*R^-1 mod p; the result must also stay below 2p.
 
-    python3 check_mont_chain.py ../mont_chain.cuh    # exit 1 on any mismatch
+    python3 check_mont_chain.py ../ff/mont_chain.cuh    # exit 1 on any mismatch
 """
 import random
 import re

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Writes ../mont_chain.cuh: the Montgomery product as PTX carry chains (see that file).
+"""Writes ../ff/mont_chain.cuh: the Montgomery product as PTX carry chains (see that file).
 
-Run from this folder: python3 mont_chain.py > ../mont_chain.cuh
+Run from this folder: python3 mont_chain.py > ../ff/mont_chain.cuh
 """
 import sys
 

@@ -27,7 +27,7 @@ struct fr_params {
 typedef fe<fp_params> fp_t;
 typedef fe<fr_params> fr_t;
 
-#include "windows.cuh"  // msm_windows
+#include "msm/windows.cuh"  // msm_windows
 
 struct fp2_t {
     fp_t c0, c1;

@@ -5,7 +5,7 @@
 #define CUZK_FP2_FP_CALL
 #endif
 #include <algorithm>
-#include "bls12_381.cuh"
+#include "ff/bls12_381.cuh"
 #include "fixed_base.cuh"
 #include "runtime.cuh"
 

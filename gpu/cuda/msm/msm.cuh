@@ -19,9 +19,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <type_traits>
-#include "bls12_381.cuh"
+#include "ff/bls12_381.cuh"
 #include "runtime.cuh"
-#include "xyzz.cuh"
+#include "ec/xyzz.cuh"
 
 // The window size for n points, and the window size and copy count of a precomputed
 // set of n points with at most maxf copies: windows.cuh.

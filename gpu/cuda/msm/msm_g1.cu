@@ -5,7 +5,7 @@
 #if !defined(CUZK_NOINLINE_G1)
 #define CUZK_POINT_FN __forceinline__
 #endif
-#include "bls12_381.cuh"
+#include "ff/bls12_381.cuh"
 #if defined(CUZK_G1_FP_CALL)
 // A/B: G1's Fp products as calls of one function, as G2's are (msm_g2.cu). These
 // overloads are exact matches, so the point operations' templates pick them.

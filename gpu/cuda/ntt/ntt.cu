@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <type_traits>
-#include "bls12_381.cuh"
+#include "ff/bls12_381.cuh"
 #include "runtime.cuh"
 
 namespace {
