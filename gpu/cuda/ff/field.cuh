@@ -8,15 +8,10 @@
 // (every element size here is a multiple of 16 bytes, so layouts do not change).
 // Measured on the H200 against 4-byte alignment, same run: NTT 2^24 7.75 -> 5.67 ms,
 // G2 MSM 2^24 899 -> 740 ms, G1 2^24 151 -> 142 ms (docs/lab/BENCHMARKS.md).
-// -DCUZK_ALIGN4 restores 4-byte alignment for A/B runs.
-#if defined(CUZK_ALIGN4)
-#define CUZK_FE_ALIGN
-#else
-#define CUZK_FE_ALIGN alignas(16)
-#endif
-
+// The fields are BLS12-381's Fp (N = 12) and Fr (N = 8): the carry chains of
+// mont_chain.cuh are generated for those limb counts only.
 template <class P>
-struct CUZK_FE_ALIGN fe {
+struct alignas(16) fe {
     static constexpr int N = P::N;
     uint32_t v[P::N];
 };
@@ -49,98 +44,32 @@ __device__ __forceinline__ void fe_one(fe<P>& a) {
     for (int i = 0; i < P::N; i++) a.v[i] = P::one(i);
 }
 
-// r = t - p if t >= p (t given with an extra top word hi), else t.
-template <class P>
-__device__ __forceinline__ void fe_reduce_once_cxx(fe<P>& r, const uint32_t* t, uint32_t hi) {
-    uint32_t s[P::N];
-    uint64_t borrow = 0;
-#pragma unroll
-    for (int i = 0; i < P::N; i++) {
-        uint64_t d = (uint64_t)t[i] - P::mod(i) - borrow;
-        s[i] = (uint32_t)d;
-        borrow = (d >> 63);
-    }
-    bool ge = hi != 0 || borrow == 0;
-#pragma unroll
-    for (int i = 0; i < P::N; i++) r.v[i] = ge ? s[i] : t[i];
-}
-
-template <class P>
-__device__ __forceinline__ void fe_add_cxx(fe<P>& r, const fe<P>& a, const fe<P>& b) {
-    uint32_t t[P::N];
-    uint64_t c = 0;
-#pragma unroll
-    for (int i = 0; i < P::N; i++) {
-        c += (uint64_t)a.v[i] + b.v[i];
-        t[i] = (uint32_t)c;
-        c >>= 32;
-    }
-    fe_reduce_once_cxx(r, t, (uint32_t)c);
-}
-
-template <class P>
-__device__ __forceinline__ void fe_sub_cxx(fe<P>& r, const fe<P>& a, const fe<P>& b) {
-    uint32_t t[P::N];
-    uint64_t borrow = 0;
-#pragma unroll
-    for (int i = 0; i < P::N; i++) {
-        uint64_t d = (uint64_t)a.v[i] - b.v[i] - borrow;
-        t[i] = (uint32_t)d;
-        borrow = d >> 63;
-    }
-    uint32_t mask = 0u - (uint32_t)borrow;  // add p back on underflow
-    uint64_t c = 0;
-#pragma unroll
-    for (int i = 0; i < P::N; i++) {
-        c += (uint64_t)t[i] + (P::mod(i) & mask);
-        r.v[i] = (uint32_t)c;
-        c >>= 32;
-    }
-}
-
 #include "mont_chain.cuh"
 
-// The C++ forms above extract every carry and borrow with a shift of a 64-bit
-// intermediate; the carry chains (mont_chain.cuh) use the carry flag instead, about half
-// the instructions (SASS of an Fr butterfly, nvcc 11.8: docs/lab/BENCHMARKS.md). Fields of
-// other limb counts, and -DCUZK_ADDSUB_CXX (A/B runs), take the C++ forms.
-#if defined(CUZK_ADDSUB_CXX)
-constexpr bool kAddSubChains = false;
-#else
-constexpr bool kAddSubChains = true;
-#endif
-
+// Addition, subtraction and the product's final subtraction are carry chains too:
+// the C++ forms (a 64-bit intermediate and a shift per carry) took about twice the
+// instructions (SASS of an Fr butterfly, nvcc 11.8: docs/lab/BENCHMARKS.md).
+//
+// r = t - p if t >= p (t given with an extra top word hi), else t.
 template <class P>
 __device__ __forceinline__ void fe_reduce_once(fe<P>& r, const uint32_t* t, uint32_t hi) {
-    if constexpr (kAddSubChains && P::N == 12) {
-        reduce_once_chain_12<P>(r.v, t, hi);
-    } else if constexpr (kAddSubChains && P::N == 8) {
-        reduce_once_chain_8<P>(r.v, t, hi);
-    } else {
-        fe_reduce_once_cxx(r, t, hi);
-    }
+    static_assert(P::N == 12 || P::N == 8, "carry chains are generated for 12 and 8 limbs");
+    if constexpr (P::N == 12) reduce_once_chain_12<P>(r.v, t, hi);
+    else reduce_once_chain_8<P>(r.v, t, hi);
 }
 
 template <class P>
 __device__ __forceinline__ void fe_add(fe<P>& r, const fe<P>& a, const fe<P>& b) {
-    if constexpr (kAddSubChains && P::N == 12) {
-        add_mod_chain_12<P>(r.v, a.v, b.v);
-    } else if constexpr (kAddSubChains && P::N == 8) {
-        add_mod_chain_8<P>(r.v, a.v, b.v);
-    } else {
-        fe_add_cxx(r, a, b);
-    }
+    static_assert(P::N == 12 || P::N == 8, "carry chains are generated for 12 and 8 limbs");
+    if constexpr (P::N == 12) add_mod_chain_12<P>(r.v, a.v, b.v);
+    else add_mod_chain_8<P>(r.v, a.v, b.v);
 }
 
 template <class P>
 __device__ __forceinline__ void fe_sub(fe<P>& r, const fe<P>& a, const fe<P>& b) {
-    if constexpr (kAddSubChains && P::N == 12) {
-        sub_mod_chain_12<P>(r.v, a.v, b.v);
-    } else if constexpr (kAddSubChains && P::N == 8) {
-        sub_mod_chain_8<P>(r.v, a.v, b.v);
-    } else {
-        fe_sub_cxx(r, a, b);
-    }
+    static_assert(P::N == 12 || P::N == 8, "carry chains are generated for 12 and 8 limbs");
+    if constexpr (P::N == 12) sub_mod_chain_12<P>(r.v, a.v, b.v);
+    else sub_mod_chain_8<P>(r.v, a.v, b.v);
 }
 
 template <class P>
@@ -153,179 +82,49 @@ __device__ __forceinline__ void fe_neg(fe<P>& r, const fe<P>& a) {
 template <class P>
 __device__ __forceinline__ void fe_dbl(fe<P>& r, const fe<P>& a) { fe_add(r, a, a); }
 
-// Montgomery product a*b*R^-1 mod p (CIOS). The moduli used here leave spare top
-// bits, so the running value stays below 2p and fits N+1 words.
-#if defined(CUZK_MUL64)
-// 64-bit limbs (opt-in, -DCUZK_MUL64): the same CIOS over N/2 64-bit words with
-// 128-bit products, for measuring the limb width (gpu/cuda/bench/fieldbench.cu). The
-// values stay in 32-bit limbs outside the product.
-template <class P>
-struct mont64 {
-    static constexpr int M = P::N / 2;
-    __host__ __device__ static constexpr uint64_t mod(int j) {
-        return (uint64_t)P::mod(2 * j) | ((uint64_t)P::mod(2 * j + 1) << 32);
-    }
-    // -p^-1 mod 2^64 by Newton's iteration (each step doubles the correct low bits).
-    __host__ __device__ static constexpr uint64_t inv() {
-        uint64_t p0 = mod(0), x = 1;
-        for (int i = 0; i < 7; i++) x *= 2 - p0 * x;
-        return 0 - x;
-    }
-};
-
-template <class P>
-__device__ __forceinline__ void fe_mul(fe<P>& r, const fe<P>& a, const fe<P>& b) {
-    typedef unsigned __int128 u128;
-    constexpr int M = P::N / 2;
-    constexpr uint64_t inv = mont64<P>::inv();
-    uint64_t A[M], t[M + 1];
-#pragma unroll
-    for (int j = 0; j < M; j++) {
-        A[j] = (uint64_t)a.v[2 * j] | ((uint64_t)a.v[2 * j + 1] << 32);
-        t[j] = 0;
-    }
-    t[M] = 0;
-#pragma unroll
-    for (int i = 0; i < M; i++) {
-        uint64_t bi = (uint64_t)b.v[2 * i] | ((uint64_t)b.v[2 * i + 1] << 32);
-        u128 c = 0;
-#pragma unroll
-        for (int j = 0; j < M; j++) {
-            c += (u128)A[j] * bi + t[j];
-            t[j] = (uint64_t)c;
-            c >>= 64;
-        }
-        u128 top = (u128)t[M] + c;
-        uint64_t m = t[0] * inv;
-        c = ((u128)m * mont64<P>::mod(0) + t[0]) >> 64;
-#pragma unroll
-        for (int j = 1; j < M; j++) {
-            c += (u128)m * mont64<P>::mod(j) + t[j];
-            t[j - 1] = (uint64_t)c;
-            c >>= 64;
-        }
-        c += top;
-        t[M - 1] = (uint64_t)c;
-        t[M] = (uint64_t)(c >> 64);
-    }
-    uint32_t w[P::N];
-#pragma unroll
-    for (int j = 0; j < M; j++) {
-        w[2 * j] = (uint32_t)t[j];
-        w[2 * j + 1] = (uint32_t)(t[j] >> 32);
-    }
-    fe_reduce_once(r, w, (uint32_t)t[M]);
-}
-#elif defined(CUZK_MUL_CIOS)
-// C++ form (-DCUZK_MUL_CIOS): 64-bit products, the compiler's carry handling; the
-// reference the carry chains are timed against.
-template <class P>
-__device__ __forceinline__ void fe_mul(fe<P>& r, const fe<P>& a, const fe<P>& b) {
-    constexpr int N = P::N;
-    uint32_t t[N + 1];
-#pragma unroll
-    for (int i = 0; i <= N; i++) t[i] = 0;
-#pragma unroll
-    for (int i = 0; i < N; i++) {
-        uint64_t c = 0;
-        uint32_t bi = b.v[i];
-#pragma unroll
-        for (int j = 0; j < N; j++) {
-            c += (uint64_t)a.v[j] * bi + t[j];
-            t[j] = (uint32_t)c;
-            c >>= 32;
-        }
-        uint64_t top = (uint64_t)t[N] + c;  // < 2^33
-        uint32_t m = t[0] * P::inv;
-        c = ((uint64_t)m * P::mod(0) + t[0]) >> 32;
-#pragma unroll
-        for (int j = 1; j < N; j++) {
-            c += (uint64_t)m * P::mod(j) + t[j];
-            t[j - 1] = (uint32_t)c;
-            c >>= 32;
-        }
-        c += top;
-        t[N - 1] = (uint32_t)c;
-        t[N] = (uint32_t)(c >> 32);
-    }
-    fe_reduce_once(r, t, t[N]);
-}
-#else
-// Default: PTX carry chains, one 64-bit multiply-add per limb pair and no separate
-// carry additions (mont_chain.cuh, generated by gen/mont_chain.py). Measured on the
-// H200 against the C++ form above: Fp product 24.9 vs 16.4 Gmul/s, Fr 47.5 vs 37.0, G1
+// Montgomery product a*b*R^-1 mod p (CIOS) as PTX carry chains: one 64-bit
+// multiply-add per limb pair and no separate carry additions (mont_chain.cuh, generated
+// by gen/mont_chain.py). The moduli used here leave spare top bits, so the running value
+// stays below 2p and fits N+1 words. Measured on the H200 against the C++ form (64-bit
+// products, the compiler's carries): Fp product 24.9 vs 16.4 Gmul/s, Fr 47.5 vs 37.0, G1
 // mixed addition in the MSM's gather pattern 1,791 vs 1,227 M/s (docs/lab/BENCHMARKS.md).
+// Karatsuba products and 64-bit limbs measured slower and are gone.
 //
-// Karatsuba (mont_kara_wide_chain_N: three half-size products, 108 instead of 144 limb
-// products for Fp, 48 instead of 64 for Fr) then the reduction rows apart
-// (mont_redc_chain_N), instead of the rows interleaved: -DCUZK_KARA_FP / -DCUZK_KARA_FR.
-#if defined(CUZK_KARA_FP)
-constexpr bool kKaraFp = true;
-#else
-constexpr bool kKaraFp = false;
-#endif
-#if defined(CUZK_KARA_FR)
-constexpr bool kKaraFr = true;
-#else
-constexpr bool kKaraFr = false;
-#endif
 // Fr (r = 2^64 - 2^32 + 1 mod 2^64): the reduction rows' two lowest pairs become two
 // additions and m needs no multiply (mont_mul_fold_chain_8): 16 of the product's 128
-// wide multiply-adds and its 8 narrow ones fewer. -DCUZK_FR_NOFOLD: the generic rows
-// (A/B runs).
-#if defined(CUZK_FR_NOFOLD)
-constexpr bool kFoldFr = false;
-#else
-constexpr bool kFoldFr = true;
-#endif
-#define CUZK_FE_WIDE 1
-
+// wide multiply-adds and its 8 narrow ones fewer.
 template <class P>
-constexpr bool kara_for() {
-    return P::N == 12 ? kKaraFp : kKaraFr;
+constexpr bool fr_fold_shape() {
+    return P::N == 8 && P::mod(0) == 1u && P::mod(1) == 0xffffffffu;
 }
 
-// The 2N-word product a*b (no reduction).
+// The 24-word product a*b of Fp (no reduction).
 template <class P>
 __device__ __forceinline__ void fe_wide(uint32_t* t, const fe<P>& a, const fe<P>& b) {
-    static_assert(P::N == 12 || P::N == 8, "no carry-chain product for this limb count");
-    if constexpr (P::N == 12) {
-        if constexpr (kKaraFp) mont_kara_wide_chain_12<P>(t, a.v, b.v);
-        else mont_wide_chain_12<P>(t, a.v, b.v);
-    } else {
-        if constexpr (kKaraFr) mont_kara_wide_chain_8<P>(t, a.v, b.v);
-        else mont_wide_chain_8<P>(t, a.v, b.v);
-    }
+    static_assert(P::N == 12, "the wide product is Fp's");
+    mont_wide_chain_12<P>(t, a.v, b.v);
 }
 
-// Montgomery reduction of a 2N-word t < p*2^(32N), fully reduced.
+// Montgomery reduction of a 24-word t < p*2^384, fully reduced.
 template <class P>
 __device__ __forceinline__ void fe_redc(fe<P>& r, const uint32_t* t) {
+    static_assert(P::N == 12, "the separate reduction is Fp's");
     uint32_t u[P::N + 1];
-    if constexpr (P::N == 12) mont_redc_chain_12<P>(u, t);
-    else mont_redc_chain_8<P>(u, t);
+    mont_redc_chain_12<P>(u, t);
     fe_reduce_once(r, u, u[P::N]);
 }
 
 template <class P>
 __device__ __forceinline__ void fe_mul(fe<P>& r, const fe<P>& a, const fe<P>& b) {
-    if constexpr (kara_for<P>()) {
-        uint32_t t[2 * P::N];
-        fe_wide(t, a, b);
-        fe_redc(r, t);
-        return;
-    }
     uint32_t t[P::N + 1];
     if constexpr (P::N == 12) {
         mont_mul_chain_12<P>(t, a.v, b.v);
     } else {
-        static_assert(P::N == 8, "no carry-chain product for this limb count");
-        if constexpr (kFoldFr && P::mod(0) == 1u && P::mod(1) == 0xffffffffu) mont_mul_fold_chain_8<P>(t, a.v, b.v);
-        else mont_mul_chain_8<P>(t, a.v, b.v);
+        static_assert(fr_fold_shape<P>(), "the 8-limb product is Fr's folded one");
+        mont_mul_fold_chain_8<P>(t, a.v, b.v);
     }
     fe_reduce_once(r, t, t[P::N]);
 }
-#endif
 
 // A fixed multiplicand for Shoup's product: w < p as a plain integer (not Montgomery
 // form) and ws = floor(w*2^(32N)/p). a*w mod p keeps a's form, so multiplying a
@@ -333,9 +132,9 @@ __device__ __forceinline__ void fe_mul(fe<P>& r, const fe<P>& a, const fe<P>& b)
 // w*R mod p. About 180 instead of the Montgomery product's 224 multiply-adds for Fr
 // (mont_chain.cuh's shoup chains); ws doubles the multiplicand's storage, so it pays
 // where the multiplicands are a table used many times, like the twiddles of the NTT's
-// passes that several groups share (ntt.cu's ntt_shoup_pass).
+// passes that several groups share (ntt/ntt.cu's NTT plan).
 template <class P>
-struct CUZK_FE_ALIGN fe_shoup {
+struct alignas(16) fe_shoup {
     fe<P> w, ws;
 };
 
@@ -373,27 +172,18 @@ __device__ void fe_shoup_from_mont(fe_shoup<P>& k, const fe<P>& wm) {
     for (int i = 0; i < P::N; i++) k.ws.v[i] = t[i];
 }
 
-// r = a*b - c*d. With the carry chains the two products are subtracted unreduced
-// (p*2^(32N) added on a borrow; sub_wide_mod_chain_N) and reduced once: one reduction,
-// one final subtraction and one modular subtraction fewer than two products and a
-// difference. The point formulas' Y3 takes this form. -DCUZK_MULSUB_SPLIT: two products
-// and a difference (A/B runs).
+// r = a*b - c*d (Fp). The two products are subtracted unreduced (p*2^384 added on a
+// borrow; sub_wide_mod_chain_12) and reduced once: one reduction, one final
+// subtraction and one modular subtraction fewer than two products and a difference
+// (G1 MSM 2^24 126.9 -> 124.6 ms). The point formulas' Y3 takes this form.
 template <class P>
 __device__ __forceinline__ void fe_mul_sub(fe<P>& r, const fe<P>& a, const fe<P>& b, const fe<P>& c,
                                            const fe<P>& d) {
-#if defined(CUZK_FE_WIDE) && !defined(CUZK_MULSUB_SPLIT)
     uint32_t x[2 * P::N], y[2 * P::N];
     fe_wide(x, a, b);
     fe_wide(y, c, d);
-    if constexpr (P::N == 12) sub_wide_mod_chain_12<P>(x, x, y);
-    else sub_wide_mod_chain_8<P>(x, x, y);
+    sub_wide_mod_chain_12<P>(x, x, y);
     fe_redc(r, x);
-#else
-    fe<P> x, y;
-    fe_mul(x, a, b);
-    fe_mul(y, c, d);
-    fe_sub(r, x, y);
-#endif
 }
 
 // Lazily reduced values in [0, 2p), for a hot loop's intermediate values (G1's
@@ -401,7 +191,7 @@ __device__ __forceinline__ void fe_mul_sub(fe<P>& r, const fe<P>& a, const fe<P>
 // of operands below 2p is below 2p without its final subtraction (4p < 2^384), a
 // difference is taken modulo 2p, and a*b - c*d stays below p*2^384 before its
 // reduction (4p^2 < p*2^384). Each product saves the
-// final subtraction (about 25 instructions); zero becomes 0 or p. Carry chains only.
+// final subtraction (about 25 instructions); zero becomes 0 or p.
 // gen/check_mont_chain.py checks these bounds on integers.
 template <class P>
 struct twice_p {  // 2p as a modulus for the chains' subtraction
@@ -415,15 +205,13 @@ struct twice_p {  // 2p as a modulus for the chains' subtraction
 // product maps a < 2r and a twiddle b < r to t < 2r (checked by check_mont_chain.py),
 // so the product drops its final subtraction; a sum of two values below 2r can pass
 // 2^256 and keeps its carry (lz_add), and a difference is taken modulo 2r as for Fp.
-#if defined(CUZK_FE_WIDE)
 template <class P>
 __device__ __forceinline__ void lz_mul(fe<P>& r, const fe<P>& a, const fe<P>& b) {
     uint32_t t[P::N + 1];
     if constexpr (P::N == 12) {
         mont_mul_chain_12<P>(t, a.v, b.v);  // t[12] = 0: the product is below 2p
     } else {
-        static_assert(P::N == 8 && kFoldFr && P::mod(0) == 1u && P::mod(1) == 0xffffffffu,
-                      "Fr's lazy product is the folded one (b below r)");
+        static_assert(fr_fold_shape<P>(), "Fr's lazy product is the folded one (b below r)");
         mont_mul_fold_chain_8<P>(t, a.v, b.v);  // t[8] = 0: below 2r for a < 2r, b < r
     }
 #pragma unroll
@@ -487,29 +275,13 @@ __device__ __forceinline__ void lz_norm(fe<P>& a) {
     if constexpr (P::N == 12) reduce_once_chain_12<P>(a.v, a.v, 0);
     else reduce_once_chain_8<P>(a.v, a.v, 0);
 }
-#endif
 
-// The square is the product a*a. The carry-chain square without the products below
-// the diagonal (mont_sqr_chain_N: 78 instead of 144 limb products for Fp) measured
-// slower on the H200, same run: Fp 24.8 -> 17.5 Gsqr/s, Fr 46.4 -> 29.7, G1 MSM 2^24
-// 142.8 -> 161.4 ms (its three serial 2N-word carry chains and the separate reduction
-// cost more than the products saved; docs/lab/BENCHMARKS.md). -DCUZK_SQR_CHAIN selects it.
-#if defined(CUZK_SQR_CHAIN) && !defined(CUZK_MUL64) && !defined(CUZK_MUL_CIOS)
-template <class P>
-__device__ __forceinline__ void fe_sqr(fe<P>& r, const fe<P>& a) {
-    uint32_t t[P::N + 1];
-    if constexpr (P::N == 12) {
-        mont_sqr_chain_12<P>(t, a.v);
-    } else {
-        static_assert(P::N == 8, "no carry-chain square for this limb count");
-        mont_sqr_chain_8<P>(t, a.v);
-    }
-    fe_reduce_once(r, t, t[P::N]);
-}
-#else
+// The square is the product a*a: the carry-chain square without the products below
+// the diagonal measured slower on the H200 (Fp 24.8 -> 17.5 Gsqr/s, G1 MSM 2^24 142.8
+// -> 161.4 ms: its serial 2N-word chains and separate reduction cost more than the
+// products saved; docs/lab/BENCHMARKS.md).
 template <class P>
 __device__ __forceinline__ void fe_sqr(fe<P>& r, const fe<P>& a) { fe_mul(r, a, a); }
-#endif
 
 // Montgomery form -> canonical integer (a * R^-1).
 template <class P>
