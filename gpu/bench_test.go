@@ -312,7 +312,6 @@ func benchNTT(t *testing.T, s *cudaStream, wb *devBuf, sc []fr.Element, logN int
 	defer d.close()
 	flags := nttBenchFlags()
 	gpu := timeRuns(t, 5, func() error { return s.ntt(d, wb, 0, flags) })
-	nttSwitchAB(t, s, dom, d, wb, sc[:n], logN, report)
 	var cpu time.Duration
 	if cpuRef {
 		a := append([]fr.Element(nil), sc[:n]...)
@@ -323,8 +322,7 @@ func benchNTT(t *testing.T, s *cudaStream, wb *devBuf, sc []fr.Element, logN int
 		t0 := time.Now()
 		dom.FFT(a, dir)
 		cpu = time.Since(t0)
-		// The default settings' output against gnark-crypto's at the benchmark's sizes
-		// (TestNTT stops at 2^23).
+		// The output against gnark-crypto's at the benchmark's sizes.
 		if got := nttOnce(t, s, d, wb, sc[:n], flags); !slices.Equal(got, a) {
 			t.Errorf("bench ntt 2^%d: result differs from gnark-crypto", logN)
 		}
@@ -343,90 +341,6 @@ func nttOnce(t *testing.T, s *cudaStream, d *nttDomain, wb *devBuf, in []fr.Elem
 		t.Fatal(err)
 	}
 	return out
-}
-
-// nttSwitchAB times the forward NTT with other settings of the library's NTT switches
-// (read at every call) and checks that each gives the default's output.
-// CUZK_GPU_BENCH_NTT_AB=1 compares the two twiddle sources (CUZK_NTT_SHTW=0: global
-// loads per butterfly, 1: staged in shared memory); any other value is a list of
-// settings, ";" between settings and " " between the variables of one, e.g.
-// "CUZK_NTT_SHTW=0;CUZK_NTT_SHTW=0 CUZK_X=1" for a switch X a variant library reads.
-// CUZK_NTT_SHOUP=1 (Shoup's twiddle products in every pass) and CUZK_NTT_SHOUP_PASSES
-// need the domain made with full Shoup tables: run the benchmark with
-// CUZK_NTT_SHOUP_FULL=1 in its environment, or with CUZK_GPU_BENCH_NTT_AB_DOMAINS=1,
-// which makes a domain for each setting under that setting (the tables each would
-// have in a process of its own).
-// The default and the settings are timed in turn, twice, so drift shows.
-func nttSwitchAB(t *testing.T, s *cudaStream, dom *fft.Domain, d *nttDomain, wb *devBuf, in []fr.Element, logN int, report reporter) {
-	spec := os.Getenv("CUZK_GPU_BENCH_NTT_AB")
-	if spec == "" {
-		return
-	}
-	if spec == "1" {
-		spec = "CUZK_NTT_SHTW=0;CUZK_NTT_SHTW=1"
-	}
-	settings := append([]string{""}, strings.Split(spec, ";")...)
-	apply := func(setting string) func() {
-		var undo []func()
-		for _, kv := range strings.Fields(setting) {
-			k, v, ok := strings.Cut(kv, "=")
-			if !ok {
-				t.Fatalf("CUZK_GPU_BENCH_NTT_AB: %q is not NAME=VALUE", kv)
-			}
-			old, had := os.LookupEnv(k)
-			os.Setenv(k, v)
-			undo = append(undo, func() {
-				if had {
-					os.Setenv(k, old)
-				} else {
-					os.Unsetenv(k)
-				}
-			})
-		}
-		return func() {
-			for _, u := range undo {
-				u()
-			}
-		}
-	}
-	doms := make([]*nttDomain, len(settings))
-	for i, setting := range settings {
-		doms[i] = d
-		if i == 0 || os.Getenv("CUZK_GPU_BENCH_NTT_AB_DOMAINS") != "1" {
-			continue
-		}
-		restore := apply(setting)
-		di, err := s.newDomain(dom)
-		restore()
-		if err != nil {
-			t.Fatalf("ntt 2^%d: domain under [%s]: %v", logN, setting, err)
-		}
-		defer di.close()
-		doms[i] = di
-	}
-	outs := make([][]fr.Element, len(settings))
-	flags := nttBenchFlags()
-	for round := range 2 {
-		for i, setting := range settings {
-			restore := apply(setting)
-			d := doms[i]
-			gpu := timeRuns(t, 5, func() error { return s.ntt(d, wb, 0, flags) })
-			name := setting
-			if name == "" {
-				name = "default"
-			}
-			report(fmt.Sprintf("ntt [%s] round %d", name, round+1), logN, gpu, 0)
-			if round == 0 {
-				outs[i] = nttOnce(t, s, d, wb, in, flags)
-			}
-			restore()
-		}
-	}
-	for i := 1; i < len(settings); i++ {
-		if !slices.Equal(outs[0], outs[i]) {
-			t.Errorf("ntt 2^%d: [%s] gives a different output than the default", logN, settings[i])
-		}
-	}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }

@@ -680,9 +680,6 @@ func (s *cudaStream) newDomain(d *fft.Domain) (*nttDomain, error) {
 // (ntt/ntt.cu's ntt_shoup_shift: n/2^(s-1) elements). Below 2^24 s >= 6 (2^22), at most
 // n/32, counted as n/8; from 2^24 the mixed pass of the largest half-sizes takes s = 2,
 // n/2.
-// (A domain made with CUZK_NTT_SHOUP=1 or CUZK_NTT_SHOUP_FULL=1 set, for A/B runs and
-// tests, holds all of them, 2n elements more, and one made with CUZK_NTT_MIXED=1 n/2
-// at any size.)
 func domainBytes(n int64) int64 {
 	if n >= 1<<24 {
 		return (3*n + n/2) * fr.Bytes

@@ -160,15 +160,7 @@ int fault_point(cudaStream_t st) {
 // fills overlap the DMA out of earlier ones for most of an upload (one fill of a
 // whole 32 MiB half left the copy and the DMA one after the other: 3.9 ms for a batch
 // of 16 solutions of 2^14 in a worker's execution trace, docs/lab/BENCHMARKS.md).
-// CUZK_GPU_GATHER_FILL_MB overrides it (A/B runs), read when the stream is made.
-static size_t gather_fill_bytes(size_t pinned) {
-    size_t fill = 4u << 20;
-    if (const char* e = getenv("CUZK_GPU_GATHER_FILL_MB")) {
-        long mb = atol(e);
-        if (mb > 0) fill = (size_t)mb << 20;
-    }
-    return std::max<size_t>(1, std::min(fill, pinned / 2));
-}
+static size_t gather_fill_bytes(size_t pinned) { return std::max<size_t>(1, std::min<size_t>(4u << 20, pinned / 2)); }
 
 extern "C" int cuzk_stream_create(cuzk_ctx* ctx, size_t staging_bytes, cuzk_stream** out) {
     if (!ctx || !out) return fail(CUZK_ERR_ARG, "NULL argument");
