@@ -37,6 +37,9 @@ type Options struct {
 	// in the room left (a 2^22 key: about 30 GiB on an H200, a proof 243 -> 212 ms with
 	// two callers). Fewer copies of a large key were not measured to pay.
 	PrecomputeAuto bool
+	// Knobs override the library's tuning (MSM window widths) on every stream of the
+	// device; the zero value keeps its choices. For measurements and tests.
+	Knobs Knobs
 	// KeyMemoryBytes caps the device memory of all resident keys together (bases,
 	// precomputed copies, per-proof buffers), for a device shared with other work or
 	// sized for several circuits' keys. A load that would pass it fails with
@@ -73,6 +76,7 @@ type CUDA struct {
 	liveBytes  atomic.Int64
 	stagingOpt int
 	lost       error // set (under mu and stage) when a fault could not be reset: every later call fails with it
+	knobs      Knobs // Options.Knobs, or the last SetKnobs: applied to every new stream
 }
 
 // deviceLanes is how many Prove calls overlap on one device (ProveLanes).
@@ -106,8 +110,12 @@ func NewCUDA(ordinal int, opt Options) (*CUDA, error) {
 		c.close()
 		return nil, fmt.Errorf("cuda:%d: key memory limit %d is negative", ordinal, opt.KeyMemoryBytes)
 	}
+	if err := opt.Knobs.check(); err != nil {
+		c.close()
+		return nil, fmt.Errorf("cuda:%d: knobs: %w", ordinal, err)
+	}
 	b := &CUDA{lib: lib, ctx: c, ordinal: ordinal, info: info, reserve: opt.ReserveBytes, copies: opt.PrecomputeCopies,
-		auto: opt.PrecomputeAuto, limit: opt.KeyMemoryBytes, stagingOpt: opt.StagingBytes}
+		auto: opt.PrecomputeAuto, limit: opt.KeyMemoryBytes, stagingOpt: opt.StagingBytes, knobs: opt.Knobs}
 	if b.reserve == 0 {
 		b.reserve = 8 << 30
 	}
@@ -118,11 +126,16 @@ func NewCUDA(ordinal int, opt Options) (*CUDA, error) {
 	return b, nil
 }
 
-// newStreams makes the backend's three streams, or none.
+// newStreams makes the backend's three streams with its knobs, or none.
 func (b *CUDA) newStreams() (s1, s2, s3 *cudaStream, err error) {
 	var s [3]*cudaStream
 	for i := range s {
-		if s[i], err = b.ctx.newStream(b.stagingOpt); err != nil {
+		if s[i], err = b.ctx.newStream(b.stagingOpt); err == nil {
+			if err = s[i].setKnobs(b.knobs); err != nil {
+				s[i].close()
+			}
+		}
+		if err != nil {
 			for _, made := range s[:i] {
 				made.close()
 			}
@@ -130,6 +143,28 @@ func (b *CUDA) newStreams() (s1, s2, s3 *cudaStream, err error) {
 		}
 	}
 	return s[0], s[1], s[2], nil
+}
+
+// SetKnobs replaces the library's tuning overrides (Options.Knobs) for the calls after
+// it; it waits for the Prove and LoadKey calls in progress.
+func (b *CUDA) SetKnobs(k Knobs) error {
+	if err := k.check(); err != nil {
+		return fmt.Errorf("%s: knobs: %w", b.Name(), err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stage.Lock()
+	defer b.stage.Unlock()
+	for _, s := range []*cudaStream{b.s1, b.s2, b.s3} {
+		if s == nil {
+			continue // lost in a failed reset
+		}
+		if err := s.setKnobs(k); err != nil {
+			return fmt.Errorf("%s: %w", b.Name(), err)
+		}
+	}
+	b.knobs = k
+	return nil
 }
 
 // ProveLanes implements prover.Lanes: two Prove calls of batches overlap, one

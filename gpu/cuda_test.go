@@ -303,7 +303,7 @@ func windowEdgeScalars(rng *rand.Rand, c, n int) []fr.Element {
 	return v
 }
 
-// TestMSMWindowEdges forces window sizes (CUZK_MSM_C) around those the library picks and
+// TestMSMWindowEdges forces window sizes (the stream's knobs) around those the library picks and
 // checks MSMs of windowEdgeScalars against gnark-crypto, G1 and G2: the digits of every
 // edge reach the top window, where a carry out would need one window more.
 func TestMSMWindowEdges(t *testing.T) {
@@ -321,8 +321,15 @@ func TestMSMWindowEdges(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer set2.close()
+	defer func() {
+		if err := s.setKnobs(Knobs{}); err != nil {
+			t.Error(err)
+		}
+	}()
 	for _, c := range []int{5, 8, 9, 10, 13, 15, 16, 17, 19, 20} {
-		t.Setenv("CUZK_MSM_C", strconv.Itoa(c))
+		if err := s.setKnobs(Knobs{MSMWindowG1: c, MSMWindowG2: c}); err != nil {
+			t.Fatal(err)
+		}
 		sc := windowEdgeScalars(rng, c, n)
 		var want1 bls12381.G1Jac
 		if _, err := want1.MultiExp(q1, sc, ecc.MultiExpConfig{}); err != nil {
@@ -345,6 +352,15 @@ func TestMSMWindowEdges(t *testing.T) {
 		}
 		if !got2.Equal(&want2) {
 			t.Fatalf("G2 MSM, c = %d: mismatch\n got %s\nwant %s", c, got2.String(), want2.String())
+		}
+		for _, set := range []*baseSet{set1, set2} {
+			wc, err := s.msmHostWidth(set, 0, sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if wc != c {
+				t.Fatalf("group %d MSM with the window forced to %d took %d", set.group, c, wc)
+			}
 		}
 		t.Logf("c = %d: G1 and G2 equal gnark-crypto's", c)
 	}

@@ -251,6 +251,19 @@ extern "C" int cuzk_stream_set_msm_chunk(cuzk_stream* s, size_t points) {
     return CUZK_OK;
 }
 
+extern "C" int cuzk_stream_set_knobs(cuzk_stream* s, const cuzk_knobs* k) {
+    if (!s || !k) return fail(CUZK_ERR_ARG, "NULL argument");
+    if (k->version != CUZK_KNOBS_VERSION || k->size != sizeof(cuzk_knobs))
+        return fail(CUZK_ERR_ARG, "knobs version " + std::to_string(k->version) + " size " + std::to_string(k->size) +
+                                      ", want version " + std::to_string(CUZK_KNOBS_VERSION) + " size " +
+                                      std::to_string(sizeof(cuzk_knobs)));
+    for (int c : {k->msm_c_g1, k->msm_c_g2})
+        if (c != 0 && (c < CUZK_MSM_C_MIN || c > CUZK_MSM_C_MAX))
+            return fail(CUZK_ERR_ARG, "MSM window width " + std::to_string(c) + " out of range");
+    s->knobs = *k;
+    return CUZK_OK;
+}
+
 // memcpy on several threads: one core copies into pinned memory at about 5-10 GB/s,
 // well under the PCIe link, and it was most of a proof's upload time.
 static void par_memcpy(void* dst, const void* src, size_t n) {

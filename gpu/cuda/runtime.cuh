@@ -53,6 +53,7 @@ struct cuzk_stream {
     size_t gather_fill = 0;  // stream_upload_gather's fill size (gather_fill_bytes)
     cudaEvent_t ev[2] = {nullptr, nullptr};
     size_t msm_chunk = 0;  // 0 = default
+    cuzk_knobs knobs{};    // cuzk_stream_set_knobs; zero fields: the library's choice
     // Streamed bases (cuzk_bases.host): chunks are copied on their own stream into two
     // buffers, the next chunk's copy beside this chunk's compute. Made on first use.
     cudaStream_t copy = nullptr;

@@ -457,19 +457,15 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
     int nwin;
     int c = msm_choose_c(n, C::group == 2, nbatch, &nwin);
     const int pcf = bases->d ? bases->pc_f : 0;
-    const char* force = getenv(C::group == 2 ? "CUZK_MSM_C_G2" : "CUZK_MSM_C_G1");
-    if (!force) force = getenv("CUZK_MSM_C");
+    // The stream's knob forces the window size (cuzk_stream_set_knobs; a precomputed
+    // set keeps the width its copies were made for).
+    const int force = C::group == 2 ? s->knobs.msm_c_g2 : s->knobs.msm_c_g1;
     if (pcf) {
         c = bases->pc_c;
         nwin = msm_windows(c);
     } else if (force) {
-        // CUZK_MSM_C=<c> forces the window size, CUZK_MSM_C_G1 / _G2 one group's
-        // (diagnostics: sweeping c in one run).
-        int f = atoi(force);
-        if (f >= 4 && f <= 22) {
-            c = f;
-            nwin = msm_windows(c);
-        }
+        c = force;
+        nwin = msm_windows(c);
     }
     const uint32_t nb = (1u << (c - 1)) + 1;  // buckets 0..2^(c-1) per window; 0 is skipped
     // Bucket sets: one per (vector, window), or per (vector, window group) when
