@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +37,9 @@ type Options struct {
 	// in the room left (a 2^22 key: about 30 GiB on an H200, a proof 243 -> 212 ms with
 	// two callers). Fewer copies of a large key were not measured to pay.
 	PrecomputeAuto bool
+	// Knobs override the library's tuning (MSM window widths) on every stream of the
+	// device; the zero value keeps its choices. For measurements and tests.
+	Knobs Knobs
 	// KeyMemoryBytes caps the device memory of all resident keys together (bases,
 	// precomputed copies, per-proof buffers), for a device shared with other work or
 	// sized for several circuits' keys. A load that would pass it fails with
@@ -68,26 +70,17 @@ type CUDA struct {
 	// both.
 	stage      sync.Mutex
 	s1, s2, s3 *cudaStream
-	lanes      int // ProveLanes: 2, or CUZK_GPU_LANES=1 (A/B runs)
 	// gen counts device resets: a key loaded in an earlier generation is gone. live is
 	// the number of keys of this generation not yet closed, liveBytes their Bytes.
 	gen, live  atomic.Int64
 	liveBytes  atomic.Int64
 	stagingOpt int
 	lost       error // set (under mu and stage) when a fault could not be reset: every later call fails with it
-	// batchUpload is how a batch's solutions reach the device and get their H:
-	// "gather" (default: all of a group's vectors in one staged upload, then H for the
-	// group in one set of launches), or for A/B runs (CUZK_GPU_BATCH_UPLOAD) "streams"
-	// (one solution at a time, the even ones on stream 1 and the odd on stream 2) or
-	// "serial" (one at a time on stream 1).
-	batchUpload string
-	// single is how a Prove call that is not batched (a key too large to batch, or one
-	// solution of a batched key) uses the device: "" (default) stages an unbatched key's
-	// solutions beside the other lane's MSMs (proveStaged) and proves a batched key's
-	// single solution under the device lock; CUZK_GPU_SINGLE=staged or locked picks one
-	// way for every key (A/B runs, tests). One lane always proves under the lock.
-	single string
+	knobs      Knobs // Options.Knobs, or the last SetKnobs: applied to every new stream
 }
+
+// deviceLanes is how many Prove calls overlap on one device (ProveLanes).
+const deviceLanes = 2
 
 var _ prover.Backend = (*CUDA)(nil)
 
@@ -117,31 +110,12 @@ func NewCUDA(ordinal int, opt Options) (*CUDA, error) {
 		c.close()
 		return nil, fmt.Errorf("cuda:%d: key memory limit %d is negative", ordinal, opt.KeyMemoryBytes)
 	}
+	if err := opt.Knobs.check(); err != nil {
+		c.close()
+		return nil, fmt.Errorf("cuda:%d: knobs: %w", ordinal, err)
+	}
 	b := &CUDA{lib: lib, ctx: c, ordinal: ordinal, info: info, reserve: opt.ReserveBytes, copies: opt.PrecomputeCopies,
-		auto: opt.PrecomputeAuto, limit: opt.KeyMemoryBytes, stagingOpt: opt.StagingBytes, batchUpload: "gather", lanes: 2}
-	switch v := os.Getenv("CUZK_GPU_LANES"); v {
-	case "", "2":
-	case "1":
-		b.lanes = 1
-	default:
-		c.close()
-		return nil, fmt.Errorf("cuda:%d: CUZK_GPU_LANES=%q: want 1 or 2", ordinal, v)
-	}
-	switch v := os.Getenv("CUZK_GPU_SINGLE"); v {
-	case "", "staged", "locked":
-		b.single = v
-	default:
-		c.close()
-		return nil, fmt.Errorf("cuda:%d: CUZK_GPU_SINGLE=%q: want staged or locked", ordinal, v)
-	}
-	switch v := os.Getenv("CUZK_GPU_BATCH_UPLOAD"); v {
-	case "":
-	case "gather", "streams", "serial":
-		b.batchUpload = v
-	default:
-		c.close()
-		return nil, fmt.Errorf("cuda:%d: CUZK_GPU_BATCH_UPLOAD=%q: want gather, streams or serial", ordinal, v)
-	}
+		auto: opt.PrecomputeAuto, limit: opt.KeyMemoryBytes, stagingOpt: opt.StagingBytes, knobs: opt.Knobs}
 	if b.reserve == 0 {
 		b.reserve = 8 << 30
 	}
@@ -152,11 +126,16 @@ func NewCUDA(ordinal int, opt Options) (*CUDA, error) {
 	return b, nil
 }
 
-// newStreams makes the backend's three streams, or none.
+// newStreams makes the backend's three streams with its knobs, or none.
 func (b *CUDA) newStreams() (s1, s2, s3 *cudaStream, err error) {
 	var s [3]*cudaStream
 	for i := range s {
-		if s[i], err = b.ctx.newStream(b.stagingOpt); err != nil {
+		if s[i], err = b.ctx.newStream(b.stagingOpt); err == nil {
+			if err = s[i].setKnobs(b.knobs); err != nil {
+				s[i].close()
+			}
+		}
+		if err != nil {
 			for _, made := range s[:i] {
 				made.close()
 			}
@@ -166,10 +145,32 @@ func (b *CUDA) newStreams() (s1, s2, s3 *cudaStream, err error) {
 	return s[0], s[1], s[2], nil
 }
 
+// SetKnobs replaces the library's tuning overrides (Options.Knobs) for the calls after
+// it; it waits for the Prove and LoadKey calls in progress.
+func (b *CUDA) SetKnobs(k Knobs) error {
+	if err := k.check(); err != nil {
+		return fmt.Errorf("%s: knobs: %w", b.Name(), err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stage.Lock()
+	defer b.stage.Unlock()
+	for _, s := range []*cudaStream{b.s1, b.s2, b.s3} {
+		if s == nil {
+			continue // lost in a failed reset
+		}
+		if err := s.setKnobs(k); err != nil {
+			return fmt.Errorf("%s: %w", b.Name(), err)
+		}
+	}
+	b.knobs = k
+	return nil
+}
+
 // ProveLanes implements prover.Lanes: two Prove calls of batches overlap, one
 // uploading and computing H while the other runs its MSMs (the worker runs two provers
 // per device). Calls of single proofs take the device one at a time.
-func (b *CUDA) ProveLanes() int { return b.lanes }
+func (b *CUDA) ProveLanes() int { return deviceLanes }
 
 // Name implements prover.Backend.
 func (b *CUDA) Name() string { return fmt.Sprintf("cuda:%d", b.ordinal) }
@@ -362,7 +363,7 @@ func (b *CUDA) loadKey(k *cudaKey) error {
 	}
 	// Under Options.KeyMemoryBytes the buffers are counted first (they are always
 	// allocated), then each base set in turn takes what is left.
-	lim := newKeyRoom(b.limit, b.liveBytes.Load(), keyBufferBytes(pk, b.lanes))
+	lim := newKeyRoom(b.limit, b.liveBytes.Load(), keyBufferBytes(pk, deviceLanes))
 	if lim.short() && flags&basesResidentOnly != 0 {
 		return lim.refuse("its buffers")
 	}
@@ -444,8 +445,8 @@ func (b *CUDA) loadKey(k *cudaKey) error {
 		return err
 	}
 	if k.batch = batchCap(n); k.batch > 1 {
-		k.sets = make(chan int, b.lanes)
-		for i := range b.lanes {
+		k.sets = make(chan int, deviceLanes)
+		for i := range deviceLanes {
 			w, err := b.ctx.alloc(k.batch * (pk.NbWires + n) * fr.Bytes)
 			if err != nil {
 				return err
@@ -462,7 +463,7 @@ func (b *CUDA) loadKey(k *cudaKey) error {
 		}
 	}
 	k.bytes = k.a.deviceBytes() + k.b1.deviceBytes() + k.kz.deviceBytes() + k.b2.deviceBytes() +
-		k.dom.bytes + keySlotBytes(pk.NbWires, n, b.lanes)
+		k.dom.bytes + keySlotBytes(pk.NbWires, n, deviceLanes)
 	if k.idxA != nil {
 		k.bytes += int64(k.idxA.bytes)
 	}
@@ -516,7 +517,7 @@ func keySlotBytes(wires, n, lanes int) int64 {
 const hBatchElems = 1 << 18
 
 // hBatchCap is how many solutions of domain size n get their H in one set of
-// launches: at least 2 (the "streams" A/B path uses two slots).
+// launches: at least 2.
 func hBatchCap(n int) int { return min(batchCap(n), max(2, hBatchElems/n)) }
 
 // keyBufferBytes is the device memory of a key's buffers beside its bases (loadKey's
@@ -705,16 +706,10 @@ func (b *CUDA) proveG1(ctx context.Context, k *cudaKey, sols []*synth.Solution, 
 	return nil
 }
 
-// staged tells whether an unbatched Prove call on k goes through proveStaged.
-func (b *CUDA) staged(k *cudaKey) bool {
-	switch {
-	case b.lanes < 2 || b.single == "locked":
-		return false
-	case b.single == "staged":
-		return true
-	}
-	return k.batch <= 1
-}
+// staged tells whether an unbatched Prove call on k goes through proveStaged: an
+// unbatched key's solutions are staged beside the other lane's MSMs, a batched key's
+// single solution is proven under the device lock.
+func (b *CUDA) staged(k *cudaKey) bool { return k.batch <= 1 }
 
 // proveStaged proves sols one at a time, each in a free pipeline slot of the key
 // (k.slots): uploaded and given its H on the staging stream under b.stage, while the
@@ -843,37 +838,24 @@ func (b *CUDA) proveBatched(ctx context.Context, k *cudaKey, sols []*synth.Solut
 	return nil
 }
 
-// stageGroup puts group's W, A, B, C on the device (W ‖ A into wh) and computes their
-// H, under b.stage on s3; the A/B upload modes run on s1 and s2, so they also hold b.mu.
+// stageGroup puts group's W, A, B, C on the device (W ‖ A into wh) in one gathered
+// upload and computes their H for the group in one set of launches, under b.stage on s3.
 func (b *CUDA) stageGroup(ctx context.Context, k *cudaKey, group []*synth.Solution, wh *devBuf, stride int,
 	times *prover.PhaseTimes) error {
 	t := time.Now()
-	gather := b.batchUpload == "gather"
-	if !gather {
-		b.mu.Lock()
-	}
 	b.stage.Lock()
 	times.Wait += time.Since(t)
 	err := b.usable(k)
 	if err == nil {
-		switch b.batchUpload {
-		case "streams":
-			err = k.uploadAndHBatch(ctx, []*cudaStream{b.s1, b.s2}, wh, group, stride, times)
-		case "serial":
-			err = k.uploadAndHBatch(ctx, []*cudaStream{b.s1}, wh, group, stride, times)
-		default:
-			err = k.gatherAndHBatch(ctx, b.s3, wh, group, stride, times)
-		}
+		err = k.gatherAndHBatch(ctx, b.s3, wh, group, stride, times)
 	}
 	b.stage.Unlock()
-	if gather {
-		if err == nil {
-			return nil
-		}
-		b.mu.Lock() // a fault's reset holds both locks, mu first
+	if err == nil {
+		return nil
 	}
+	b.mu.Lock() // a fault's reset holds both locks, mu first
 	defer b.mu.Unlock()
-	return b.fault(err) // nil for nil
+	return b.fault(err)
 }
 
 // msmGroup runs the four MSMs of a staged group of g solutions in wh under b.mu and
@@ -952,7 +934,7 @@ func (b *CUDA) msmBatch(k *cudaKey, wh *devBuf, g, stride int, parts []prover.Pa
 // at j*stride) and B, C (into the H scratch), then their H in one set of launches.
 // One solution at a time, each of a solution's four uploads waited for its own
 // synchronization behind a single-threaded copy, and its H was some twenty launches
-// too small to fill the device (uploadAndHBatch below, kept for A/B runs).
+// too small to fill the device.
 func (k *cudaKey) gatherAndHBatch(ctx context.Context, s *cudaStream, wh *devBuf, group []*synth.Solution, stride int,
 	times *prover.PhaseTimes) error {
 	nw, n := k.pk.NbWires, k.pk.DomainSize()
@@ -984,43 +966,6 @@ func (k *cudaKey) gatherAndHBatch(ctx context.Context, s *cudaStream, wh *devBuf
 		times.NTT += time.Since(t1)
 	}
 	return nil
-}
-
-// uploadAndHBatch runs uploadAndH for each solution of a batch group into its slot of
-// whBatch (slot j at j*stride), with two streams the even slots on the first and the
-// odd ones on the second at once, each stream with its own slot of the H scratch.
-// H2D and NTT receive the phase's wall time, split as the two streams' summed times
-// split. For A/B runs against gatherAndHBatch (CUZK_GPU_BATCH_UPLOAD).
-func (k *cudaKey) uploadAndHBatch(ctx context.Context, streams []*cudaStream, wh *devBuf, group []*synth.Solution,
-	stride int, times *prover.PhaseTimes) error {
-	t0 := time.Now()
-	var lane [2]prover.PhaseTimes
-	var errs [2]error
-	var wg sync.WaitGroup
-	for i, s := range streams {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := i; j < len(group); j += len(streams) {
-				if err := ctx.Err(); err != nil {
-					errs[i] = err
-					return
-				}
-				if err := k.uploadAndH(s, group[j], wh, j*stride, k.hbB, k.hcB, i*k.pk.DomainSize(), &lane[i]); err != nil {
-					errs[i] = fmt.Errorf("solution %d: %w", j, err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	wall := time.Since(t0)
-	if sum := lane[0].H2D + lane[1].H2D + lane[0].NTT + lane[1].NTT; sum > 0 {
-		h2d := time.Duration(float64(wall) * float64(lane[0].H2D+lane[1].H2D) / float64(sum))
-		times.H2D += h2d
-		times.NTT += wall - h2d
-	}
-	return errors.Join(errs[0], errs[1])
 }
 
 // uploadAndH uploads sol's W into wh at element off, its A after it and its B, C into

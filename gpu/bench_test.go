@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -199,16 +200,26 @@ func benchMSMG1(t *testing.T, s *cudaStream, q []bls12381.G1Affine, wb *devBuf, 
 }
 
 // windowSweep times the MSM again with each window size in CUZK_GPU_BENCH_CS (e.g.
-// "15,16,17"; the library reads CUZK_MSM_C at every call), checking that each
-// result equals same(), the default window's result.
-func windowSweep(t *testing.T, op string, logN, runs int, report reporter, run func() error, same func() bool) {
+// "15,16,17", forced on s through its knobs), checking that each result equals same(),
+// the default window's result.
+func windowSweep(t *testing.T, s *cudaStream, op string, logN, runs int, report reporter, run func() error, same func() bool) {
 	v := os.Getenv("CUZK_GPU_BENCH_CS")
 	if v == "" {
 		return
 	}
-	defer os.Unsetenv("CUZK_MSM_C")
+	defer func() {
+		if err := s.setKnobs(Knobs{}); err != nil {
+			t.Error(err)
+		}
+	}()
 	for _, c := range strings.Split(v, ",") {
-		os.Setenv("CUZK_MSM_C", c)
+		w, err := strconv.Atoi(c)
+		if err != nil {
+			t.Fatalf("CUZK_GPU_BENCH_CS: %v", err)
+		}
+		if err := s.setKnobs(Knobs{MSMWindowG1: w, MSMWindowG2: w}); err != nil {
+			t.Fatal(err)
+		}
 		gpu := timeRuns(t, runs, run)
 		if !same() {
 			t.Errorf("%s 2^%d with c=%s: result differs from the default window's", op, logN, c)
@@ -240,7 +251,7 @@ func benchMSMG1Named(t *testing.T, op string, s *cudaStream, q []bls12381.G1Affi
 	gpu := timeRuns(t, 5, func() (err error) { got, err = s.msmG1(set, 0, n, wb, 0, nil); return err })
 	profileOnce(func() { s.msmG1(set, 0, n, wb, 0, nil) })
 	ref := got
-	windowSweep(t, op, logN, 3, report, func() (err error) { got, err = s.msmG1(set, 0, n, wb, 0, nil); return err },
+	windowSweep(t, s, op, logN, 3, report, func() (err error) { got, err = s.msmG1(set, 0, n, wb, 0, nil); return err },
 		func() bool { return got.Equal(&ref) })
 	got = ref
 	defer benchPrecomputed(t, op, s, set, logN, report, func() (err error) { got, err = s.msmG1(set, 0, n, wb, 0, nil); return err },
@@ -274,7 +285,7 @@ func benchMSMG2(t *testing.T, s *cudaStream, q []bls12381.G2Affine, wb *devBuf, 
 	gpu := timeRuns(t, 3, func() (err error) { got, err = s.msmG2(set, 0, n, wb, 0, nil); return err })
 	profileOnce(func() { s.msmG2(set, 0, n, wb, 0, nil) })
 	ref := got
-	windowSweep(t, "msm_g2", logN, 2, report, func() (err error) { got, err = s.msmG2(set, 0, n, wb, 0, nil); return err },
+	windowSweep(t, s, "msm_g2", logN, 2, report, func() (err error) { got, err = s.msmG2(set, 0, n, wb, 0, nil); return err },
 		func() bool { return got.Equal(&ref) })
 	got = ref
 	defer benchPrecomputed(t, "msm_g2", s, set, logN, report, func() (err error) { got, err = s.msmG2(set, 0, n, wb, 0, nil); return err },
@@ -312,7 +323,6 @@ func benchNTT(t *testing.T, s *cudaStream, wb *devBuf, sc []fr.Element, logN int
 	defer d.close()
 	flags := nttBenchFlags()
 	gpu := timeRuns(t, 5, func() error { return s.ntt(d, wb, 0, flags) })
-	nttSwitchAB(t, s, dom, d, wb, sc[:n], logN, report)
 	var cpu time.Duration
 	if cpuRef {
 		a := append([]fr.Element(nil), sc[:n]...)
@@ -323,8 +333,7 @@ func benchNTT(t *testing.T, s *cudaStream, wb *devBuf, sc []fr.Element, logN int
 		t0 := time.Now()
 		dom.FFT(a, dir)
 		cpu = time.Since(t0)
-		// The default settings' output against gnark-crypto's at the benchmark's sizes
-		// (TestNTT stops at 2^23).
+		// The output against gnark-crypto's at the benchmark's sizes.
 		if got := nttOnce(t, s, d, wb, sc[:n], flags); !slices.Equal(got, a) {
 			t.Errorf("bench ntt 2^%d: result differs from gnark-crypto", logN)
 		}
@@ -343,90 +352,6 @@ func nttOnce(t *testing.T, s *cudaStream, d *nttDomain, wb *devBuf, in []fr.Elem
 		t.Fatal(err)
 	}
 	return out
-}
-
-// nttSwitchAB times the forward NTT with other settings of the library's NTT switches
-// (read at every call) and checks that each gives the default's output.
-// CUZK_GPU_BENCH_NTT_AB=1 compares the two twiddle sources (CUZK_NTT_SHTW=0: global
-// loads per butterfly, 1: staged in shared memory); any other value is a list of
-// settings, ";" between settings and " " between the variables of one, e.g.
-// "CUZK_NTT_SHTW=0;CUZK_NTT_SHTW=0 CUZK_X=1" for a switch X a variant library reads.
-// CUZK_NTT_SHOUP=1 (Shoup's twiddle products in every pass) and CUZK_NTT_SHOUP_PASSES
-// need the domain made with full Shoup tables: run the benchmark with
-// CUZK_NTT_SHOUP_FULL=1 in its environment, or with CUZK_GPU_BENCH_NTT_AB_DOMAINS=1,
-// which makes a domain for each setting under that setting (the tables each would
-// have in a process of its own).
-// The default and the settings are timed in turn, twice, so drift shows.
-func nttSwitchAB(t *testing.T, s *cudaStream, dom *fft.Domain, d *nttDomain, wb *devBuf, in []fr.Element, logN int, report reporter) {
-	spec := os.Getenv("CUZK_GPU_BENCH_NTT_AB")
-	if spec == "" {
-		return
-	}
-	if spec == "1" {
-		spec = "CUZK_NTT_SHTW=0;CUZK_NTT_SHTW=1"
-	}
-	settings := append([]string{""}, strings.Split(spec, ";")...)
-	apply := func(setting string) func() {
-		var undo []func()
-		for _, kv := range strings.Fields(setting) {
-			k, v, ok := strings.Cut(kv, "=")
-			if !ok {
-				t.Fatalf("CUZK_GPU_BENCH_NTT_AB: %q is not NAME=VALUE", kv)
-			}
-			old, had := os.LookupEnv(k)
-			os.Setenv(k, v)
-			undo = append(undo, func() {
-				if had {
-					os.Setenv(k, old)
-				} else {
-					os.Unsetenv(k)
-				}
-			})
-		}
-		return func() {
-			for _, u := range undo {
-				u()
-			}
-		}
-	}
-	doms := make([]*nttDomain, len(settings))
-	for i, setting := range settings {
-		doms[i] = d
-		if i == 0 || os.Getenv("CUZK_GPU_BENCH_NTT_AB_DOMAINS") != "1" {
-			continue
-		}
-		restore := apply(setting)
-		di, err := s.newDomain(dom)
-		restore()
-		if err != nil {
-			t.Fatalf("ntt 2^%d: domain under [%s]: %v", logN, setting, err)
-		}
-		defer di.close()
-		doms[i] = di
-	}
-	outs := make([][]fr.Element, len(settings))
-	flags := nttBenchFlags()
-	for round := range 2 {
-		for i, setting := range settings {
-			restore := apply(setting)
-			d := doms[i]
-			gpu := timeRuns(t, 5, func() error { return s.ntt(d, wb, 0, flags) })
-			name := setting
-			if name == "" {
-				name = "default"
-			}
-			report(fmt.Sprintf("ntt [%s] round %d", name, round+1), logN, gpu, 0)
-			if round == 0 {
-				outs[i] = nttOnce(t, s, d, wb, in, flags)
-			}
-			restore()
-		}
-	}
-	for i := 1; i < len(settings); i++ {
-		if !slices.Equal(outs[0], outs[i]) {
-			t.Errorf("ntt 2^%d: [%s] gives a different output than the default", logN, settings[i])
-		}
-	}
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
@@ -650,7 +575,8 @@ func benchProve(t *testing.T, logN int, q1 []bls12381.G1Affine, q2 []bls12381.G2
 	}()
 	var gpu []time.Duration
 	var last prover.PhaseTimes
-	for r := range 4 {
+	// CUZK_GPU_BENCH_PROVE_RUNS timed proofs (default 3) after one untimed.
+	for r := range envInt("CUZK_GPU_BENCH_PROVE_RUNS", 3) + 1 {
 		sol := newSol() // outside the timing: random solutions take longer than a proof
 		t0 := time.Now()
 		_, times, err := b.Prove(ctx, key, []*synth.Solution{sol})
@@ -675,7 +601,7 @@ func benchProve(t *testing.T, logN int, q1 []bls12381.G1Affine, q2 []bls12381.G2
 	per := time.Since(t0) / 4
 	// Two callers at once, one solution per call, as the worker's two provers of a
 	// device with --max-batch 1: throughput per proof (proveStaged overlaps one call's
-	// upload and H with the other's MSMs; CUZK_GPU_SINGLE=locked for the A/B).
+	// upload and H with the other's MSMs).
 	const two = 4
 	var pair [2][]*synth.Solution
 	for i := range pair {
@@ -831,30 +757,36 @@ func benchSmallBatch(t *testing.T, logN, k int, q1 []bls12381.G1Affine, q2 []bls
 		logN, k, ms(s)/float64(k), ms(bt)/float64(k), float64(s)/float64(bt))
 	t.Log(line)
 	fmt.Println(line)
-	batchWindowGrid(t, logN, k, sols, func(v []*synth.Solution) error {
+	batchWindowGrid(t, b, logN, k, sols, func(v []*synth.Solution) error {
 		_, _, err := prover.Prove(ctx, b, pk, key, v)
 		return err
 	})
 }
 
 // batchWindowGrid times the batch again with the G1 and G2 window sizes forced to each
-// pair in CUZK_GPU_BENCH_BATCH_CS ("g1:g2,...", e.g. "9:10,10:10"; the library reads
-// CUZK_MSM_C_G1 and CUZK_MSM_C_G2 at every MSM), median of three after one untimed run.
-// The proofs' parts are not compared here: TestMSMWindowEdges checks forced windows.
-func batchWindowGrid(t *testing.T, logN, k int, sols func() []*synth.Solution, prove func([]*synth.Solution) error) {
+// pair in CUZK_GPU_BENCH_BATCH_CS ("g1:g2,...", e.g. "9:10,10:10", forced on b through
+// its knobs), median of three after one untimed run. The proofs' parts are not
+// compared here: TestMSMWindowEdges checks forced windows.
+func batchWindowGrid(t *testing.T, b *CUDA, logN, k int, sols func() []*synth.Solution, prove func([]*synth.Solution) error) {
 	v := os.Getenv("CUZK_GPU_BENCH_BATCH_CS")
 	if v == "" {
 		return
 	}
-	defer os.Unsetenv("CUZK_MSM_C_G1")
-	defer os.Unsetenv("CUZK_MSM_C_G2")
+	defer func() {
+		if err := b.SetKnobs(Knobs{}); err != nil {
+			t.Error(err)
+		}
+	}()
 	for _, pair := range strings.Split(v, ",") {
 		g1, g2, ok := strings.Cut(pair, ":")
-		if !ok {
+		w1, err1 := strconv.Atoi(g1)
+		w2, err2 := strconv.Atoi(g2)
+		if !ok || err1 != nil || err2 != nil {
 			t.Fatalf("CUZK_GPU_BENCH_BATCH_CS: %q is not g1:g2", pair)
 		}
-		os.Setenv("CUZK_MSM_C_G1", g1)
-		os.Setenv("CUZK_MSM_C_G2", g2)
+		if err := b.SetKnobs(Knobs{MSMWindowG1: w1, MSMWindowG2: w2}); err != nil {
+			t.Fatal(err)
+		}
 		var d []time.Duration
 		for r := range 4 {
 			batch := sols()

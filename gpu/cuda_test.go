@@ -1,13 +1,11 @@
 package gpu
 
 import (
-	"cmp"
 	"math/big"
 	"math/bits"
 	"math/rand/v2"
 	"os"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/consensys/gnark-crypto/ecc"
@@ -305,7 +303,7 @@ func windowEdgeScalars(rng *rand.Rand, c, n int) []fr.Element {
 	return v
 }
 
-// TestMSMWindowEdges forces window sizes (CUZK_MSM_C) around those the library picks and
+// TestMSMWindowEdges forces window sizes (the stream's knobs) around those the library picks and
 // checks MSMs of windowEdgeScalars against gnark-crypto, G1 and G2: the digits of every
 // edge reach the top window, where a carry out would need one window more.
 func TestMSMWindowEdges(t *testing.T) {
@@ -323,8 +321,15 @@ func TestMSMWindowEdges(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer set2.close()
+	defer func() {
+		if err := s.setKnobs(Knobs{}); err != nil {
+			t.Error(err)
+		}
+	}()
 	for _, c := range []int{5, 8, 9, 10, 13, 15, 16, 17, 19, 20} {
-		t.Setenv("CUZK_MSM_C", strconv.Itoa(c))
+		if err := s.setKnobs(Knobs{MSMWindowG1: c, MSMWindowG2: c}); err != nil {
+			t.Fatal(err)
+		}
 		sc := windowEdgeScalars(rng, c, n)
 		var want1 bls12381.G1Jac
 		if _, err := want1.MultiExp(q1, sc, ecc.MultiExpConfig{}); err != nil {
@@ -347,6 +352,15 @@ func TestMSMWindowEdges(t *testing.T) {
 		}
 		if !got2.Equal(&want2) {
 			t.Fatalf("G2 MSM, c = %d: mismatch\n got %s\nwant %s", c, got2.String(), want2.String())
+		}
+		for _, set := range []*baseSet{set1, set2} {
+			wc, err := s.msmHostWidth(set, 0, sc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if wc != c {
+				t.Fatalf("group %d MSM with the window forced to %d took %d", set.group, c, wc)
+			}
 		}
 		t.Logf("c = %d: G1 and G2 equal gnark-crypto's", c)
 	}
@@ -663,8 +677,8 @@ func nttEdgeInput(rng *rand.Rand, n int) []fr.Element {
 }
 
 func nttLogs(t *testing.T) []int {
-	logs := []int{1, 2, 5, 10, 11, 12, 16, 20, 21, 22, 23}
-	maxLog := maxLogFor(t, 23)
+	logs := []int{1, 2, 5, 10, 11, 12, 16, 17, 18, 19, 20, 21, 22, 23, 24}
+	maxLog := maxLogFor(t, 24)
 	var out []int
 	for _, l := range logs {
 		if l <= maxLog {
@@ -674,58 +688,14 @@ func nttLogs(t *testing.T) []int {
 	return out
 }
 
-// TestNTT checks the library's NTTs against gnark-crypto's FFT with the default
-// settings (Montgomery's twiddle products in the pass of the largest half-sizes,
-// Shoup's in the others, 4 groups a Shoup block) and with each switch: the twiddle
-// sources (CUZK_NTT_SHTW), every pass's loads through registers or by cp.async
-// (CUZK_NTT_ASYNC; by default only some passes copy asynchronously), a block barrier
-// between all stages (CUZK_NTT_WARPSYNC=0), Montgomery's products in every pass
-// (CUZK_NTT_SHOUP=0) or Shoup's in every pass (CUZK_NTT_SHOUP=1: full tables, lazily
-// or fully reduced) or in the first only (CUZK_NTT_SHOUP_PASSES), Shoup's pass at 9
-// blocks an SM (CUZK_NTT_SHOUP_MINB=9), each shared array entry by entry
-// (CUZK_NTT_SOA=0), the stages two at a time in no pass or in every pass of two
-// stages or more (CUZK_NTT_R4=0, 1: odd stage counts, one-thread blocks), the radix-4
-// pass's other register bounds (CUZK_NTT_R4MINB=0: none, 12), the product by the
-// half-size-2 stage's unit twiddle made (CUZK_NTT_UNIT2=0), values fully reduced
-// after every operation instead of lazily below 2r (CUZK_NTT_LAZY=0), and other
-// numbers of groups a block (CUZK_NTT_GROUPS; 2^16, 2^22 and 2^23 have passes of
-// several groups an offset), and other stage counts in the pass of the largest
-// half-sizes (CUZK_NTT_FIRST; at 2^23 passes of 9 and 10 stages with Shoup's products),
-// and Shoup's products in the lower stages of the 8-stage Montgomery passes below 2^24,
-// where they are off by default (CUZK_NTT_MIXED=1: the first pass at 2^16 and 2^17,
-// and with CUZK_NTT_SHOUP=0 every 8-stage pass but the last; at 96 registers with
-// CUZK_NTT_MIXED_MINB=10; the benchmark checks 2^24's default against gnark-crypto;
-// through registers with and without the L2 prefetch with CUZK_NTT_ASYNC=0, as 2^24's
-// first pass loads, and CUZK_NTT_L2PF=0).
-// The library reads them at every call; the domains are made under each setting.
+// TestNTT checks the library's NTTs against gnark-crypto's FFT, all four directions,
+// at sizes that take every kind of pass the domain's plan launches: radix-2 passes
+// (fewer than 8 stages), the bounded radix-4 passes of 8 stages with Montgomery's or
+// Shoup's twiddles, one or four groups a block, the radix-4 passes of 9 and 10 stages
+// (2^17 to 2^20), 2^22's and 2^23's uneven first pass, and 2^24's mixed first pass.
 // Up to 2^16 each size also runs on edge values (0, 1, r-1, r-2), whose sums and
 // differences reach the reductions' bounds.
 func TestNTT(t *testing.T) {
-	for _, setting := range []string{"", "CUZK_NTT_SHTW=0", "CUZK_NTT_SHTW=1", "CUZK_NTT_ASYNC=0",
-		"CUZK_NTT_ASYNC=1", "CUZK_NTT_WARPSYNC=0", "CUZK_NTT_SHOUP=0", "CUZK_NTT_SHOUP=1",
-		"CUZK_NTT_SHOUP=1 CUZK_NTT_LAZY=0", "CUZK_NTT_SHOUP_MINB=9", "CUZK_NTT_SHOUP_PASSES=100",
-		"CUZK_NTT_SOA=0", "CUZK_NTT_R4=0", "CUZK_NTT_R4=1", "CUZK_NTT_R4MINB=0", "CUZK_NTT_R4MINB=12",
-		"CUZK_NTT_UNIT2=0", "CUZK_NTT_LAZY=0", "CUZK_NTT_GROUPS=1", "CUZK_NTT_GROUPS=2", "CUZK_NTT_GROUPS=8", "CUZK_NTT_GROUPS=16",
-		"CUZK_NTT_SHOUP=0 CUZK_NTT_GROUPS=4", "CUZK_NTT_SHOUP=1 CUZK_NTT_GROUPS=1",
-		"CUZK_NTT_FIRST=7 CUZK_NTT_SHOUP_PASSES=011", "CUZK_NTT_FIRST=6 CUZK_NTT_SHOUP_PASSES=011 CUZK_NTT_R4=1",
-		"CUZK_NTT_FIRST=3 CUZK_NTT_SHOUP_PASSES=011", "CUZK_NTT_FIRST=6 CUZK_NTT_SHOUP_PASSES=011 CUZK_NTT_LAZY=0",
-		"CUZK_NTT_FIRST=0", "CUZK_NTT_MIXED=1", "CUZK_NTT_MIXED=1 CUZK_NTT_MIXED_MINB=10", "CUZK_NTT_MIXED=1 CUZK_NTT_SHOUP=0",
-		"CUZK_NTT_MIXED=1 CUZK_NTT_ASYNC=0", "CUZK_NTT_MIXED=1 CUZK_NTT_ASYNC=0 CUZK_NTT_L2PF=0"} {
-		name := strings.ReplaceAll(setting, " ", ",")
-		if name == "" {
-			name = "default"
-		}
-		t.Run(name, func(t *testing.T) {
-			for _, kv := range strings.Fields(setting) {
-				k, v, _ := strings.Cut(kv, "=")
-				t.Setenv(k, v)
-			}
-			testNTT(t)
-		})
-	}
-}
-
-func testNTT(t *testing.T) {
 	c, s := testDevice(t)
 	rng := rand.New(rand.NewPCG(9, 10))
 	for _, logN := range nttLogs(t) {
@@ -858,22 +828,7 @@ func TestComputeH(t *testing.T) {
 // TestComputeHBatch runs H for several solutions in one call, their a vectors spaced
 // apart inside one buffer as the backend's batch slots are, and checks each against
 // gnark's computeH and that nothing between the vectors changed.
-// It runs with the default NTT settings and with the mixed first pass at every size
-// (CUZK_NTT_MIXED=1: at 2^16 and 2^17 the batched launch then takes it, as 2^24's
-// single solutions do by default).
 func TestComputeHBatch(t *testing.T) {
-	for _, setting := range []string{"", "CUZK_NTT_MIXED=1"} {
-		name := cmp.Or(setting, "default")
-		t.Run(name, func(t *testing.T) {
-			if k, v, ok := strings.Cut(setting, "="); ok {
-				t.Setenv(k, v)
-			}
-			testComputeHBatch(t)
-		})
-	}
-}
-
-func testComputeHBatch(t *testing.T) {
 	c, s := testDevice(t)
 	rng := rand.New(rand.NewPCG(21, 22))
 	maxLog := maxLogFor(t, 16)

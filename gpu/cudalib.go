@@ -28,6 +28,7 @@ typedef struct {
 	int (*stream_destroy)(cuzk_stream*);
 	int (*stream_sync)(cuzk_stream*);
 	int (*stream_set_msm_chunk)(cuzk_stream*, size_t);
+	int (*stream_set_knobs)(cuzk_stream*, const cuzk_knobs*);
 	int (*buf_alloc)(cuzk_ctx*, size_t, cuzk_buf**);
 	int (*buf_free)(cuzk_buf*);
 	int (*buf_upload)(cuzk_stream*, cuzk_buf*, size_t, const void*, size_t);
@@ -79,6 +80,7 @@ static int cuzk_open(const char* path, cuzk_fns* f, char* err, size_t errlen) {
 	SYM(stream_destroy, "cuzk_stream_destroy")
 	SYM(stream_sync, "cuzk_stream_sync")
 	SYM(stream_set_msm_chunk, "cuzk_stream_set_msm_chunk")
+	SYM(stream_set_knobs, "cuzk_stream_set_knobs")
 	SYM(buf_alloc, "cuzk_buf_alloc")
 	SYM(buf_free, "cuzk_buf_free")
 	SYM(buf_upload, "cuzk_buf_upload")
@@ -120,6 +122,15 @@ static int c_ctx_reset(cuzk_fns* f, cuzk_ctx* c, char* e) { return keep(f, f->ct
 static int c_stream_create(cuzk_fns* f, cuzk_ctx* c, size_t b, cuzk_stream** o, char* e) { return keep(f, f->stream_create(c, b, o), e); }
 static int c_stream_destroy(cuzk_fns* f, cuzk_stream* s, char* e) { return keep(f, f->stream_destroy(s), e); }
 static int c_stream_set_msm_chunk(cuzk_fns* f, cuzk_stream* s, size_t n, char* e) { return keep(f, f->stream_set_msm_chunk(s, n), e); }
+static int c_stream_set_knobs(cuzk_fns* f, cuzk_stream* s, int g1, int g2, char* e) {
+	cuzk_knobs k;
+	memset(&k, 0, sizeof(k));
+	k.version = CUZK_KNOBS_VERSION;
+	k.size = sizeof(k);
+	k.msm_c_g1 = g1;
+	k.msm_c_g2 = g2;
+	return keep(f, f->stream_set_knobs(s, &k), e);
+}
 static int c_buf_alloc(cuzk_fns* f, cuzk_ctx* c, size_t n, cuzk_buf** o, char* e) { return keep(f, f->buf_alloc(c, n, o), e); }
 static int c_buf_free(cuzk_fns* f, cuzk_buf* b, char* e) { return keep(f, f->buf_free(b), e); }
 static int c_buf_upload(cuzk_fns* f, cuzk_stream* s, cuzk_buf* b, size_t off, const void* h, size_t n, char* e) { return keep(f, f->buf_upload(s, b, off, h, n), e); }
@@ -365,6 +376,41 @@ func (s *cudaStream) close() error {
 	return err
 }
 
+// Knobs are the library's tuning overrides for a stream's work (cuzk_knobs); the zero
+// value keeps the library's choices.
+type Knobs struct {
+	// MSMWindowG1 and MSMWindowG2 force the MSM window width in bits
+	// (MinMSMWindow..MaxMSMWindow) over G1 and G2 base sets; 0 chooses it per MSM size
+	// and batch. A precomputed base set keeps the width its copies were made for.
+	MSMWindowG1, MSMWindowG2 int
+}
+
+// The window widths a Knobs field may force.
+const (
+	MinMSMWindow = C.CUZK_MSM_C_MIN
+	MaxMSMWindow = C.CUZK_MSM_C_MAX
+)
+
+// check says what is wrong with k, before any stream is touched.
+func (k Knobs) check() error {
+	for _, w := range []struct {
+		name string
+		c    int
+	}{{"G1", k.MSMWindowG1}, {"G2", k.MSMWindowG2}} {
+		if w.c != 0 && (w.c < MinMSMWindow || w.c > MaxMSMWindow) {
+			return fmt.Errorf("%s MSM window %d: want 0 (automatic) or %d..%d", w.name, w.c, MinMSMWindow, MaxMSMWindow)
+		}
+	}
+	return nil
+}
+
+// setKnobs applies k to the stream's later calls.
+func (s *cudaStream) setKnobs(k Knobs) error {
+	return s.lib.call("set knobs", func(e *C.char) C.int {
+		return C.c_stream_set_knobs(s.lib.fns, s.s, C.int(k.MSMWindowG1), C.int(k.MSMWindowG2), e)
+	})
+}
+
 func (s *cudaStream) setMSMChunk(points int) error {
 	return s.lib.call("set msm chunk", func(e *C.char) C.int { return C.c_stream_set_msm_chunk(s.lib.fns, s.s, C.size_t(points), e) })
 }
@@ -594,21 +640,35 @@ func (s *cudaStream) msmG1(b *baseSet, off, n int, sc *devBuf, sOff int, index *
 	return r[0], nil
 }
 
-func (s *cudaStream) msmG1Host(b *baseSet, off int, scalars []fr.Element) (bls12381.G1Jac, error) {
-	var win [maxWindows]xyzzG1
-	var nw, c C.int
+// msmHost runs the MSM of b's group over host scalars into win (room for maxWindows
+// sums of the group).
+func (s *cudaStream) msmHost(what string, b *baseSet, off int, scalars []fr.Element, win unsafe.Pointer) (nwin, c int, err error) {
+	var nw, cc C.int
 	var p unsafe.Pointer
 	if len(scalars) > 0 {
 		p = unsafe.Pointer(&scalars[0])
 	}
-	err := s.lib.call("msm g1", func(e *C.char) C.int {
-		return C.c_msm_host(s.lib.fns, s.s, b.b, C.size_t(off), C.size_t(len(scalars)), p,
-			unsafe.Pointer(&win[0]), &nw, &c, e)
+	err = s.lib.call(what, func(e *C.char) C.int {
+		return C.c_msm_host(s.lib.fns, s.s, b.b, C.size_t(off), C.size_t(len(scalars)), p, win, &nw, &cc, e)
 	})
+	return int(nw), int(cc), err
+}
+
+func (s *cudaStream) msmG1Host(b *baseSet, off int, scalars []fr.Element) (bls12381.G1Jac, error) {
+	var win [maxWindows]xyzzG1
+	nw, c, err := s.msmHost("msm g1", b, off, scalars, unsafe.Pointer(&win[0]))
 	if err != nil {
 		return bls12381.G1Jac{}, err
 	}
-	return foldG1(win[:nw], int(c)), nil
+	return foldG1(win[:nw], c), nil
+}
+
+// msmHostWidth runs the MSM of msmG1Host or msmG2Host (by b's group) and returns the
+// window width it took, for checking the knobs.
+func (s *cudaStream) msmHostWidth(b *baseSet, off int, scalars []fr.Element) (int, error) {
+	var win [maxWindows]xyzzG2 // room for either group's sums
+	_, c, err := s.msmHost("msm", b, off, scalars, unsafe.Pointer(&win[0]))
+	return c, err
 }
 
 func (s *cudaStream) msmG2(b *baseSet, off, n int, sc *devBuf, sOff int, index *devBuf) (bls12381.G2Jac, error) {
@@ -621,19 +681,11 @@ func (s *cudaStream) msmG2(b *baseSet, off, n int, sc *devBuf, sOff int, index *
 
 func (s *cudaStream) msmG2Host(b *baseSet, off int, scalars []fr.Element) (bls12381.G2Jac, error) {
 	var win [maxWindows]xyzzG2
-	var nw, c C.int
-	var p unsafe.Pointer
-	if len(scalars) > 0 {
-		p = unsafe.Pointer(&scalars[0])
-	}
-	err := s.lib.call("msm g2", func(e *C.char) C.int {
-		return C.c_msm_host(s.lib.fns, s.s, b.b, C.size_t(off), C.size_t(len(scalars)), p,
-			unsafe.Pointer(&win[0]), &nw, &c, e)
-	})
+	nw, c, err := s.msmHost("msm g2", b, off, scalars, unsafe.Pointer(&win[0]))
 	if err != nil {
 		return bls12381.G2Jac{}, err
 	}
-	return foldG2(win[:nw], int(c)), nil
+	return foldG2(win[:nw], c), nil
 }
 
 // nttDomain holds the device tables (twiddles, coset powers) of one fft.Domain.
@@ -677,12 +729,9 @@ func (s *cudaStream) newDomain(d *fft.Domain) (*nttDomain, error) {
 // domainBytes is the device memory of an n-element domain's tables: the twiddles
 // omega^i and omega^-i, i < n/2, the two coset power tables of n elements, and Shoup's
 // pairs of every 2^s-th twiddle, both directions, for the passes that take them
-// (ntt.cu's ntt_shoup_shift: n/2^(s-1) elements). Below 2^24 s >= 6 (2^22), at most
+// (ntt/ntt.cu's ntt_shoup_shift: n/2^(s-1) elements). Below 2^24 s >= 6 (2^22), at most
 // n/32, counted as n/8; from 2^24 the mixed pass of the largest half-sizes takes s = 2,
 // n/2.
-// (A domain made with CUZK_NTT_SHOUP=1 or CUZK_NTT_SHOUP_FULL=1 set, for A/B runs and
-// tests, holds all of them, 2n elements more, and one made with CUZK_NTT_MIXED=1 n/2
-// at any size.)
 func domainBytes(n int64) int64 {
 	if n >= 1<<24 {
 		return (3*n + n/2) * fr.Bytes

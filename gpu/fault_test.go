@@ -81,22 +81,17 @@ func (fc *faultCase) prove(t *testing.T, b *CUDA, k prover.Key) error {
 // proof on the same key is right. A sticky fault (a trapping kernel) is tried in a
 // child process (TestInjectedTrap), since it can leave the device unusable for the
 // rest of the process. The library's CUZK_FAULT_INJECT makes the faults. Both ways a
-// single proof uses the device run: under the device lock (a small key's default) and
-// staged beside the other lane (a large key's default, CUZK_GPU_SINGLE=staged here).
+// single proof uses the device run: under the device lock (a small, batched key's
+// way) and staged beside the other lane (a large key's way: the key's batch size set
+// to 1 here, as for such a key).
 func TestInjectedFaults(t *testing.T) {
-	for _, mode := range []string{"locked", "staged"} {
-		t.Run(mode, func(t *testing.T) {
-			t.Setenv("CUZK_GPU_SINGLE", mode)
-			injectedFaults(t)
-		})
+	for _, staged := range []bool{false, true} {
+		t.Run(map[bool]string{false: "locked", true: "staged"}[staged], func(t *testing.T) { injectedFaults(t, staged) })
 	}
 }
 
-func injectedFaults(t *testing.T) {
+func injectedFaults(t *testing.T, staged bool) {
 	b := testBackend(t)
-	if want := os.Getenv("CUZK_GPU_SINGLE") == "staged"; b.staged(&cudaKey{batch: 16}) != want {
-		t.Fatalf("CUZK_GPU_SINGLE=%s: staged %v", os.Getenv("CUZK_GPU_SINGLE"), !want)
-	}
 	ctx := context.Background()
 	fc := newFaultCase(t, "fault-2^10", 1<<10, 31)
 	key, err := b.LoadKey(ctx, fc.pk)
@@ -104,6 +99,12 @@ func injectedFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer key.Close()
+	if staged {
+		key.(*cudaKey).batch = 1
+	}
+	if b.staged(key.(*cudaKey)) != staged {
+		t.Fatalf("staged %v, want %v", !staged, staged)
+	}
 	if err := fc.prove(t, b, key); err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +270,7 @@ func TestKeyMemoryLimit(t *testing.T) {
 	}
 	// The buffers always come; half the bases' bytes beside them: A and B1 fit, K‖Z and
 	// B2 are streamed.
-	buffers := keyBufferBytes(big.pk, b.lanes)
+	buffers := keyBufferBytes(big.pk, deviceLanes)
 	b.limit = buffers + (bigBytes-buffers)/2
 	k3, err := b.LoadKey(ctx, big.pk)
 	if err != nil {

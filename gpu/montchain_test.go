@@ -8,7 +8,7 @@ import (
 )
 
 // TestMontChainGenerated checks the library's default Montgomery product, the carry
-// chains of gpu/cuda/mont_chain.cuh: the committed file is what its
+// chains of gpu/cuda/ff/mont_chain.cuh: the committed file is what its
 // generator writes, and its PTX, interpreted on integers, computes a·b·R⁻¹ mod p below
 // 2p for Fp and Fr on edge and random operands. It runs without a GPU.
 func TestMontChainGenerated(t *testing.T) {
@@ -22,14 +22,14 @@ func TestMontChainGenerated(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run the generator: %v", err)
 	}
-	got, err := os.ReadFile("cuda/mont_chain.cuh")
+	got, err := os.ReadFile("cuda/ff/mont_chain.cuh")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatal("gpu/cuda/mont_chain.cuh differs from what gen/mont_chain.py writes: regenerate it")
+		t.Fatal("gpu/cuda/ff/mont_chain.cuh differs from what gen/mont_chain.py writes: regenerate it")
 	}
-	chk := exec.Command(py, "check_mont_chain.py", "../mont_chain.cuh")
+	chk := exec.Command(py, "check_mont_chain.py", "../ff/mont_chain.cuh")
 	chk.Dir = "cuda/gen"
 	out, err := chk.CombinedOutput()
 	if err != nil {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -188,24 +186,19 @@ func TestProvePhaseTimes(t *testing.T) {
 }
 
 // TestProveBatchOverCap proves more solutions of a small circuit than one batched pass
-// holds, so they go through the device in several groups, and verifies every proof;
-// with each way a batch reaches the device (CUZK_GPU_BATCH_UPLOAD). synthetic-k14
+// holds, so they go through the device in several groups, and verifies every proof.
+// synthetic-k14
 // has more solutions per group than its H scratch holds (hBatchCap < batchCap), so
 // the gathered path runs H in several runs within a group.
 func TestProveBatchOverCap(t *testing.T) {
 	for _, tc := range []struct {
-		name, mode string
-		n          func(domain int) int
+		name string
+		n    func(domain int) int
 	}{
-		{"synthetic-k8", "gather", func(d int) int { return batchCap(d)*2 + 3 }},
-		{"synthetic-k8", "streams", func(d int) int { return batchCap(d) + 5 }},
-		{"synthetic-k8", "serial", func(d int) int { return batchCap(d) + 5 }},
-		{"synthetic-k14", "gather", func(d int) int { return hBatchCap(d)*2 + 3 }},
+		{"synthetic-k8", func(d int) int { return batchCap(d)*2 + 3 }},
+		{"synthetic-k14", func(d int) int { return hBatchCap(d)*2 + 3 }},
 	} {
-		t.Run(tc.name+"/"+tc.mode, func(t *testing.T) {
-			t.Setenv("CUZK_GPU_BATCH_UPLOAD", tc.mode)
-			proveBatchOverCap(t, tc.name, tc.n)
-		})
+		t.Run(tc.name, func(t *testing.T) { proveBatchOverCap(t, tc.name, tc.n) })
 	}
 }
 
@@ -220,27 +213,18 @@ func proveBatchOverCap(t *testing.T, name string, count func(domain int) int) {
 		t.Fatal(err)
 	}
 	verifyAll(t, name, proofs, pubs, vk)
-	t.Logf("%s (%s): %d proofs in groups of %d, H in runs of %d, verify", name, b.batchUpload, n,
+	t.Logf("%s: %d proofs in groups of %d, H in runs of %d, verify", name, n,
 		batchCap(pk.DomainSize()), hBatchCap(pk.DomainSize()))
 }
 
 // TestProveLanes runs four Prove calls of batches at once on one backend, more than
 // its lanes and its key's batch slot sets, each over two groups, and verifies every
 // proof: one call's groups stage on the third stream while another's run their MSMs.
-// With CUZK_GPU_LANES=1 the same calls take the device one at a time.
 func TestProveLanes(t *testing.T) {
-	for _, lanes := range []string{"2", "1"} {
-		t.Run("lanes="+lanes, func(t *testing.T) {
-			t.Setenv("CUZK_GPU_LANES", lanes)
-			proveLanes(t, "synthetic-k8")
-		})
-	}
-}
-
-func proveLanes(t *testing.T, name string) {
+	const name = "synthetic-k8"
 	b := testBackend(t)
-	if want, _ := strconv.Atoi(os.Getenv("CUZK_GPU_LANES")); b.ProveLanes() != want {
-		t.Fatalf("ProveLanes() = %d with CUZK_GPU_LANES=%d", b.ProveLanes(), want)
+	if b.ProveLanes() != 2 {
+		t.Fatalf("ProveLanes() = %d, want 2", b.ProveLanes())
 	}
 	comp, pk, key, vk := realKey(t, b, name)
 	if got := len(key.(*cudaKey).whBatch); got != b.ProveLanes() {
@@ -319,27 +303,19 @@ func verifyAll(t *testing.T, name string, proofs []*groth16bls.Proof, pubs [][]b
 
 // TestProveStaged: proofs that are not batched, staged on the third stream beside the
 // other lane's MSMs (proveStaged), verify with gnark and their phase times add up: six
-// calls at once, of one solution and of three. By default only keys too large to batch
-// (domain above 2^19) take this path; CUZK_GPU_SINGLE=staged sends a small key's calls
-// there too, and the key's batch size is set to 1 as for such a key.
+// calls at once, of one solution and of three. Only keys too large to batch (domain
+// above 2^19) take this path, so a small key's batch size is set to 1 as for such a key.
 func TestProveStaged(t *testing.T) {
-	t.Setenv("CUZK_GPU_LANES", "2")
-	def := testBackend(t)
-	if def.staged(&cudaKey{batch: 16}) || !def.staged(&cudaKey{batch: 1}) {
-		t.Fatal("default: want batched keys' single proofs under the lock and unbatched keys staged")
-	}
-	t.Setenv("CUZK_GPU_SINGLE", "locked")
-	if testBackend(t).staged(&cudaKey{batch: 1}) {
-		t.Fatal("CUZK_GPU_SINGLE=locked: want no staging")
-	}
-	t.Setenv("CUZK_GPU_SINGLE", "staged")
 	b := testBackend(t)
+	if b.staged(&cudaKey{batch: 16}) || !b.staged(&cudaKey{batch: 1}) {
+		t.Fatal("want batched keys' single proofs under the lock and unbatched keys staged")
+	}
 	const name = "synthetic-k8"
 	comp, pk, key, vk := realKey(t, b, name)
 	k := key.(*cudaKey)
 	k.batch = 1 // as a key above 2^19 constraints: every call goes through proveStaged
 	if !b.staged(k) {
-		t.Fatal("CUZK_GPU_SINGLE=staged: key not staged")
+		t.Fatal("unbatched key not staged")
 	}
 	proveAtOnce(t, b, comp, pk, key, vk, name, 2000, []int{1, 3, 1, 3, 1, 3}, true)
 	if len(k.slots) != len(k.wh) {

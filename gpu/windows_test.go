@@ -16,7 +16,7 @@ import (
 )
 
 // TestSignedDigitWindows checks, without a device, the arithmetic that msm_windows
-// (gpu/cuda/bls12_381.cuh) rests on, as k_digits computes digits: a scalar from 2^254
+// (gpu/cuda/ff/bls12_381.cuh) rests on, as k_digits computes digits: a scalar from 2^254
 // up is replaced by r - k against the negated point, and then ceil(255/c) signed
 // c-bit windows hold every scalar with no carry out of the top one. The digits must
 // give back k (or -k, for the replaced ones) mod r.
@@ -57,7 +57,7 @@ func TestSignedDigitWindows(t *testing.T) {
 	}
 }
 
-// TestWindowChoice compiles gpu/cuda/windows.cuh with the system's C++ compiler (no
+// TestWindowChoice compiles gpu/cuda/msm/windows.cuh with the system's C++ compiler (no
 // device, no nvcc; with the sanitizers) and checks the window sizes it chooses against
 // its own tables, read from the source: a lone MSM of 2^k points takes kWindowG1/G2[k-12]
 // (k rounded, clamped to 12..24), a batch of 2^12..2^16 points per vector the batch
@@ -70,7 +70,7 @@ func TestWindowChoice(t *testing.T) {
 	if err != nil {
 		t.Skip("g++ not installed: windows.cuh is checked with the system's C++ compiler")
 	}
-	src, err := os.ReadFile("cuda/windows.cuh")
+	src, err := os.ReadFile("cuda/msm/windows.cuh")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ int main() {
 	if err := os.WriteFile(filepath.Join(dir, "h.cc"), []byte(harness), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	abs, err := filepath.Abs("cuda")
+	abs, err := filepath.Abs("cuda/msm")
 	if err != nil {
 		t.Fatal(err)
 	}

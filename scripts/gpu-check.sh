@@ -13,7 +13,7 @@
 #   CUZK_GPU_BENCH_LOGS     benchmark sizes (default 20,22,24); CUZK_SKIP_BENCH=1 skips
 #   CUZK_GPU_TEST_RUN       -test.run pattern for the correctness tests (default: all)
 #   CUZK_GPU_VARIANTS       A/B: "name:EXTRA;name2:EXTRA2" also builds these variants of
-#                           the library (make EXTRA=..., e.g. -DCUZK_MUL_CIOS) beside the
+#                           the library (make EXTRA=..., nvcc flags) beside the
 #                           main build, runs the MSM/NTT tests (to CUZK_GPU_VARIANT_TEST_MAXLOG,
 #                           default 16) with each, and times each with the MSM/NTT
 #                           benchmark at CUZK_GPU_VARIANT_LOGS (default 24), no CPU
@@ -24,13 +24,25 @@
 #                           prebuilt libraries
 #   NVCC_ARCH               passed to make (default: sm_90a machine code + compute_80 PTX)
 #   CUZK_FIELDBENCH         "name:FLAGS;..." builds gpu/cuda/bench/fieldbench.cu once per
-#                           Montgomery product (e.g. "cios:;mul64:-DCUZK_MUL64") beside the
-#                           library build and runs each after the tests (FIELDBENCH lines;
-#                           equal checksums across products are required)
+#                           entry (nvcc flags, e.g. "base:") beside the library build and
+#                           runs each after the tests (FIELDBENCH lines; equal checksums
+#                           across builds are required)
 #   CUZK_GPU_C_SWEEP        "16,18,20": times the MSM with the window size forced to each
-#                           (CUZK_MSM_C) at CUZK_GPU_C_SWEEP_LOGS (default 24), operations
-#                           CUZK_GPU_C_SWEEP_OPS (default g1), no CPU reference; with
-#                           CUZK_GPU_C_SWEEP_PROFILE=1 each MSM prints its stage times
+#                           (the library's knobs, CUZK_GPU_BENCH_CS) at CUZK_GPU_C_SWEEP_LOGS
+#                           (default 24), operations CUZK_GPU_C_SWEEP_OPS (default g1), no
+#                           CPU reference; with CUZK_GPU_C_SWEEP_PROFILE=1 each MSM prints
+#                           its stage times
+#   CUZK_AB_LIBS            "old=LIB[,BIN];new=LIB[,BIN]": A/B of prebuilt libraries, nothing
+#                           built; BIN: the test binary for that library (one of the same
+#                           ABI version; default CUZK_GPU_TEST_BIN):
+#                           the GPU tests against gnark-crypto with the last library named
+#                           (CUZK_AB_TEST_RUN, CUZK_AB_TEST_MAXLOG; TestNTT to 2^24), then
+#                           the benchmarks (G1 and G2 MSM and NTT at CUZK_AB_LOGS, default 24;
+#                           one proof at CUZK_AB_PROVE_LOGS, default 22; no CPU reference),
+#                           one process per library in turn, CUZK_AB_ROUNDS rounds (default 2,
+#                           the order reversed every other round); ab.txt has each BENCH line
+#                           by library and round, and a median per line across rounds.
+#                           CUZK_GPU_TEST_BIN: the test binary (default .devbuild/gpu.test)
 #   CUZK_NCU_KERNEL         a kernel name regex: Nsight Compute reads the counters of its
 #                           first launch (CUZK_NCU_COUNT launches) in the benchmark operation
 #                           CUZK_NCU_OPS (default g1) at 2^CUZK_NCU_LOG (default 22)
@@ -61,6 +73,70 @@ note() { echo "$*" | tee -a "$SUMMARY"; }
 
 { nvidia-smi; nvcc --version; nproc; } >"$LOG/machine.txt" 2>&1
 note "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)"
+BIN=$(realpath "${CUZK_GPU_TEST_BIN:-$ROOT/.devbuild/gpu.test}")
+
+# A/B of two prebuilt libraries (CUZK_AB_LIBS): tests with the last, then benchmarks
+# alternating between them, each library in a process of its own.
+ab_mode() {
+	local names=() paths=() bins=() v spec name lib bin r i order rc
+	IFS=';' read -r -a AB <<<"$CUZK_AB_LIBS"
+	for v in "${AB[@]}"; do
+		[ -n "$v" ] || continue
+		names+=("${v%%=*}")
+		spec=${v#*=}
+		lib=${spec%%,*} bin=$BIN
+		[ "$lib" = "$spec" ] || bin=${spec#*,}
+		paths+=("$(realpath "$lib")")
+		bins+=("$(realpath "$bin")")
+	done
+	for i in "${!names[@]}"; do
+		[ -f "${paths[$i]}" ] || { note "FAIL missing library ${paths[$i]}"; exit 1; }
+		[ -x "${bins[$i]}" ] || { note "FAIL missing test binary ${bins[$i]} (go test -c -o it ./gpu/)"; exit 1; }
+		note "${names[$i]}: library ${paths[$i]} ($(sha256sum "${paths[$i]}" | cut -c1-16)), tests ${bins[$i]}"
+	done
+	lib=${paths[-1]} name=${names[-1]} bin=${bins[-1]}
+	local t0=$SECONDS
+	(cd gpu && CUZK_GPU_LIB=$lib CUZK_GPU_TEST_MAXLOG=${CUZK_AB_TEST_MAXLOG:-22} "$bin" -test.v -test.timeout 4m \
+		-test.run "${CUZK_AB_TEST_RUN:-TestMSM|TestComputeH|TestFixedBase|TestUploadGather|TestProveBatchOverCap|TestProveStaged}") >"$LOG/test-$name.log" 2>&1
+	rc=$?
+	(cd gpu && CUZK_GPU_LIB=$lib CUZK_GPU_TEST_MAXLOG=24 "$bin" -test.v -test.timeout 4m -test.run '^TestNTT$') >"$LOG/test-$name-ntt24.log" 2>&1
+	r=$?
+	# A skipped test means the library did not load: count it as a failure here.
+	grep -h -E '^--- SKIP|unavailable' "$LOG/test-$name.log" | head -3 | tee -a "$SUMMARY"
+	grep -q '^--- SKIP' "$LOG/test-$name.log" "$LOG/test-$name-ntt24.log" && rc=1
+	note "tests with $name: rc=$rc, $(grep -c '^--- PASS' "$LOG/test-$name.log") passed, $(grep -c '^--- FAIL' "$LOG/test-$name.log") failed; TestNTT to 2^24 rc=$r; $((SECONDS - t0)) s"
+	grep -h -E '^--- FAIL' "$LOG/test-$name.log" "$LOG/test-$name-ntt24.log" | tee -a "$SUMMARY"
+	[ $rc -eq 0 ] && [ $r -eq 0 ] || fail=1
+	pack
+	: >"$OUT/ab.txt"
+	for ((r = 1; r <= ${CUZK_AB_ROUNDS:-2}; r++)); do
+		order=$(seq 0 $((${#names[@]} - 1)))
+		[ $((r % 2)) -eq 0 ] && order=$(echo "$order" | tac)
+		for i in $order; do
+			name=${names[$i]} lib=${paths[$i]} bin=${bins[$i]} t0=$SECONDS
+			(cd gpu && CUZK_GPU_LIB=$lib CUZK_GPU_BENCH=1 CUZK_GPU_BENCH_CPU=0 CUZK_GPU_BENCH_LOGS=${CUZK_AB_LOGS:-24} \
+				CUZK_GPU_BENCH_OPS=g1,g2,ntt "$bin" -test.v -test.run 'TestGPUBench$' -test.timeout 5m &&
+				CUZK_GPU_LIB=$lib CUZK_GPU_BENCH=1 CUZK_GPU_BENCH_CPU=0 CUZK_GPU_BENCH_LOGS=${CUZK_AB_PROVE_LOGS:-22} \
+				CUZK_GPU_BENCH_OPS=prove CUZK_GPU_BENCH_PROVE_RUNS=5 "$bin" -test.v -test.run 'TestGPUBench$' -test.timeout 5m) \
+				>"$LOG/bench-$name-$r.log" 2>&1 || { note "FAIL bench $name round $r"; fail=1; }
+			grep -q '^--- SKIP' "$LOG/bench-$name-$r.log" && { note "FAIL bench $name round $r skipped: $(grep -m1 -i 'unavailable\|skip' "$LOG/bench-$name-$r.log")"; fail=1; }
+			grep -h '^BENCH' "$LOG/bench-$name-$r.log" | sed "s/^/[$name r$r] /" >>"$OUT/ab.txt"
+			note "bench $name round $r: $((SECONDS - t0)) s"
+			pack
+		done
+	done
+	# Per BENCH line (op, size) and library: the median over rounds of its gpu_ms.
+	grep -h 'gpu_ms=' "$OUT/ab.txt" | sed -E 's/^\[([^ ]+) r[0-9]+\] BENCH +([^ ]+) +([^ ]+) .*gpu_ms=([0-9.]+).*/\2 \3 \1 \4/' |
+		sort -k1,1 -k2,2 -k3,3 -k4,4n | awk 'function out() { printf "AB %s median_gpu_ms=%s (%d rounds)\n", p, v[int((n + 1) / 2)], n }
+			{ k = $1 " " $2 " " $3; if (k != p) { if (p != "") out(); n = 0; p = k } v[++n] = $4 }
+			END { if (p != "") out() }' | tee -a "$SUMMARY"
+	echo
+	echo "== summary =="
+	cat "$SUMMARY"
+	[ $fail -eq 0 ] && echo "GPU AB OK" || { echo "GPU AB FAILED"; exit 1; }
+	exit 0
+}
+[ -n "${CUZK_AB_LIBS:-}" ] && ab_mode
 
 build() {
 	local t0=$SECONDS
@@ -126,7 +202,6 @@ else
 fi
 note "$(tail -1 "$LOG/build.log" 2>/dev/null || echo 'build: running in background')"
 export CUZK_GPU_LIB=$LIB
-BIN=$ROOT/.devbuild/gpu.test
 [ -x "$BIN" ] || { note "FAIL missing $BIN (build it with go test -c)"; exit 1; }
 
 # Correctness: every test in ./gpu (MSM G1/G2, NTT, compute_h, proofs, NVML).
@@ -174,7 +249,7 @@ for name in $(printf '%s\n' "${!VLIB[@]}" | sort); do
 	note "variant $name tests: rc=$r, $(grep -c '^--- PASS' "$LOG/test-$name.log") passed, $(grep -c '^--- FAIL' "$LOG/test-$name.log") failed"
 	[ $r -eq 0 ] || { fail=1; continue; }
 	(cd gpu && CUZK_GPU_LIB=$vlib CUZK_GPU_BENCH=1 CUZK_GPU_BENCH_CPU=0 CUZK_GPU_BENCH_CS= \
-		CUZK_GPU_BENCH_PRECOMPUTE=${CUZK_GPU_VARIANT_PRECOMPUTE:-0} CUZK_GPU_BENCH_NTT_AB=0 CUZK_GPU_BENCH_LOGS=${CUZK_GPU_VARIANT_LOGS:-24} CUZK_GPU_BENCH_OPS=${CUZK_GPU_VARIANT_OPS:-${CUZK_GPU_BENCH_OPS:-}} "$BIN" -test.v -test.run 'TestGPUBench$' -test.timeout 10m) >"$LOG/bench-$name.log" 2>&1 || fail=1
+		CUZK_GPU_BENCH_PRECOMPUTE=${CUZK_GPU_VARIANT_PRECOMPUTE:-0} CUZK_GPU_BENCH_LOGS=${CUZK_GPU_VARIANT_LOGS:-24} CUZK_GPU_BENCH_OPS=${CUZK_GPU_VARIANT_OPS:-${CUZK_GPU_BENCH_OPS:-}} "$BIN" -test.v -test.run 'TestGPUBench$' -test.timeout 10m) >"$LOG/bench-$name.log" 2>&1 || fail=1
 	grep -h -E '^(BENCH|msm-profile)' "$LOG/bench-$name.log" | sed "s/^/[$name] /" | tee -a "$SUMMARY"
 	pack
 done
@@ -193,11 +268,10 @@ done
 	awk '{k=$2; if ($3 ~ /^ilp=/) k=k" "$3; print k, $NF}' | sort | uniq -c | sed 's/^/fieldbench agreement: /' | tee -a "$SUMMARY"; pack; }
 
 if [ -n "${CUZK_GPU_C_SWEEP:-}" ]; then
-	for cc in ${CUZK_GPU_C_SWEEP//,/ }; do
-		(cd gpu && CUZK_MSM_C=$cc CUZK_MSM_PROFILE=${CUZK_GPU_C_SWEEP_PROFILE:-0} CUZK_GPU_BENCH=1 CUZK_GPU_BENCH_CPU=0 CUZK_GPU_BENCH_LOGS=${CUZK_GPU_C_SWEEP_LOGS:-24} \
-			CUZK_GPU_BENCH_OPS=${CUZK_GPU_C_SWEEP_OPS:-g1} "$BIN" -test.v -test.run 'TestGPUBench$' -test.timeout 10m) >"$LOG/csweep-$cc.log" 2>&1 || fail=1
-		grep -h -E '^(BENCH|msm-profile)' "$LOG/csweep-$cc.log" | sed "s/^/[c=$cc] /" | tee -a "$SUMMARY"
-	done
+	(cd gpu && CUZK_GPU_BENCH_CS=$CUZK_GPU_C_SWEEP CUZK_MSM_PROFILE=${CUZK_GPU_C_SWEEP_PROFILE:-0} CUZK_GPU_BENCH=1 CUZK_GPU_BENCH_CPU=0 \
+		CUZK_GPU_BENCH_LOGS=${CUZK_GPU_C_SWEEP_LOGS:-24} CUZK_GPU_BENCH_OPS=${CUZK_GPU_C_SWEEP_OPS:-g1} "$BIN" -test.v -test.run 'TestGPUBench$' \
+		-test.timeout 10m) >"$LOG/csweep.log" 2>&1 || fail=1
+	grep -h -E '^(BENCH|msm-profile)' "$LOG/csweep.log" | tee -a "$SUMMARY"
 	pack
 fi
 

@@ -20,7 +20,7 @@
 extern "C" {
 #endif
 
-#define CUZK_ABI_VERSION 6
+#define CUZK_ABI_VERSION 7
 
 enum {
     CUZK_OK = 0,
@@ -133,6 +133,24 @@ int cuzk_msm_host(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, s
                   const void* host_scalars, void* out, int* nwin, int* c);
 /* Largest number of points one MSM pass handles (0 restores the default). For tests. */
 int cuzk_stream_set_msm_chunk(cuzk_stream* s, size_t points);
+
+/* Tuning of a stream's work. Set version to CUZK_KNOBS_VERSION and size to
+ * sizeof(cuzk_knobs) (a library of another version refuses the set with CUZK_ERR_ARG);
+ * a field left 0 keeps the library's choice. The knobs apply to the stream's later
+ * calls until set again. */
+#define CUZK_KNOBS_VERSION 1
+#define CUZK_MSM_C_MIN 4
+#define CUZK_MSM_C_MAX 22
+typedef struct {
+    uint32_t version;
+    uint32_t size;
+    /* MSM window width (CUZK_MSM_C_MIN..CUZK_MSM_C_MAX bits) over G1 and G2 base sets;
+     * 0: chosen per MSM size and batch. A precomputed set keeps the width its copies
+     * were made for. */
+    int msm_c_g1;
+    int msm_c_g2;
+} cuzk_knobs;
+int cuzk_stream_set_knobs(cuzk_stream* s, const cuzk_knobs* k);
 
 int cuzk_domain_create(cuzk_stream* s, int log_n, const cuzk_domain_consts_t* k, cuzk_domain** out);
 int cuzk_domain_destroy(cuzk_domain* d);

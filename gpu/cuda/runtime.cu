@@ -160,15 +160,7 @@ int fault_point(cudaStream_t st) {
 // fills overlap the DMA out of earlier ones for most of an upload (one fill of a
 // whole 32 MiB half left the copy and the DMA one after the other: 3.9 ms for a batch
 // of 16 solutions of 2^14 in a worker's execution trace, docs/lab/BENCHMARKS.md).
-// CUZK_GPU_GATHER_FILL_MB overrides it (A/B runs), read when the stream is made.
-static size_t gather_fill_bytes(size_t pinned) {
-    size_t fill = 4u << 20;
-    if (const char* e = getenv("CUZK_GPU_GATHER_FILL_MB")) {
-        long mb = atol(e);
-        if (mb > 0) fill = (size_t)mb << 20;
-    }
-    return std::max<size_t>(1, std::min(fill, pinned / 2));
-}
+static size_t gather_fill_bytes(size_t pinned) { return std::max<size_t>(1, std::min<size_t>(4u << 20, pinned / 2)); }
 
 extern "C" int cuzk_stream_create(cuzk_ctx* ctx, size_t staging_bytes, cuzk_stream** out) {
     if (!ctx || !out) return fail(CUZK_ERR_ARG, "NULL argument");
@@ -256,6 +248,19 @@ extern "C" int cuzk_stream_sync(cuzk_stream* s) {
 extern "C" int cuzk_stream_set_msm_chunk(cuzk_stream* s, size_t points) {
     if (!s) return fail(CUZK_ERR_ARG, "NULL stream");
     s->msm_chunk = points;
+    return CUZK_OK;
+}
+
+extern "C" int cuzk_stream_set_knobs(cuzk_stream* s, const cuzk_knobs* k) {
+    if (!s || !k) return fail(CUZK_ERR_ARG, "NULL argument");
+    if (k->version != CUZK_KNOBS_VERSION || k->size != sizeof(cuzk_knobs))
+        return fail(CUZK_ERR_ARG, "knobs version " + std::to_string(k->version) + " size " + std::to_string(k->size) +
+                                      ", want version " + std::to_string(CUZK_KNOBS_VERSION) + " size " +
+                                      std::to_string(sizeof(cuzk_knobs)));
+    for (int c : {k->msm_c_g1, k->msm_c_g2})
+        if (c != 0 && (c < CUZK_MSM_C_MIN || c > CUZK_MSM_C_MAX))
+            return fail(CUZK_ERR_ARG, "MSM window width " + std::to_string(c) + " out of range");
+    s->knobs = *k;
     return CUZK_OK;
 }
 

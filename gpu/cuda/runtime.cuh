@@ -50,9 +50,10 @@ struct cuzk_stream {
     // Pinned staging: two halves so a host memcpy overlaps the previous DMA.
     uint8_t* pinned = nullptr;
     size_t pinned_bytes = 0;
-    size_t gather_fill = 0;  // stream_upload_gather's fill size, fixed when the stream is made
+    size_t gather_fill = 0;  // stream_upload_gather's fill size (gather_fill_bytes)
     cudaEvent_t ev[2] = {nullptr, nullptr};
     size_t msm_chunk = 0;  // 0 = default
+    cuzk_knobs knobs{};    // cuzk_stream_set_knobs; zero fields: the library's choice
     // Streamed bases (cuzk_bases.host): chunks are copied on their own stream into two
     // buffers, the next chunk's copy beside this chunk's compute. Made on first use.
     cudaStream_t copy = nullptr;
@@ -82,20 +83,6 @@ struct cuzk_bases {
     // set, copy k at d + k*count being 2^(pc_c*k) times each point, so the MSM's
     // windows w and w + pc_f share buckets. pc_f = 0: none.
     int pc_c = 0, pc_f = 0;
-};
-
-struct cuzk_domain {
-    cuzk_ctx* ctx;
-    int gen = 0;
-    int log_n;
-    cuzk_domain_consts_t k;
-    void* tw = nullptr;        // omega^i, i < n/2
-    void* tw_inv = nullptr;    // omega^-i
-    void* tws = nullptr;       // omega^(i*2^tws_shift) as Shoup's pairs (ntt.cu's fr_tw), or none
-    void* tws_inv = nullptr;   // omega^-(i*2^tws_shift), the same
-    int tws_shift = -1;        // -1: no Shoup tables (no pass takes them)
-    void* coset_br = nullptr;  // coset^rev(i) / n
-    void* coset_inv_br = nullptr;  // coset^-rev(i) / n
 };
 
 int set_device(cuzk_ctx* ctx);

@@ -4,19 +4,17 @@
 // here runs much faster per operation than the MSM's accumulation or an NTT pass, that
 // kernel loses time outside the arithmetic.
 //
-// Build one binary per Montgomery product (the library's -D switches, see field.cuh):
 //   nvcc -O3 -std=c++17 --expt-relaxed-constexpr -arch=sm_90a -I.. fieldbench.cu -o fb
-//   nvcc ... -DCUZK_MUL64 ...        # 64-bit limbs
-// Each prints one line per kernel and a checksum of every output: binaries built with
-// different products must print the same checksums (the default product is checked
-// against gnark-crypto by the library's tests).
+// It prints one line per kernel and a checksum of every output: a change to the field
+// arithmetic must keep the checksums (the library's product is checked against
+// gnark-crypto by its tests).
 #include <cuda_runtime.h>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 #define CUZK_POINT_FN __forceinline__
-#include "bls12_381.cuh"
-#include "xyzz.cuh"
+#include "ff/bls12_381.cuh"
+#include "ec/xyzz.cuh"
 
 #define CHECK(x)                                                                          \
     do {                                                                                  \
@@ -449,11 +447,9 @@ int main() {
     bench_madd<fp_t, false>("g1_madd_gather_2^22", sms, 1 << 22, 256);
     bench_madd<fp_t, false, 4>("g1_madd_gather_lb4", sms, 1 << 22, 256);
     bench_madd<fp_t, false, 5>("g1_madd_gather_lb5", sms, 1 << 22, 256);
-#if defined(CUZK_FE_WIDE)
     bench_madd<fp_t, true, 0, true>("g1_madd_shared_lazy", sms, 64, 256);
     bench_madd<fp_t, false, 0, true>("g1_madd_gather_lazy", sms, 1 << 22, 256);
     bench_madd<fp_t, false, 3, true>("g1_madd_gather_lazy_lb3", sms, 1 << 22, 256);
-#endif
     bench_mul<fp2_t, 1>("fp2_mul", sms, 512);
     bench_madd<fp2_t, true>("g2_madd_shared", sms, 64, 64);
     bench_madd<fp2_t, false>("g2_madd_gather_2^22", sms, 1 << 22, 64);

@@ -5,7 +5,7 @@ Interprets each generated function (the asm blocks' mul/mad/madc/add/addc with t
 carry flag, and the C statements between them) on edge and random operands and
 compares the result with a*b*R^-1 mod p; the result must also stay below 2p.
 
-    python3 check_mont_chain.py ../mont_chain.cuh    # exit 1 on any mismatch
+    python3 check_mont_chain.py ../ff/mont_chain.cuh    # exit 1 on any mismatch
 """
 import random
 import re
@@ -15,8 +15,8 @@ src = open(sys.argv[1]).read()
 P = 0x1a0111ea397fe69a4b1ba7b6434bacd764774b84f38512bf6730d2a0f6b0f6241eabfffeb153ffffb9feffffffffaaab
 R = 0x73eda753299d7d483339d80809a1d80553bda402fffe5bfeffffffff00000001
 M32 = (1 << 32) - 1
-# Wrapped top words of carry chains (a carry dropped): the product, wide product,
-# reduction and square chains must never wrap; Karatsuba's sign handling does on purpose.
+# Wrapped top words of carry chains (a carry dropped): the product, wide product and
+# reduction chains must never wrap.
 lost = [0]
 def limbs(x, n): return [(x >> (32 * i)) & M32 for i in range(n)]
 def run(fn, N, mod, a, b, t=0, out='r', words=None, arrays=None, env_out=None):
@@ -140,7 +140,7 @@ class _Env(dict):
 
 random.seed(1)
 failed = 0
-for fn, N, mod in (('mont_mul_chain_12', 12, P), ('mont_mul_chain_8', 8, R), ('mont_mul_fold_chain_8', 8, R)):
+for fn, N, mod in (('mont_mul_chain_12', 12, P), ('mont_mul_fold_chain_8', 8, R)):
     Rm = 1 << (32 * N)
     cases = [(0, 0), (1, 1), (mod - 1, mod - 1), (mod - 1, 1)] + [(random.randrange(mod), random.randrange(mod)) for _ in range(300)]
     if 'fold' in fn:
@@ -161,10 +161,8 @@ for fn, N, mod in (('mont_mul_chain_12', 12, P), ('mont_mul_chain_8', 8, R), ('m
     print(fn, 'cases', len(cases), 'bad', bad, 'lost carries', lost[0])
     failed += bad + lost[0]
 
-# The two halves of the product apart (Fp2's lazily reduced product): the wide product
-# is exact on operands below 2^384 (Karatsuba's sums a0 + a1 reach 2p), the reduction
-# maps any t < p*2^384 to t*R^-1 mod p below 2p, and Fp2's product as bls12_381.cuh
-# composes them equals the schoolbook product.
+# The two halves of the product apart (a*b - c*d below): the wide product is exact on
+# operands below 2^384, and the reduction maps any t < p*2^384 to t*R^-1 mod p below 2p.
 N, mod, Rm = 12, P, 1 << 384
 M384 = (1 << 384) - 1
 cases = [(0, 0), (1, 1), (M384, M384), (2 * P - 2, 2 * P - 2), (P - 1, P - 1)] + [(random.randrange(1 << 384), random.randrange(1 << 384)) for _ in range(200)]
@@ -182,35 +180,20 @@ for t in tcases:
 print('mont_redc_chain_12 cases', len(tcases), 'bad', bad, 'lost carries', lost[0])
 failed += bad + lost[0]
 
-# Karatsuba's wide products: exact for any operands below 2^(32N), including the
-# halves' extremes (each difference of halves negative, zero or positive).
-for N2 in (12, 8):
-    H2, top = N2 // 2, 1 << (32 * N2)
-    half = (1 << (32 * H2)) - 1
-    edge = [0, 1, top - 1, half, half << (32 * H2), (1 << (32 * H2)) | 1, P if N2 == 12 else R, 2 * (P if N2 == 12 else R) - 1]
-    cases = [(x, y) for x in edge for y in edge] + [(random.randrange(top), random.randrange(top)) for _ in range(300)]
-    cases += [(random.randrange(P if N2 == 12 else R), random.randrange(P if N2 == 12 else R)) for _ in range(300)]
-    bad = sum(run('mont_kara_wide_chain_%d' % N2, N2, P if N2 == 12 else R, a, b, out='t', words=2 * N2) != a * b
-              for a, b in cases)
-    print('mont_kara_wide_chain_%d cases' % N2, len(cases), 'bad', bad)
-    failed += bad
-
-# a*b - c*d with one reduction: the wide difference (p at word N on a borrow) stays
-# below p*2^(32N) and reduces to (a*b - c*d)*R^-1 mod p below 2p.
-for N2, md in ((12, P), (8, R)):
-    Rm2 = 1 << (32 * N2)
-    cases = [(0, 0, 0, 0), (md - 1, md - 1, 0, 0), (0, 0, md - 1, md - 1), (md - 1, md - 1, md - 1, md - 1), (1, 1, md - 1, md - 1)]
-    cases += [tuple(random.randrange(md) for _ in range(4)) for _ in range(300)]
-    bad = 0
-    for a, b, c, d in cases:
-        x = run('mont_wide_chain_%d' % N2, N2, md, a, b, out='t', words=2 * N2)
-        y = run('mont_kara_wide_chain_%d' % N2, N2, md, c, d, out='t', words=2 * N2)
-        dd = run('sub_wide_mod_chain_%d' % N2, N2, md, 0, 0, arrays={'x': x, 'y': y}, out='d', words=2 * N2)
-        got = run('mont_redc_chain_%d' % N2, N2, md, 0, 0, t=dd)
-        if not 0 <= dd < md * Rm2 or got % md != (a * b - c * d) * pow(Rm2, -1, md) % md or got >= 2 * md:
-            bad += 1
-    print('a*b - c*d, %d limbs, cases' % N2, len(cases), 'bad', bad)
-    failed += bad
+# a*b - c*d with one reduction: the wide difference (p at word 12 on a borrow) stays
+# below p*2^384 and reduces to (a*b - c*d)*R^-1 mod p below 2p.
+cases = [(0, 0, 0, 0), (P - 1, P - 1, 0, 0), (0, 0, P - 1, P - 1), (P - 1, P - 1, P - 1, P - 1), (1, 1, P - 1, P - 1)]
+cases += [tuple(random.randrange(P) for _ in range(4)) for _ in range(300)]
+bad = 0
+for a, b, c, d in cases:
+    x = run('mont_wide_chain_12', 12, P, a, b, out='t', words=24)
+    y = run('mont_wide_chain_12', 12, P, c, d, out='t', words=24)
+    dd = run('sub_wide_mod_chain_12', 12, P, 0, 0, arrays={'x': x, 'y': y}, out='d', words=24)
+    got = run('mont_redc_chain_12', 12, P, 0, 0, t=dd)
+    if not 0 <= dd < P * Rm or got % P != (a * b - c * d) * pow(Rm, -1, P) % P or got >= 2 * P:
+        bad += 1
+print('a*b - c*d, 12 limbs, cases', len(cases), 'bad', bad)
+failed += bad
 
 # Lazily reduced Fp (field.cuh's lz_*): operands below 2p. The product is below 2p
 # with a zero top word; a*b - c*d reduces from below p*2^384 to below 2p; the
@@ -236,49 +219,6 @@ for _ in range(300):
 print('lazily reduced Fp (below 2p), cases', 2 * len(cases) + 300, 'bad', bad)
 failed += bad
 
-# The squares: the interpreter stops at the call into the reduction, so the 2N-word
-# square t is checked whole (exact, t = a^2), then that reduction maps it as above.
-for fn, N2, md in (('12', 12, P), ('8', 8, R)):
-    Rm2 = 1 << (32 * N2)
-    cases = [0, 1, 2, md - 1, md - 2, (1 << (32 * N2 - 2))] + [random.randrange(md) for _ in range(300)]
-    bad = 0
-    lost[0] = 0
-    for a in cases:
-        t = run('mont_sqr_chain_' + fn, N2, md, a, 0, out='t', words=2 * N2)
-        got = run('mont_redc_chain_' + fn, N2, md, 0, 0, t=t)
-        if t != a * a or got % md != a * a * pow(Rm2, -1, md) % md or got >= 2 * md:
-            bad += 1
-    print('mont_sqr_chain_' + fn, 'cases', len(cases), 'bad', bad, 'lost carries', lost[0])
-    failed += bad + lost[0]
-
-
-def fp2_mul_lazy(a0, a1, b0, b1):
-    """bls12_381.cuh's fe_mul(fp2_t) step by step, each step the generated code."""
-    red = lambda t: run('mont_redc_chain_12', N, mod, 0, 0, t=t)
-    wide = lambda x, y: run('mont_wide_chain_12', N, mod, x, y, out='t', words=2 * N)
-    add = lambda x, y: run('add_nored_chain_12', N, mod, x, y, words=N)
-    sa, sb = add(a0, a1), add(b0, b1)
-    assert sa == a0 + a1 and sb == b0 + b1
-    v0, v1 = wide(a0, b0), wide(a1, b1)
-    c0, u = run('fp2_diffsum_chain_12', N, mod, 0, 0, arrays={'v0': v0, 'v1': v1},
-                env_out=[('d', 2 * N), ('u', 2 * N)])
-    assert u == v0 + v1 and c0 == (v0 - v1 if v0 >= v1 else v0 - v1 + (P << 384))
-    s = wide(sa, sb)
-    c1 = run('sub_wide_chain_12', N, mod, 0, 0, arrays={'s': s, 'u': u}, env_out=[('s', 2 * N)])[0]
-    assert c1 == s - u
-    assert 0 <= c0 < P * Rm and 0 <= c1 < P * Rm
-    r0, r1 = red(c0), red(c1)
-    return (r0 - P if r0 >= P else r0), (r1 - P if r1 >= P else r1)
-
-
-bad = 0
-Ri = pow(Rm, -1, P)
-for a0, a1, b0, b1 in [(0, 0, 0, 0), (P - 1, P - 1, P - 1, P - 1), (0, P - 1, P - 1, 0), (P - 1, 0, 0, P - 1)] + [tuple(random.randrange(P) for _ in range(4)) for _ in range(100)]:
-    r0, r1 = fp2_mul_lazy(a0, a1, b0, b1)
-    if r0 != (a0 * b0 - a1 * b1) * Ri % P or r1 != (a0 * b1 + a1 * b0) * Ri % P:
-        bad += 1
-print('fp2 lazy product cases 104 bad', bad)
-failed += bad
 # a + b and a - b mod p, and the product's final subtraction (t < 2p with a top word).
 for N, md in ((12, P), (8, R)):
     cases = [(0, 0), (0, md - 1), (md - 1, 0), (md - 1, md - 1), (1, md - 1), (md - 1, 1), (md // 2, md // 2 + 1)]
@@ -297,7 +237,7 @@ for N, md in ((12, P), (8, R)):
     print('add/sub/reduce_once chains, %d limbs, cases' % N, 2 * len(cases) + len(tcases), 'bad', bad)
     failed += bad
 # Fr's lazily reduced butterflies (field.cuh's lz_add and lz_sub, the NTT's
-# CUZK_NTT_LAZY): with 2r as the chains' modulus, a - b is (a - b) mod 2r for a, b < 2r,
+# lazy radix-4 passes): with 2r as the chains' modulus, a - b is (a - b) mod 2r for a, b < 2r,
 # and a sum below 4r (add_carry_chain_8: its carry as word 8) reduces once to the sum
 # mod 2r.
 R2 = 2 * R

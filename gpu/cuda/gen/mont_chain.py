@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Writes ../mont_chain.cuh: the Montgomery product as PTX carry chains (see that file).
+"""Writes ../ff/mont_chain.cuh: the Montgomery product as PTX carry chains (see that file).
 
-Run from this folder: python3 mont_chain.py > ../mont_chain.cuh
+Run from this folder: python3 mont_chain.py > ../ff/mont_chain.cuh
 """
 import sys
 
@@ -346,139 +346,6 @@ def gen_redc(N):
     return "".join(o)
 
 
-def gen_sqr(N):
-    """a^2 R^-1 mod p with the products below the diagonal left out: the rows a_i*a_j,
-    j > i (N(N-1)/2 products instead of N^2), t = 2(X + Y) + sum_i a_i^2 2^(64i) in three
-    chains of 2N words (the cross sum is below 2^(64N-1), so doubling loses no bit, and
-    t = a^2 < 2^(64N)), then the reduction rows of mont_redc_chain (< 2p out)."""
-    o = []
-    w = o.append
-    W = 2 * N
-    w("template <class P>\n")
-    w("__device__ __forceinline__ void mont_sqr_chain_%d(uint32_t* r, const uint32_t* a) {\n" % N)
-    prologue(w, N, "")
-    w("    uint32_t t[%d];\n" % W)
-    row = rows(w, N)
-    for i in range(N - 1):
-        row(i, "a[%d]" % i, "a", False, jlo=i + 1)
-    mi = ["add.cc.u32 {o:t0}, {i:X0}, {i:Y0}"]
-    for k in range(1, W):
-        mi.append("addc.cc.u32 {o:t%d}, {i:X%d}, {i:Y%d}" % (k, k, k))
-    mi[-1] = mi[-1].replace("addc.cc", "addc")
-    mi.append("add.cc.u32 {o:t0}, {o:t0}, {o:t0}")
-    for k in range(1, W):
-        mi.append("addc.cc.u32 {o:t%d}, {o:t%d}, {o:t%d}" % (k, k, k))
-    mi[-1] = mi[-1].replace("addc.cc", "addc")
-    for i in range(N):
-        mi.append("%s.lo.cc.u32 {o:t%d}, {i:a%d}, {i:a%d}, {o:t%d}" % ("mad" if i == 0 else "madc", 2 * i, i, i, 2 * i))
-        mi.append("madc.hi%s.u32 {o:t%d}, {i:a%d}, {i:a%d}, {o:t%d}" % ("" if i == N - 1 else ".cc", 2 * i + 1, i, i, 2 * i + 1))
-    w(asm_block(mi, [("t%d" % k, ("=r", "t[%d]" % k)) for k in range(W)],
-                [("X%d" % k, ("r", "X[%d]" % k)) for k in range(W)]
-                + [("Y%d" % k, ("r", "Y[%d]" % k)) for k in range(W)]
-                + [("a%d" % k, ("r", "a[%d]" % k)) for k in range(N)]))
-    w("    mont_redc_chain_%d<P>(r, t);\n" % N)
-    w("}\n\n")
-    return "".join(o)
-
-
-def gen_kara(N):
-    """The 2N-word product a*b by one level of Karatsuba over halves of H = N/2 words:
-    z0 = a_lo*b_lo, z2 = a_hi*b_hi and |a_lo - a_hi| * |b_hi - b_lo| (3 H^2 limb
-    products instead of N^2), each in its own pair of even/odd accumulators, as in
-    gen(); then mid = z0 + z2 +- that product (the sign from the two borrows; mid =
-    a_lo*b_hi + a_hi*b_lo, 2H+1 words) and t = z0 + mid*2^(32H) + z2*2^(64H). Exact for
-    any operands below 2^(32N)."""
-    H = N // 2
-    W = 2 * H + 4
-    o = []
-    w = o.append
-    w("template <class P>\n")
-    w("__device__ __forceinline__ void mont_kara_wide_chain_%d(uint32_t* t, const uint32_t* a, const uint32_t* b) {\n" % N)
-    w("    static_assert(P::N == %d, \"limb count\");\n" % N)
-    w("    uint32_t da[%d], db[%d], sa, sb, s;\n" % (H, H))
-    w("    uint32_t X0[%d], Y0[%d], X2[%d], Y2[%d], XD[%d], YD[%d];\n" % ((W,) * 6))
-    w("#pragma unroll\n    for (int k = 0; k < %d; k++) X0[k] = Y0[k] = X2[k] = Y2[k] = XD[k] = YD[k] = 0;\n" % W)
-
-    # |x - y| over H words (x at xo, y at yo of arrays xn, yn) and the borrow mask.
-    def absdiff(dst, xn, xo, yn, yo, mask):
-        mi = []
-        for k in range(H):
-            op = "sub.cc.u32" if k == 0 else "subc.cc.u32"
-            mi.append("%s {o:d%d}, {i:x%d}, {i:y%d}" % (op, k, k, k))
-        mi.append("subc.u32 {o:m}, 0, 0")
-        for k in range(H):
-            mi.append("xor.b32 {o:d%d}, {o:d%d}, {o:m}" % (k, k))
-        for k in range(H):
-            op = "sub.cc.u32" if k == 0 else ("subc.u32" if k == H - 1 else "subc.cc.u32")
-            mi.append("%s {o:d%d}, {o:d%d}, {o:m}" % (op, k, k))
-        outs = [("d%d" % k, ("=r", "%s[%d]" % (dst, k))) for k in range(H)] + [("m", ("=r", mask))]
-        ins = [("x%d" % k, ("r", "%s[%d]" % (xn, xo + k))) for k in range(H)]
-        ins += [("y%d" % k, ("r", "%s[%d]" % (yn, yo + k))) for k in range(H)]
-        w(asm_block(mi, outs, ins))
-
-    absdiff("da", "a", 0, "a", H, "sa")
-    absdiff("db", "b", H, "b", 0, "sb")
-    w("    s = sa ^ sb;  // all ones: (a_lo - a_hi)(b_hi - b_lo) < 0\n")
-
-    row = rows(w, H)
-
-    def prod(accx, accy, xs, xo, ys, yo):
-        for i in range(H):
-            row(i, "%s[%d]" % (ys, yo + i), xs, False, accs=(accx, accy), src_off=xo)
-
-    prod("XD", "YD", "da", 0, "db", 0)
-    prod("X0", "Y0", "a", 0, "b", 0)
-    prod("X2", "Y2", "a", H, "b", H)
-    # z0 = X0 + Y0, z2 = X2 + Y2, d = XD + YD (2H words each: the products are below
-    # 2^(64H)); u = z0 + z2 (2H words and a carry word); mid = u + (d ^ s) + (s & 1)
-    # with the sign word s on top; then t. One asm block: the words stay registers.
-    mi = []
-
-    def chain(dst, x, y, n, carry_out=None, carry_in=False):
-        for k in range(n):
-            if k == 0 and not carry_in:
-                op = "add.cc.u32"
-            else:
-                op = "addc.cc.u32"
-            mi.append("%s %s, %s, %s" % (op, dst(k), x(k), y(k)))
-        if carry_out:
-            mi.append("addc.u32 %s, 0, 0" % carry_out)
-        else:
-            mi[-1] = mi[-1].replace("addc.cc.u32", "addc.u32") if carry_in or n > 1 else mi[-1]
-
-    chain(lambda k: "{o:z%d}" % k, lambda k: "{i:X0_%d}" % k, lambda k: "{i:Y0_%d}" % k, 2 * H, carry_out=None)
-    chain(lambda k: "{o:w%d}" % k, lambda k: "{i:X2_%d}" % k, lambda k: "{i:Y2_%d}" % k, 2 * H)
-    chain(lambda k: "{o:d%d}" % k, lambda k: "{i:XD_%d}" % k, lambda k: "{i:YD_%d}" % k, 2 * H)
-    chain(lambda k: "{o:u%d}" % k, lambda k: "{o:z%d}" % k, lambda k: "{o:w%d}" % k, 2 * H, carry_out="{o:ut}")
-    for k in range(2 * H):
-        mi.append("xor.b32 {o:d%d}, {o:d%d}, {i:s}" % (k, k))
-    mi.append("add.cc.u32 {o:e}, {i:s}, 1")  # carry = (s != 0): + 1 completes -d
-    for k in range(2 * H):
-        mi.append("addc.cc.u32 {o:u%d}, {o:u%d}, {o:d%d}" % (k, k, k))
-    mi.append("addc.u32 {o:ut}, {o:ut}, {i:s}")
-    # t: words [0, H) from z0; [H, 2H) z0 + mid; [2H, 4H) z2 + mid's upper words.
-    for k in range(H):
-        mi.append("mov.b32 {o:t%d}, {o:z%d}" % (k, k))
-    for k in range(H, 4 * H):
-        x = "{o:z%d}" % k if k < 2 * H else "{o:w%d}" % (k - 2 * H)
-        mk = k - H
-        y = "{o:u%d}" % mk if mk < 2 * H else ("{o:ut}" if mk == 2 * H else "0")
-        op = "add.cc.u32" if k == H else ("addc.u32" if k == 4 * H - 1 else "addc.cc.u32")
-        mi.append("%s {o:t%d}, %s, %s" % (op, k, x, y))
-    outs = [("t%d" % k, ("=r", "t[%d]" % k)) for k in range(4 * H)]
-    for nm in ("z", "w", "d", "u"):
-        outs += [("%s%d" % (nm, k), ("=r", "%s_[%d]" % (nm, k))) for k in range(2 * H)]
-    outs += [("ut", ("=r", "ut")), ("e", ("=r", "e"))]
-    ins = []
-    for nm in ("X0", "Y0", "X2", "Y2", "XD", "YD"):
-        ins += [("%s_%d" % (nm, k), ("r", "%s[%d]" % (nm, k))) for k in range(2 * H)]
-    ins.append(("s", ("r", "s")))
-    w("    uint32_t z_[%d], w_[%d], d_[%d], u_[%d], ut, e;\n" % ((2 * H,) * 4))
-    w(asm_block(mi, outs, ins))
-    w("}\n\n")
-    return "".join(o)
-
-
 def gen_sub_wide_mod(N):
     """d = x - y over 2N words, plus p at word N when that borrows: for x, y < p^2
     (two products of reduced operands) d stays below p*2^(32N), as the reduction
@@ -508,57 +375,7 @@ def gen_sub_wide_mod(N):
     return "".join(o)
 
 
-def gen_fp2_helpers(N):
-    """The word-level steps of Fp2's lazily reduced product, each one carry chain:
-    an unreduced sum (operands < p leave a + b < 2p, no overflow); from the 2N-word
-    products v0 = a0*b0 and v1 = a1*b1, d = v0 - v1 (plus p at word N when that
-    borrows, so d stays below p*2^(32N) as the reduction needs) and u = v0 + v1; and
-    s <- s - u for s = (a0+a1)(b0+b1), which leaves a0*b1 + a1*b0 >= 0."""
-    o = []
-    w = o.append
-    W = 2 * N
-
-    def chain(op, dst, x, y, n, off=0, inout=False, borrow=None):
-        c = "sub" if op == "sub" else "add"
-        mi = ["%s.cc.u32 {o:d0}, {%s:x0}, {i:y0}" % (c, "o" if inout else "i")]
-        for k in range(1, n):
-            mi.append("%sc.cc.u32 {o:d%d}, {%s:x%d}, {i:y%d}" % (c, k, "o" if inout else "i", k, k))
-        if borrow:
-            mi.append("subc.u32 {o:bw}, 0, 0")
-        else:
-            mi[-1] = mi[-1].replace("c.cc.u32", "c.u32")
-        outs = [("d%d" % k, ("+r" if inout else "=r", "%s[%d]" % (dst, off + k))) for k in range(n)]
-        if borrow:
-            outs.append(("bw", ("=r", borrow)))
-        ins = [] if inout else [("x%d" % k, ("r", "%s[%d]" % (x, off + k))) for k in range(n)]
-        ins += [("y%d" % k, ("r", "%s[%d]" % (y, k))) for k in range(n)]
-        if inout:
-            mi = [l.replace("{o:x", "{o:d") for l in mi]
-        w(asm_block(mi, outs, ins))
-
-    w("template <class P>\n")
-    w("__device__ __forceinline__ void add_nored_chain_%d(uint32_t* r, const uint32_t* a, const uint32_t* b) {\n" % N)
-    w("    static_assert(P::N == %d, \"limb count\");\n" % N)
-    chain("add", "r", "a", "b", N)
-    w("}\n\n")
-    w("template <class P>\n")
-    w("__device__ __forceinline__ void fp2_diffsum_chain_%d(uint32_t* d, uint32_t* u, const uint32_t* v0, const uint32_t* v1) {\n" % N)
-    w("    static_assert(P::N == %d, \"limb count\");\n" % N)
-    w("    uint32_t bw, pm[%d];\n" % N)
-    chain("sub", "d", "v0", "v1", W, borrow="bw")
-    w("#pragma unroll\n    for (int k = 0; k < %d; k++) pm[k] = P::mod(k) & bw;\n" % N)
-    chain("add", "d", None, "pm", N, off=N, inout=True)
-    chain("add", "u", "v0", "v1", W)
-    w("}\n\n")
-    w("template <class P>\n")
-    w("__device__ __forceinline__ void sub_wide_chain_%d(uint32_t* s, const uint32_t* u) {\n" % N)
-    w("    static_assert(P::N == %d, \"limb count\");\n" % N)
-    chain("sub", "s", None, "u", W, inout=True)
-    w("}\n\n")
-    return "".join(o)
-
-
-def gen_addsub(N):
+def gen_addsub(N, carry):
     """Modular addition, subtraction and the product's final subtraction as carry chains
     (operands below p, so a + b < 2p fits N words): the C++ forms with 64-bit
     intermediates cost an extra shift per word to extract each carry or borrow."""
@@ -611,10 +428,11 @@ def gen_addsub(N):
 
     # a + b with its carry as word N: Fr's lazily reduced sums (field.cuh's lz_add) of
     # values below 2r reach 4r > 2^256.
-    w("__device__ __forceinline__ void add_carry_chain_%d(uint32_t* t, const uint32_t* a, const uint32_t* b) {\n" % N)
-    mi = chain("add", "t", ("a", "i"), ("b", "i"), N, tail="addc.u32 {o:t%d}, 0, 0" % N)
-    w(asm_block(mi, outs("t", N + 1), ins("a", N) + ins("b", N)))
-    w("}\n\n")
+    if carry:
+        w("__device__ __forceinline__ void add_carry_chain_%d(uint32_t* t, const uint32_t* a, const uint32_t* b) {\n" % N)
+        mi = chain("add", "t", ("a", "i"), ("b", "i"), N, tail="addc.u32 {o:t%d}, 0, 0" % N)
+        w(asm_block(mi, outs("t", N + 1), ins("a", N) + ins("b", N)))
+        w("}\n\n")
 
     # t < 2p with an extra top word hi: bw = hi - borrow is negative only when hi = 0
     # and t < p, the one case that keeps t.
@@ -641,16 +459,14 @@ def main():
     out.write("// separate carry additions; no word ever moves, so the pairs stay register pairs.\n")
     out.write("// After row i, word i of X + Y (+ the carry c from word i-1) is zero mod 2^32.\n")
     out.write("// r receives words N..2N of T = X + Y + c (< 2p); the caller subtracts p once.\n")
-    out.write("// mont_wide_chain_N and mont_redc_chain_N are the two halves apart: the rows\n")
-    out.write("// a*b_i alone (2N-word product), and the rows m_i*p alone over a 2N-word input.\n")
-    out.write("// mont_sqr_chain_N: the square with the products a_i*a_j, j > i, summed once and\n")
-    out.write("// doubled (N(N-1)/2 + N products for the square instead of N^2).\n")
+    out.write("// mont_mul_chain_12: Fp's product. mont_wide_chain_12 and mont_redc_chain_12 are\n")
+    out.write("// its two halves apart: the rows a*b_i alone (24-word product), and the rows m_i*p\n")
+    out.write("// alone over a 24-word input.\n")
     out.write("// add_mod_chain_N, sub_mod_chain_N, reduce_once_chain_N: a + b, a - b mod p and the\n")
     out.write("// product's final conditional subtraction, each a carry chain and a select;\n")
-    out.write("// add_carry_chain_N: a + b with its carry as word N.\n")
-    out.write("// sub_wide_mod_chain_N: the difference of two 2N-word products, kept below p*2^(32N)\n")
-    out.write("// so a*b - c*d takes one reduction. mont_kara_wide_chain_N: the 2N-word product by\n")
-    out.write("// one level of Karatsuba (opt-in, slower on the H200: field.cuh).\n")
+    out.write("// add_carry_chain_8: a + b with its carry as word 8.\n")
+    out.write("// sub_wide_mod_chain_12: the difference of two 24-word products, kept below p*2^384\n")
+    out.write("// so a*b - c*d takes one reduction.\n")
     out.write("// mont_mul_fold_chain_8: Fr's product with the reduction rows' two lowest pairs\n")
     out.write("// folded into additions (r = 2^64 - 2^32 + 1 mod 2^64; see gen_fold).\n")
     out.write("// shoup_q_chain_8, shoup_lo_chain_8: Fr's product by a fixed w with a precomputed\n")
@@ -660,28 +476,19 @@ def main():
     out.write("// constant, ptxas rewrites m = -t and splits every m*p pair of the reduction into\n")
     out.write("// two multiply-adds plus carry additions (Fr product 360 SASS instructions, a\n")
     out.write("// butterfly 424). Read from constant memory it stays opaque, and the rows stay one\n")
-    out.write("// wide multiply-add per pair (320 and 384; nvcc 11.8, sm_90). -DCUZK_MONT_INV_IMM\n")
-    out.write("// gives ptxas the constant again (A/B runs).\n")
+    out.write("// wide multiply-add per pair (320 and 384; nvcc 11.8, sm_90).\n")
     out.write("static __constant__ uint32_t kMontInvAllOnes = 0xffffffffu;\n\n")
     out.write("template <class P>\n__device__ __forceinline__ uint32_t mont_inv() {\n")
-    out.write("#if defined(CUZK_MONT_INV_IMM)\n    return P::inv;\n#else\n")
-    out.write("    if constexpr (P::inv == 0xffffffffu) {\n        return kMontInvAllOnes;\n    } else {\n        return P::inv;\n    }\n#endif\n}\n\n")
-    for N in (12, 8):
-        out.write(gen(N))
+    out.write("    if constexpr (P::inv == 0xffffffffu) {\n        return kMontInvAllOnes;\n    } else {\n        return P::inv;\n    }\n}\n\n")
+    out.write(gen(12))
     out.write(gen_fold(8, FR))
     out.write(gen_shoup(8, FR))
-    # Fp2's lazily reduced product (bls12_381.cuh) takes the product and the reduction apart.
-    for N in (12, 8):
-        out.write(gen_wide(N))
-    for N in (12, 8):
-        out.write(gen_redc(N))
-        out.write(gen_sqr(N))
-    out.write(gen_fp2_helpers(12))
-    for N in (12, 8):
-        out.write(gen_kara(N))
-        out.write(gen_sub_wide_mod(N))
-    for N in (12, 8):
-        out.write(gen_addsub(N))
-
+    # G1's a*b - c*d (field.cuh's fe_mul_sub and lz_mul_sub): the product and the
+    # reduction apart.
+    out.write(gen_wide(12))
+    out.write(gen_redc(12))
+    out.write(gen_sub_wide_mod(12))
+    out.write(gen_addsub(12, carry=False))
+    out.write(gen_addsub(8, carry=True))
 
 main()

@@ -1,6 +1,6 @@
 // msm.cu: the MSM entry points of the C ABI (kernels in msm.cuh).
 #include <algorithm>
-#include "bls12_381.cuh"
+#include "ff/bls12_381.cuh"
 #include "runtime.cuh"
 #include "windows.cuh"
 

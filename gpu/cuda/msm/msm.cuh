@@ -10,8 +10,9 @@
 // XYZZ buckets. After the last chunk, each window's buckets are reduced in parallel
 // segments (running sums) and a pairwise tree; the host folds the window sums.
 //
-// Each curve group is instantiated in its own translation unit (msm_g1.cu,
-// msm_g2.cu) so the two compile in parallel.
+// Templated on the curve C (ec/bls12_381.cuh's g1_curve, g2_curve); each is
+// instantiated in its own translation unit (msm_g1.cu, msm_g2.cu) so the two compile
+// in parallel.
 #pragma once
 #include <cub/cub.cuh>
 #include <algorithm>
@@ -19,12 +20,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <type_traits>
-#include "bls12_381.cuh"
+#include "ec/bls12_381.cuh"
 #include "runtime.cuh"
-#include "xyzz.cuh"
-
-// The window size for n points, and the window size and copy count of a precomputed
-// set of n points with at most maxf copies: windows.cuh.
+#include "windows.cuh"  // window sizes: msm_choose_c, msm_precompute_shape
 
 namespace msm {
 namespace {  // internal linkage: each instantiation unit gets its own kernels
@@ -99,27 +97,6 @@ __device__ __forceinline__ uint32_t scalar_limbs(const fr_t& m, uint32_t* limbs)
     return kNegBit;
 }
 
-#if defined(CUZK_DIGITS_DENSE)
-// Every digit, zero or not, at keys[(j*nwin + w)*n + i] (A/B runs: -DCUZK_DIGITS_DENSE).
-__global__ void k_digits(const fr_t* __restrict__ scalars, const uint32_t* __restrict__ index, uint32_t n,
-                         size_t stride, digit_params p, uint32_t* __restrict__ keys, uint32_t* __restrict__ vals,
-                         uint32_t* __restrict__ count) {
-    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    const uint32_t j = blockIdx.y;
-    if (i == 0 && j == 0) *count = n * gridDim.y * p.nwin;
-    if (i >= n) return;
-    uint32_t limbs[9];
-    const uint32_t flip = scalar_limbs(scalars[j * stride + (index ? index[i] : i)], limbs);
-    const size_t base = (size_t)j * p.nwin * n;
-    uint32_t carry = 0;
-    for (int w = 0; w < p.nwin; w++) {
-        uint32_t key, val;
-        digit_at(limbs, w, carry, p, i, j, flip, key, val);
-        keys[base + (size_t)w * n + i] = key;
-        vals[base + (size_t)w * n + i] = val;
-    }
-}
-#else
 // Only the nonzero digits are written, packed from keys[0]: a zero digit adds nothing
 // (bucket 0 is skipped), and the witnesses Groth16 proves are mostly 0 and 1, whose
 // digits are all zero but one at most, so the sort and everything after it handle a
@@ -173,7 +150,6 @@ __global__ void k_digits(const fr_t* __restrict__ scalars, const uint32_t* __res
         pos += __popc(b);
     }
 }
-#endif
 
 __global__ void k_bounds(const uint32_t* __restrict__ keys, uint32_t m, uint32_t* bstart, uint32_t* bend) {
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -214,27 +190,28 @@ __global__ void k_fill(const uint32_t* bstart, const uint32_t* bend, const uint3
     }
 }
 
+// The accumulation per curve: its blocks of 128 per SM (the register bound) and its
+// field operations. G1 takes at least 3: over 170 registers would leave 2 blocks (8
+// warps) instead of 3 on an SM; the forms measured needed 158-174 (4 and 5 spilled and
+// ran slower, 2026-12-03). Its sums are lazily reduced inside the loop (fe_lazy) and
+// reduced once at the end (reducing every product: G1 2^24 119.9 -> 124.5 ms).
+template <class C>
+struct acc_traits;
+template <>
+struct acc_traits<g1_curve> {
+    static constexpr int min_blocks = 3;
+    typedef fe_lazy ops;
+};
+template <>
+struct acc_traits<g2_curve> {
+    static constexpr int min_blocks = 1;
+    typedef fe_reduced ops;
+};
+
 // One thread per unit, taken in order of decreasing length (order), so a warp's
 // threads loop about equally long; the sum goes to partials[unit].
-// At least kAccBlocks blocks of 128 per SM for G1: over 170 registers would leave 2
-// blocks (8 warps) instead of 3 on an SM; the forms measured needed 158-174
-// (-DCUZK_ACC_MINB=n for A/B runs; 4 and 5 spilled and ran slower, 2026-12-03).
-#if defined(CUZK_ACC_MINB)
-constexpr int kAccBlocks = CUZK_ACC_MINB;
-#else
-constexpr int kAccBlocks = 3;
-#endif
-// G1's sums are lazily reduced inside the loop (fe_lazy) and reduced once
-// at the end; -DCUZK_LAZY_OFF reduces every product (A/B runs).
-#if defined(CUZK_FE_WIDE) && !defined(CUZK_LAZY_OFF)
-constexpr bool kLazyG1 = true;
-using g1_acc_ops = fe_lazy;
-#else
-constexpr bool kLazyG1 = false;
-using g1_acc_ops = fe_reduced;
-#endif
-template <class F>
-__global__ void __launch_bounds__(128, sizeof(F) == sizeof(fp_t) ? kAccBlocks : 1)
+template <class F, int MINB, class OPS>
+__global__ void __launch_bounds__(128, MINB)
     k_accumulate(const unit_desc* __restrict__ desc, const uint32_t* __restrict__ order, uint32_t U,
                  const uint32_t* __restrict__ vals, const affine_t<F>* __restrict__ bases,
                  xyzz_t<F>* __restrict__ partials) {
@@ -249,9 +226,9 @@ __global__ void __launch_bounds__(128, sizeof(F) == sizeof(fp_t) ? kAccBlocks : 
         affine_t<F> p = bases[v & ~kNegBit];
         if (aff_is_inf(p)) continue;
         if (v & kNegBit) fe_neg(p.y, p.y);
-        xyzz_add_affine<F, std::conditional_t<sizeof(F) == sizeof(fp_t), g1_acc_ops, fe_reduced>>(acc, p.x, p.y);
+        xyzz_add_affine<F, OPS>(acc, p.x, p.y);
     }
-    if constexpr (kLazyG1 && sizeof(F) == sizeof(fp_t)) {
+    if constexpr (std::is_same<OPS, fe_lazy>::value) {
         lz_norm(acc.x);
         lz_norm(acc.y);
         lz_norm(acc.zz);
@@ -381,14 +358,15 @@ __global__ void k_precompute(affine_t<F>* tbl, uint32_t count, int c, int f) {
     }
 }
 
-template <class F>
+template <class C>
 int run_precompute(cuzk_stream* s, cuzk_bases* b, int maxf, size_t reserve_bytes) {
+    typedef typename C::field F;
     if (!b->d) return fail(CUZK_ERR_ARG, "precomputation needs a resident base set");
     if (b->pc_f) return CUZK_OK;
     if (maxf < 2 || b->count == 0) return CUZK_OK;
     maxf = std::min(maxf, kMaxCopies);
     int c = 0, f = 0;
-    msm_precompute_shape(b->count, sizeof(F) != sizeof(fp_t), maxf, &c, &f);
+    msm_precompute_shape(b->count, C::group == 2, maxf, &c, &f);
     if (f < 2) return CUZK_OK;
     if ((size_t)(f - 1) * b->count + b->count >= (1ull << 31)) return fail(CUZK_ERR_ARG, "base set too large to precompute");
     const size_t bytes = b->count * b->elem;
@@ -464,9 +442,10 @@ struct stage_timer {
 // nbatch scalar vectors over the same bases (vector j at scalars + j*stride): their
 // digits share one sort, one accumulation and one reduction, so a batch of small MSMs
 // fills the device as one large MSM does. out receives nbatch*nwin window sums.
-template <class F>
+template <class C>
 int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t n, const fr_t* scalars,
             size_t stride, uint32_t nbatch, const uint32_t* index, void* out, int* nwin_out, int* c_out) {
+    typedef typename C::field F;
     typedef xyzz_t<F> X;
     typedef affine_t<F> A;
     cudaStream_t st = s->s;
@@ -476,22 +455,17 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
         return CUZK_OK;
     }
     int nwin;
-    constexpr bool g2 = sizeof(F) != sizeof(fp_t);
-    int c = msm_choose_c(n, g2, nbatch, &nwin);
+    int c = msm_choose_c(n, C::group == 2, nbatch, &nwin);
     const int pcf = bases->d ? bases->pc_f : 0;
-    const char* force = getenv(g2 ? "CUZK_MSM_C_G2" : "CUZK_MSM_C_G1");
-    if (!force) force = getenv("CUZK_MSM_C");
+    // The stream's knob forces the window size (cuzk_stream_set_knobs; a precomputed
+    // set keeps the width its copies were made for).
+    const int force = C::group == 2 ? s->knobs.msm_c_g2 : s->knobs.msm_c_g1;
     if (pcf) {
         c = bases->pc_c;
         nwin = msm_windows(c);
     } else if (force) {
-        // CUZK_MSM_C=<c> forces the window size, CUZK_MSM_C_G1 / _G2 one group's
-        // (diagnostics: sweeping c in one run).
-        int f = atoi(force);
-        if (f >= 4 && f <= 22) {
-            c = f;
-            nwin = msm_windows(c);
-        }
+        c = force;
+        nwin = msm_windows(c);
     }
     const uint32_t nb = (1u << (c - 1)) + 1;  // buckets 0..2^(c-1) per window; 0 is skipped
     // Bucket sets: one per (vector, window), or per (vector, window group) when
@@ -635,8 +609,9 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
         tb = s->sort_tmp.bytes;
         CK(cub::DeviceRadixSort::SortPairs(s->sort_tmp.p, tb, ul, uo, (int)U, 0, len_bits, st));
         prof.mark(stage_timer::kUnits);
-        k_accumulate<F><<<blocks(U, 128), 128, 0, st>>>(s->desc.as<unit_desc>(), uo.Current(), U, dv.Current(), pts,
-                                                        s->partials.as<X>());
+        k_accumulate<F, acc_traits<C>::min_blocks, typename acc_traits<C>::ops>
+            <<<blocks(U, 128), 128, 0, st>>>(s->desc.as<unit_desc>(), uo.Current(), U, dv.Current(), pts,
+                                             s->partials.as<X>());
         CK(cudaGetLastError());
         if (streamed) CK(cudaEventRecord(s->freed[ci & 1], st));
         prof.mark(stage_timer::kAccumulate);
@@ -672,7 +647,7 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
     CK(cudaMemcpyAsync(out, a, (size_t)nsets * sizeof(X), cudaMemcpyDeviceToHost, st));
     CK(cudaStreamSynchronize(st));
     prof.mark(stage_timer::kReduce);
-    prof.print(sizeof(F) == sizeof(fp_t) ? "g1" : "g2", n, c, nwin);
+    prof.print(C::name, n, c, nwin);
     // The host folds sum_g 2^(c_out*g) * S_g: with precomputed copies a group spans
     // pcf windows.
     *nwin_out = ngroups;

@@ -4,28 +4,17 @@
 //   coset^rev(i)/n, DIT (bit-reversed -> natural evaluations on the coset);
 //   a = (a*b - c)*den; inverse DIF; scale by coset^-rev(i)/n. h is left bit-reversed.
 #include <algorithm>
-#include <cstdlib>
 #include <type_traits>
-#include "bls12_381.cuh"
+#include "ff/bls12_381.cuh"
 #include "runtime.cuh"
 
 namespace {
 
 constexpr int kMaxFused = 10;  // 2^10 elements * 32 B = 32 KiB of shared memory per block
-// Twiddles staged in shared memory: 2^24 forward NTT 8.80 -> 7.74 ms, 2^22 2.03 -> 1.85 ms
-// (H200, same run; docs/lab/BENCHMARKS.md).
-constexpr bool kNttSharedTwiddles = true;
 
-// The products of the stage of half-size 1 skipped (its twiddles are all 1);
-// -DCUZK_NTT_MUL_UNIT multiplies them as before (A/B runs).
-#if defined(CUZK_NTT_MUL_UNIT)
-constexpr bool kNttSkipUnit = false;
-#else
-constexpr bool kNttSkipUnit = true;
-#endif
-
-// Options of a pass (ntt_pass's opt): warp barriers between warp-local stages
-// (ntt_warp_sync), and the unit twiddle of the half-size-2 stage skipped (ntt_unit2).
+// Options of a pass (ntt_pass's opt; the plan sets both): warp barriers between
+// warp-local stages (ntt_r2_stages, ntt_r4_steps), and the unit twiddle of the
+// half-size-2 stage skipped (ntt_r4_steps).
 constexpr uint32_t kNttOptWarpSync = 1, kNttOptUnit2 = 2;
 // opt >> kNttOptGroupShift: log2 of the groups a radix-4 block takes in turn (ntt_pass).
 constexpr int kNttOptGroupShift = 8;
@@ -34,18 +23,12 @@ constexpr int kNttOptGroupShift = 8;
 constexpr int kNttLowLog = 5;
 constexpr uint32_t kNttLow = (2u << kNttLowLog) - 1;
 
-// A switch that is on unless its variable starts with 0 (A/B runs, tests).
-bool env_on(const char* name) {
-    const char* e = getenv(name);
-    return !(e && e[0] == '0');
-}
-
 inline uint32_t blocks(size_t n, uint32_t tpb) { return (uint32_t)((n + tpb - 1) / tpb); }
 
 __device__ __forceinline__ uint32_t bitrev(uint32_t i, int log_n) { return log_n ? __brev(i) >> (32 - log_n) : 0; }
 
 // A twiddle for Shoup's product: omega^i as a plain integer and its quotient
-// (field.cuh's fe_shoup), for the passes ntt_shoup_pass picks.
+// (ff/field.cuh's fe_shoup), for the passes the plan gives Shoup's product.
 typedef fe_shoup<fr_params> fr_tw;
 
 // The twiddle product of a pass: Montgomery's with a Montgomery-form twiddle, Shoup's
@@ -54,7 +37,11 @@ __device__ __forceinline__ void tw_mul(fr_t& r, const fr_t& a, const fr_t& w) { 
 __device__ __forceinline__ void tw_mul(fr_t& r, const fr_t& a, const fr_tw& w) { fe_mul_shoup(r, a, w); }
 
 // A 16-byte global load asking L2 to fetch the 128 bytes around it (PTX's prefetch
-// size): for the mixed pass's loads through registers (ntt_pass's PF).
+// size): for the mixed pass's loads through registers (ntt_pass's PF). Its first pass
+// at 2^24 loads elements and twiddles 2^16 offsets apart, each 32 bytes a lone sector
+// whose neighbours the blocks of the neighbouring offsets read. H100: 2^24 DIF
+// 3.45-3.47 -> 3.41-3.42 ms, DIT 3.51-3.54 -> 3.46-3.48; 256 bytes measured no better
+// (docs/lab/BENCHMARKS.md).
 __device__ __forceinline__ uint4 ld_l2_128(const uint4* p) {
     uint4 v;
     asm("ld.global.L2::128B.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
@@ -66,16 +53,16 @@ __device__ __forceinline__ uint4 ld_l2_128(const uint4* p) {
 __device__ __forceinline__ void copy_async_wait() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 
 // A pass's array of T (elements or twiddles) in shared memory, M entries, as 16-byte
-// pieces. SOA keeps piece k of entry j at k*M + j: a warp reading one piece of 32
+// pieces, piece k of entry j at k*M + j: a warp reading one piece of 32
 // consecutive entries reads 512 contiguous bytes, free of bank conflicts, where entries
 // side by side put the pieces of consecutive entries sizeof(T) apart (2-way conflicts
 // for an element, 4-way for a Shoup twiddle, whose loads then saturated the pass's
 // shared memory pipe: L1 87% busy with the multiply pipe at 60%; H200, ncu).
-// SWZ (with SOA) swizzles the entries within each group of 8: entry j at
+// SWZ swizzles the entries within each group of 8: entry j at
 // j ^ ((j >> 3) & 3) ^ ((j >> 2) & 4), so that the radix-4 steps' strided entries
 // (4 apart at the quarter-size 1, pairs 16 apart at 4) fall in 8 different bank groups
 // for each 8 threads of a 128-bit access, as consecutive entries do.
-template <class T, bool SOA, bool SWZ = false>
+template <class T, bool SWZ = false>
 struct sh_array {
     static constexpr int P = sizeof(T) / 16;
     uint4* p;
@@ -84,7 +71,7 @@ struct sh_array {
         return SWZ ? j ^ ((j >> 3) & 3) ^ ((j >> 2) & 4) : j;
     }
     __device__ __forceinline__ uint4* piece(uint32_t j, int k) const {
-        return SOA ? p + k * M + swz(j) : p + j * P + k;
+        return p + k * M + swz(j);
     }
     __device__ __forceinline__ T load(uint32_t j) const {
         T v;
@@ -130,20 +117,20 @@ struct sh_array {
 // One pass of K stages on groups of 2^K elements spaced hs = 2^hs_log apart. DIF runs the
 // group's stages from the largest half-size down, DIT from the smallest up.
 // blockIdx.y selects one of several vectors vstride elements apart (a batch).
-// SHTW: the block first copies the 2^K - 1 twiddles its stages use into shared memory
+// The block first copies the 2^K - 1 twiddles its stages use into shared memory
 // (stage with half-size hl at [hl - 1, 2hl - 1)), together with its elements, so no
-// stage waits on a global load after a barrier.
+// stage waits on a global load after a barrier (2^24 forward NTT 8.80 -> 7.74 ms, 2^22
+// 2.03 -> 1.85 ms against the twiddles read from device memory; H200).
 // DIT and DIF are separate kernels: one path's registers each (56 instead of 60 for
 // both: 9 blocks an SM instead of 8).
 // ASYNC: the block's elements and twiddles arrive by cp.async, all issued before one
 // wait, instead of a load and a shared store each: the plain loop waits for each load
 // in turn (2 elements and 2 twiddles a thread), the pass's largest stall (long
-// scoreboard at the stores, 12% of its samples). ntt_core picks it per pass.
-// TW: fr_t for Montgomery-form twiddles, fr_tw for Shoup's pairs. SOA: the shared
-// arrays' layout (sh_array).
+// scoreboard at the stores, 12% of its samples). The plan picks it per pass.
+// TW: fr_t for Montgomery-form twiddles, fr_tw for Shoup's pairs.
 
 // The butterfly's operations: fully reduced (values below r), or lazily (LAZY, the
-// bounded radix-4 Montgomery pass, ntt_lazy: values below 2r inside the pass, so the
+// radix-4 passes of 8 stages, k_ntt_pass_r4b: values below 2r inside the pass, so the
 // product skips its final subtraction, field.cuh's lz_*: 17 instructions of about 300 a
 // butterfly; the pass reduces each element once before it stores it).
 template <bool LAZY>
@@ -232,7 +219,7 @@ __device__ __forceinline__ void ntt_r4_steps(const SH& sh, const TWS& tws, const
         // DIF: h from 2^(K-2) down (the pair of half-sizes 2h, h); DIT: up
         const int h_log = single ? 0 : DIT ? 2 * st - (lone ? 1 : 0) : K - 2 - 2 * st;
         const uint32_t h = 1u << h_log;
-        const bool unit = kNttSkipUnit && hs_log == 0 && h_log == 0;
+        const bool unit = hs_log == 0 && h_log == 0;
         // With h = 1 every unit's jo is 0, so the half-size-2 stage's butterfly of
         // x0 and x2 takes omega^0 too: one product of the step's two skipped.
         const bool unit02 = unit && unit2;
@@ -271,29 +258,21 @@ __device__ __forceinline__ void ntt_r4_steps(const SH& sh, const TWS& tws, const
     }
 }
 
-// The radix-2 stages of a pass (ntt_pass without R4) on its staged elements sh; twiddles
-// from tws (SHTW) or straight from tw.
-template <bool SHTW, bool DIT, class TW, class SH, class TWS>
-__device__ __forceinline__ void ntt_r2_stages(const SH& sh, const TWS& tws, const TW* __restrict__ tw, int K,
-                                              int hs_log, int log_n, uint32_t r, bool wsync) {
+// The radix-2 stages of a pass (ntt_pass without R4) on its staged elements sh and
+// twiddles tws.
+template <bool DIT, class TW, class SH, class TWS>
+__device__ __forceinline__ void ntt_r2_stages(const SH& sh, const TWS& tws, int K, int hs_log, bool wsync) {
     const uint32_t half = 1u << (K - 1);
     for (int s = 0; s < K; s++) {
         int hl_log = DIT ? s : K - 1 - s;
         uint32_t hl = 1u << hl_log;
         // The transform's stage of half-size 1 multiplies by omega^0 = 1 only: no
         // product (1/log_n of the transform's products; the branch is uniform).
-        const bool unit = kNttSkipUnit && hs_log == 0 && hl_log == 0;
+        const bool unit = hs_log == 0 && hl_log == 0;
         for (uint32_t t = threadIdx.x; t < half; t += blockDim.x) {
             uint32_t jo = t & (hl - 1);
             uint32_t j0 = ((t >> hl_log) << (hl_log + 1)) + jo, j1 = j0 + hl;
-            // twiddle exponent: (offset in the global 2h block) * n / (2h), h = hl*hs
-            TW w;
-            if (SHTW) {
-                w = tws.load(hl - 1 + jo);
-            } else {
-                uint32_t e = (r + (jo << hs_log)) << (log_n - 1 - hl_log - hs_log);
-                w = tw[e];
-            }
+            TW w = tws.load(hl - 1 + jo);
             // Each result is stored as soon as it is made: the sum of DIF is not held
             // across the product (8 registers).
             fr_t x = sh.load(j0), y = sh.load(j1), u, v;
@@ -341,14 +320,13 @@ __device__ __forceinline__ void ntt_r2_stages(const SH& sh, const TWS& tws, cons
 // from device memory: three quarters of its products become Shoup's for a quarter
 // more twiddle bytes.
 // PF (without ASYNC): the loads through registers ask L2 for the 128 bytes around each
-// (ntt_l2_prefetch).
-template <bool SHTW, bool DIT, bool ASYNC, class TW, bool SOA, bool R4, bool LAZY = false, bool MIXED = false,
-          bool PF = false>
+// (ld_l2_128).
+template <bool DIT, bool ASYNC, class TW, bool R4, bool LAZY = false, bool MIXED = false, bool PF = false>
 __device__ __forceinline__ void ntt_pass(fr_t* __restrict__ a, size_t vstride, int log_n, int hs_log, int K,
                                          const TW* __restrict__ tw, uint32_t opt,
                                          const fr_tw* __restrict__ twl = nullptr, int twl_log_n = 0) {
     static_assert(!LAZY || R4, "lazy butterflies only in the radix-4 pass");
-    static_assert(!MIXED || (R4 && SHTW && SOA && std::is_same<TW, fr_t>::value), "mixed: radix-4 Montgomery pass");
+    static_assert(!MIXED || (R4 && std::is_same<TW, fr_t>::value), "mixed: radix-4 Montgomery pass");
     extern __shared__ uint4 sh16[];
     const uint32_t nthr = blockDim.x;
     const bool wsync = opt & kNttOptWarpSync, unit2 = opt & kNttOptUnit2;
@@ -356,16 +334,16 @@ __device__ __forceinline__ void ntt_pass(fr_t* __restrict__ a, size_t vstride, i
     a += blockIdx.y * vstride;
     const uint32_t hs = 1u << hs_log;
     const uint32_t bb = blockIdx.x >> hs_log, r = blockIdx.x & (hs - 1);
-    const sh_array<fr_t, SOA, SOA && R4> sh{sh16, 1u << K};
-    const sh_array<TW, SOA> tws{sh16 + (sizeof(fr_t) / 16 << K), 1u << K};
-    const sh_array<fr_tw, true> twls{sh16 + ((sizeof(fr_t) + sizeof(TW)) / 16 << K), kNttLow + 1};
+    const sh_array<fr_t, R4> sh{sh16, 1u << K};
+    const sh_array<TW> tws{sh16 + (sizeof(fr_t) / 16 << K), 1u << K};
+    const sh_array<fr_tw> twls{sh16 + ((sizeof(fr_t) + sizeof(TW)) / 16 << K), kNttLow + 1};
     for (uint32_t gi = 0; gi < (1u << g_log); gi++) {
         const uint32_t blk = (bb << g_log) + gi;
         const size_t base = ((size_t)blk << (hs_log + K)) + r;
         if (gi) __syncthreads();  // the previous group's elements are stored
         for (uint32_t j = threadIdx.x; j < (1u << K); j += nthr)
             sh.template fetch<ASYNC, PF>(j, &a[base + ((size_t)j << hs_log)]);
-        if (SHTW && gi == 0) {
+        if (gi == 0) {
             for (uint32_t x = threadIdx.x; x < (1u << K) - 1; x += nthr) {
                 const int hl_log = 31 - __clz(x + 1);
                 const uint32_t jo = x + 1 - (1u << hl_log);
@@ -387,145 +365,51 @@ __device__ __forceinline__ void ntt_pass(fr_t* __restrict__ a, size_t vstride, i
                 a[base + ((size_t)j << hs_log)] = x;
             }
         } else {
-            ntt_r2_stages<SHTW, DIT, TW>(sh, tws, tw, K, hs_log, log_n, r, wsync);
+            ntt_r2_stages<DIT, TW>(sh, tws, K, hs_log, wsync);
             for (uint32_t j = threadIdx.x; j < (1u << K); j += nthr) a[base + ((size_t)j << hs_log)] = sh.load(j);
         }
     }
 }
 
-// The pass as a kernel. Shoup's DIT form holds x, y and both twiddle words across the
-// product: 66-68 registers (7 blocks of 128 threads an SM), so it is held to 64 (8
-// blocks); the bound on every form made ptxas spend up to 64 on all of them (DIF 50 ->
-// 64 registers, 9 -> 8 blocks).
-template <bool SHTW, bool DIT, bool ASYNC, class TW, bool SOA, bool R4>
+// The pass as a kernel: the radix-2 pass (fewer than 8 stages) and the radix-4 pass of
+// 9 and 10 stages, Montgomery's twiddles, values fully reduced.
+template <bool DIT, bool ASYNC, bool R4>
 __global__ void k_ntt_pass(fr_t* __restrict__ a, size_t vstride, int log_n, int hs_log, int K,
-                           const TW* __restrict__ tw, uint32_t opt) {
-    ntt_pass<SHTW, DIT, ASYNC, TW, SOA, R4>(a, vstride, log_n, hs_log, K, tw, opt);
-}
-
-template <bool SHTW, bool DIT, bool ASYNC, class TW, bool SOA, bool R4>
-__global__ void __launch_bounds__(256, 4) k_ntt_pass_64(fr_t* __restrict__ a, size_t vstride, int log_n, int hs_log,
-                                                        int K, const TW* __restrict__ tw, uint32_t opt) {
-    ntt_pass<SHTW, DIT, ASYNC, TW, SOA, R4>(a, vstride, log_n, hs_log, K, tw, opt);
+                           const fr_t* __restrict__ tw, uint32_t opt) {
+    ntt_pass<DIT, ASYNC, fr_t, R4>(a, vstride, log_n, hs_log, K, tw, opt);
 }
 
 template <class TW>
 using ntt_pass_fn = void (*)(fr_t*, size_t, int, int, int, const TW*, uint32_t);
 
-// The radix-4 Montgomery pass of 64 threads or fewer held to fewer registers so that
-// more blocks fit an SM. Unbounded it takes 102 registers: 8 blocks, 16 warps an SM
-// (ncu, 2^24). MINB 10 (the default): 96 registers, no spills, 10 blocks; 12: 80
-// registers, 56-64 bytes spilled. 2^24 on the H200 in one run: 4.05 (unbounded), 3.99
-// (10), 4.20 ms (12). Since the unit flags of ntt_r4_unit (100 registers unbounded, 12
-// and 20 bytes spilled at 10 and 12) all three are within 0.5%: 4.01, 4.01, 3.99 ms.
-// CUZK_NTT_R4MINB=0 or 12 picks the others (A/B runs, tests).
-// Shared memory is carved out to its maximum for it: the default share held the pass
-// to 9 blocks.
-// THREADS: the block size the bound is for (64 unless a Shoup pass of 9 or 10 stages).
-template <int MINB, bool DIT, bool ASYNC, bool LAZY, class TW = fr_t, int THREADS = 64>
-__global__ void __launch_bounds__(THREADS, MINB) k_ntt_pass_r4b(fr_t* __restrict__ a, size_t vstride, int log_n,
-                                                               int hs_log, int K, const TW* __restrict__ tw,
-                                                               uint32_t opt) {
-    ntt_pass<true, DIT, ASYNC, TW, true, true, LAZY>(a, vstride, log_n, hs_log, K, tw, opt);
+// The radix-4 pass of 8 stages (64 threads), lazily reduced butterflies (ntt_bfly's
+// LAZY: 2^24 4.02 -> 3.91 ms, the passes' instructions 4% fewer; H200), held to fewer
+// registers so that more blocks fit an SM. Montgomery's twiddles at MINB 10: unbounded
+// it takes 100-102 registers, 8 blocks; at 10, 96 registers and 10 blocks (80 registers
+// at 12 spilled; all within 0.5% at 2^24). Shoup's at 8: its 64-byte twiddles make a
+// block's shared arrays 24 KiB, so 9 blocks fit an SM at most, which leaves 96
+// registers, where it spills 36-92 bytes; at 8 blocks it has 128 and spills none (2^24
+// 3.90 ms at 9, 3.68 at 8). Shared memory is carved out to its maximum for both: the
+// default share held the pass to 9 blocks.
+template <int MINB, bool DIT, bool ASYNC, class TW>
+__global__ void __launch_bounds__(64, MINB) k_ntt_pass_r4b(fr_t* __restrict__ a, size_t vstride, int log_n,
+                                                           int hs_log, int K, const TW* __restrict__ tw,
+                                                           uint32_t opt) {
+    ntt_pass<DIT, ASYNC, TW, true, true>(a, vstride, log_n, hs_log, K, tw, opt);
 }
 
-// The mixed radix-4 Montgomery pass (ntt_pass's MIXED), lazy, 64 threads: at MINB 10
-// with the Montgomery pass's 96 registers, at 8 with Shoup's pass's 128.
-// PF: ntt_pass's (loads through registers only).
-template <int MINB, bool DIT, bool ASYNC, bool PF = false>
-__global__ void __launch_bounds__(64, MINB)
+// The mixed radix-4 Montgomery pass (ntt_pass's MIXED), lazy, 64 threads, held to 128
+// registers (8 blocks an SM, Shoup's pass's bound: 3.46 against 3.50 ms DIF at 96).
+// Its loads through registers ask L2 for 128 bytes (PF; a kernel of its own: as a
+// run-time flag in every pass the branches cost more than it saved).
+template <bool DIT, bool ASYNC>
+__global__ void __launch_bounds__(64, 8)
     k_ntt_pass_mixed(fr_t* __restrict__ a, size_t vstride, int log_n, int hs_log, int K, const fr_t* __restrict__ tw,
                      uint32_t opt, const fr_tw* __restrict__ twl, int twl_log_n) {
-    ntt_pass<true, DIT, ASYNC, fr_t, true, true, true, true, PF>(a, vstride, log_n, hs_log, K, tw, opt, twl,
-                                                                 twl_log_n);
+    ntt_pass<DIT, ASYNC, fr_t, true, true, true, !ASYNC>(a, vstride, log_n, hs_log, K, tw, opt, twl, twl_log_n);
 }
 
 using ntt_mixed_fn = void (*)(fr_t*, size_t, int, int, int, const fr_t*, uint32_t, const fr_tw*, int);
-
-template <int MINB>
-ntt_mixed_fn ntt_pass_mixed_of(bool dit, bool async, bool pf) {
-    if (!async && pf)
-        return dit ? k_ntt_pass_mixed<MINB, true, false, true> : k_ntt_pass_mixed<MINB, false, false, true>;
-    return dit ? (async ? k_ntt_pass_mixed<MINB, true, true> : k_ntt_pass_mixed<MINB, true, false>)
-               : (async ? k_ntt_pass_mixed<MINB, false, true> : k_ntt_pass_mixed<MINB, false, false>);
-}
-
-// pf: the L2 prefetch of the loads through registers (ntt_l2_prefetch).
-ntt_mixed_fn ntt_pass_mixed(bool dit, bool async, int minb, bool pf) {
-    return minb == 8 ? ntt_pass_mixed_of<8>(dit, async, pf) : ntt_pass_mixed_of<10>(dit, async, pf);
-}
-
-template <int MINB, bool LAZY, class TW = fr_t, int THREADS = 64>
-ntt_pass_fn<TW> ntt_pass_r4b_of(bool dit, bool async) {
-    return dit ? (async ? k_ntt_pass_r4b<MINB, true, true, LAZY, TW, THREADS>
-                        : k_ntt_pass_r4b<MINB, true, false, LAZY, TW, THREADS>)
-               : (async ? k_ntt_pass_r4b<MINB, false, true, LAZY, TW, THREADS>
-                        : k_ntt_pass_r4b<MINB, false, false, LAZY, TW, THREADS>);
-}
-
-// Groups a radix-4 block takes in turn, sharing one staging of their twiddles
-// (ntt_pass's G), at most the groups of each offset: 4 for Shoup's passes, 1 for
-// Montgomery's (whose 32-byte twiddles cost less to stage than the blocks' lost
-// overlap: 2^24 3.89 -> 4.01 ms at 4). CUZK_NTT_GROUPS=1, 2, 4, 8 or 16 for both (A/B
-// runs, tests). H200, 2^24 with Shoup's passes: 3.90 ms at 16 (whole waves fewer),
-// 3.58 at 4 (docs/lab/BENCHMARKS.md).
-int ntt_group_log(int log_n, int hs_log, int K, bool shoup) {
-    const char* e = getenv("CUZK_NTT_GROUPS");
-    const int g = e ? atoi(e) : shoup ? 4 : 1;
-    int gl = 0;
-    while (gl < 4 && (2 << gl) <= g) gl++;
-    return std::min(gl, log_n - K - hs_log);
-}
-
-// The bounded radix-4 pass with Shoup's twiddle products: its 64-byte twiddles make a
-// block's shared arrays 24 KiB, so 9 blocks fit an SM at most, which leaves 96
-// registers (five warps of a partition's register file), where the pass spills 36-92
-// bytes; at 8 blocks it has 128 and spills none. H200, 2^24 with Shoup's passes taking
-// 16 groups a block: 3.90 ms at 9, 3.68 at 8. CUZK_NTT_SHOUP_MINB=9 (A/B runs, tests).
-int ntt_shoup_minb() {
-    const char* e = getenv("CUZK_NTT_SHOUP_MINB");
-    return e && atoi(e) == 9 ? 9 : 8;
-}
-
-// Passes of 9 and 10 stages (128 and 256 threads; 48 and 96 KiB of shared arrays: 4
-// and 2 blocks an SM) are held to the same 128 registers, lazy butterflies only.
-ntt_pass_fn<fr_tw> ntt_pass_r4b_shoup(bool dit, bool async, bool lazy, int minb, uint32_t threads = 64) {
-    if (threads == 128) return ntt_pass_r4b_of<4, true, fr_tw, 128>(dit, async);
-    if (threads == 256) return ntt_pass_r4b_of<2, true, fr_tw, 256>(dit, async);
-    if (minb == 8)
-        return lazy ? ntt_pass_r4b_of<8, true, fr_tw>(dit, async) : ntt_pass_r4b_of<8, false, fr_tw>(dit, async);
-    return lazy ? ntt_pass_r4b_of<9, true, fr_tw>(dit, async) : ntt_pass_r4b_of<9, false, fr_tw>(dit, async);
-}
-
-// The bounded radix-4 pass at 10 blocks an SM with lazily reduced butterflies
-// (ntt_bfly's LAZY) or without; the other bounds only without.
-template <int MINB>
-ntt_pass_fn<fr_t> ntt_pass_r4b(bool dit, bool async, bool lazy = false) {
-    if constexpr (MINB == 10) {
-        if (lazy) return ntt_pass_r4b_of<MINB, true>(dit, async);
-    }
-    return ntt_pass_r4b_of<MINB, false>(dit, async);
-}
-
-int ntt_r4_minb() {
-    const char* e = getenv("CUZK_NTT_R4MINB");
-    return e ? atoi(e) : 10;
-}
-
-// Radix-4 steps need the staged twiddles (SHTW); without them the radix-2 form runs.
-template <class TW, bool SHTW, bool DIT, bool ASYNC, bool SOA, bool R4>
-ntt_pass_fn<TW> ntt_pass_kernel_for() {
-    if constexpr (R4 && !SHTW) return ntt_pass_kernel_for<TW, SHTW, DIT, ASYNC, SOA, false>();
-    else if constexpr (DIT && !R4 && std::is_same<TW, fr_tw>::value) return k_ntt_pass_64<SHTW, DIT, ASYNC, TW, SOA, R4>;
-    else return k_ntt_pass<SHTW, DIT, ASYNC, TW, SOA, R4>;
-}
-
-// The kernel for the flags f = {shtw, dit, async, soa, r4}.
-template <class TW, bool... B>
-ntt_pass_fn<TW> ntt_pass_pick(const bool* f) {
-    if constexpr (sizeof...(B) == 5) return ntt_pass_kernel_for<TW, B...>();
-    else return f[sizeof...(B)] ? ntt_pass_pick<TW, B..., true>(f) : ntt_pass_pick<TW, B..., false>(f);
-}
 
 // The element-wise kernels also take blockIdx.y as the vector of a batch.
 __global__ void k_scale(fr_t* a, size_t n, fr_t k) {
@@ -593,142 +477,28 @@ fr_t fr_one_host() {
     return r;
 }
 
-// CUZK_NTT_SHTW=0 or 1 picks the twiddle source of k_ntt_pass (diagnostics: A/B in one
-// run); the default is the measured faster one.
-bool ntt_shared_twiddles() {
-    const char* e = getenv("CUZK_NTT_SHTW");
-    return e ? e[0] == '1' : kNttSharedTwiddles;
-}
-
-// Which passes load by cp.async (k_ntt_pass's ASYNC). Measured per pass at 2^24 (H200,
-// ncu; docs/lab/BENCHMARKS.md): the passes of half-size step 2^8 and 1 take 1.43 -> 1.38
-// and 1.25 -> 1.22 ms with it, the pass of step 2^16 1.46 -> 1.65 ms (its twiddles and
-// elements come from all over device memory, and cp.async's 16-byte requests are 19%
-// more L2 requests than the loads'); at 2^22, with steps 2^15, 2^8 and 1, all three
-// passes copying asynchronously was fastest (0.97 -> 0.93 ms). So by default passes of
-// step below 2^16 copy asynchronously; CUZK_NTT_ASYNC=0 or 1 makes it none or all
-// (A/B runs, tests).
-bool ntt_async_pass(int hs_log) {
-    const char* e = getenv("CUZK_NTT_ASYNC");
-    if (e && (e[0] == '0' || e[0] == '1')) return e[0] == '1';
-    return hs_log < 16;
-}
-
-// CUZK_NTT_WARPSYNC=0 keeps a block barrier between every two stages (A/B runs, tests).
-bool ntt_warp_sync() { return env_on("CUZK_NTT_WARPSYNC"); }
-
-// In the radix-4 step of h = 1 the half-size-2 stage's first butterfly takes twiddle 1
-// too, so its product is skipped unless CUZK_NTT_UNIT2=0 (A/B runs, tests).
-bool ntt_unit2() { return env_on("CUZK_NTT_UNIT2"); }
-
-// Lazily reduced butterflies in the bounded radix-4 pass (ntt_bfly's LAZY) unless
-// CUZK_NTT_LAZY=0 (A/B runs, tests). H200, one run: 2^24 4.02 -> 3.91 ms, the passes'
-// instructions 4% fewer (docs/lab/BENCHMARKS.md).
-bool ntt_lazy() { return env_on("CUZK_NTT_LAZY"); }
-
-// The shared arrays piece by piece (sh_array's SOA) unless CUZK_NTT_SOA=0 (A/B runs,
-// tests).
-bool ntt_soa() { return env_on("CUZK_NTT_SOA"); }
-
-// Which passes take their stages two at a time (ntt_pass's R4): passes of K >= 8
-// stages (64 threads a block or more); CUZK_NTT_R4=0 or 1 makes it none or all (A/B
-// runs, tests).
-bool ntt_radix4(int K) {
-    const char* e = getenv("CUZK_NTT_R4");
-    if (e && (e[0] == '0' || e[0] == '1')) return e[0] == '1';
-    return K >= 8;
-}
-
-// Which passes take Shoup's twiddle product (fr_tw pairs: a*w - q*r, q from the high
-// half of a*floor(w*2^256/r); about a quarter fewer multiply-pipe cycles than
-// Montgomery's folded product, twiddles of 64 bytes instead of 32). By default the
-// bounded radix-4 passes (8 stages) whose twiddles several groups share (2 or more
-// groups of each offset: all but the pass of the largest half-sizes); their blocks take
-// 4 groups each and stage the twiddles once (ntt_group_log). The pass of the largest
-// half-sizes, a distinct twiddle per element read from device memory, keeps
-// Montgomery's, and so do the radix-2 passes of 7 stages (2^22's DIT took 0.95 -> 1.30
-// ms with them). H200, 2^24: 3.88 -> 3.57 ms DIF and DIT (docs/lab/BENCHMARKS.md).
-// CUZK_NTT_SHOUP=0: no pass; 1: every pass; CUZK_NTT_SHOUP_PASSES="011": by position,
-// counted from the largest half-sizes (DIF's launch order, DIT's reversed). Both need
-// a domain made with full tables (ntt_shoup_full).
-bool ntt_shoup_pass(int log_n, int p, int K, int hs_log) {
-    const char* e = getenv("CUZK_NTT_SHOUP");
-    if (e && e[0] == '0') return false;
-    if (e && e[0] == '1') return true;
-    if (const char* m = getenv("CUZK_NTT_SHOUP_PASSES")) {
-        for (int i = 0; m[i]; i++)
-            if (i == p) return m[i] == '1';
-        return false;
-    }
-    return K == 8 && log_n - K - hs_log >= 1;
-}
-
-// A domain holds Shoup's pairs of every twiddle (not only those its default passes
-// use) when made with CUZK_NTT_SHOUP=1, CUZK_NTT_SHOUP_PASSES or CUZK_NTT_SHOUP_FULL=1
-// set (A/B runs, tests), and none with CUZK_NTT_SHOUP=0.
-bool ntt_shoup_full() {
-    const char* e = getenv("CUZK_NTT_SHOUP");
-    const char* f = getenv("CUZK_NTT_SHOUP_FULL");
-    return (e && e[0] == '1') || getenv("CUZK_NTT_SHOUP_PASSES") || (f && f[0] == '1');
-}
-
-// Which Montgomery passes are mixed (ntt_pass's MIXED): the bounded radix-4 passes of
-// 8 stages other than the transform's smallest half-sizes (whose unit twiddles the
-// mixed steps do not skip), if lazy: at 2^24 the pass of the largest half-sizes, whose
-// stages of half-size 2^16..2^21 then take Shoup's pairs of every 4th twiddle (the
-// domain's Shoup tables grow from 4 MiB to 256 MiB, a sixth more than its other
-// tables). H100, one process, a domain per setting: 2^24 3.56 -> 3.46 ms DIF, 3.56-3.59
-// -> 3.51-3.52 DIT (docs/lab/BENCHMARKS.md). Below 2^24 (2^16 and 2^17 have such a pass)
-// unmeasured, so off. CUZK_NTT_MIXED=0 or 1 turns it off or on at every size (A/B
-// runs, tests).
-bool ntt_mixed_pass(int log_n, int K, int hs_log) {
-    const char* e = getenv("CUZK_NTT_MIXED");
-    const bool on = e ? e[0] == '1' : log_n >= 24;
-    return on && K == 8 && hs_log > 0 && ntt_lazy() && ntt_soa() && ntt_shared_twiddles() &&
-           ntt_radix4(K) && ntt_r4_minb() == 10;
-}
-
-// The mixed kernel is held to 128 registers (8 blocks an SM, Shoup's pass's bound):
-// 3.46 against 3.50 ms DIF at 96 (10 blocks), DIT within 0.01. CUZK_NTT_MIXED_MINB=10
-// for 96 (A/B runs, tests).
-int ntt_mixed_minb() {
-    const char* e = getenv("CUZK_NTT_MIXED_MINB");
-    return e && atoi(e) == 10 ? 10 : 8;
-}
-
-// The mixed pass's loads through registers (at 2^24 the first pass's, 2^16 offsets
-// apart: each 32-byte element and twiddle a lone sector, whose neighbours the blocks of
-// the neighbouring offsets read) ask L2 for the 128 bytes around each. H100, own
-// processes in turn: 2^24 DIF 3.45-3.47 -> 3.41-3.42 ms, DIT 3.51-3.54 -> 3.46-3.48;
-// 256 bytes measured no better than 128 (docs/lab/BENCHMARKS.md). A kernel of its own: as
-// a run-time flag in every pass the branches cost more than it saved.
-// CUZK_NTT_L2PF=0 turns it off (A/B runs, tests).
-bool ntt_l2_prefetch() { return env_on("CUZK_NTT_L2PF"); }
-
 // The shape of pass p of a transform of 2^log_n: K stages on groups 2^hs_log apart.
 struct ntt_pass_shape {
     int K, hs_log, index;  // index: position from the largest half-sizes
 };
 
-// The pass of the largest half-sizes takes K stages (1..kMaxFused, fewer than log_n),
-// the others the rest, split evenly with the larger counts at the smaller half-sizes,
-// in both directions. By default K = log_n - 16 at 2^22 and 2^23, so that the other
-// two passes are Shoup's 8-stage passes: 2^22 takes 6, 8, 8 instead of 7, 7, 8, whose
-// 7-stage passes take Montgomery's product (H100: 0.95-1.01 -> 0.88-0.89 ms, both
-// directions); 2^23's even split is 7, 8, 8 already. Not at 2^24: that first pass, 2^16
-// offsets apart, is bound by its strided loads rather than its products (6 stages 1.68
-// ms, 8 stages 1.70), and 9- and 10-stage Shoup passes are slower than two of 8 (7, 8,
-// 9: 3.73 ms against 3.56). Nor at 2^20 and 2^21, where the rule's first passes (4
-// stages at 2^20: 0.38 ms, 5 at 2^21: 0.57; H100) lose to the even split's 0.27, 0.49.
-// CUZK_NTT_FIRST=K sets it at every size, 0 gives the even split (A/B runs, tests).
-int ntt_first_stages(int log_n) {
-    const char* e = getenv("CUZK_NTT_FIRST");
-    const int k = e ? atoi(e) : (log_n >= 22 && log_n <= 23 ? log_n - 16 : 0);
-    return k >= 1 && k <= kMaxFused && k < log_n ? k : 0;
-}
+// Stages of the pass of the largest half-sizes, or 0 for the even split. At 2^22 and
+// 2^23, log_n - 16, so that the other two passes are Shoup's 8-stage passes: 2^22 takes
+// 6, 8, 8 instead of 7, 7, 8, whose 7-stage passes take Montgomery's product (H100:
+// 0.95-1.01 -> 0.88-0.89 ms, both directions); 2^23's even split is 7, 8, 8 already.
+// Not at 2^24: that first pass, 2^16 offsets apart, is bound by its strided loads rather
+// than its products (6 stages 1.68 ms, 8 stages 1.70), and 9- and 10-stage Shoup passes
+// are slower than two of 8 (7, 8, 9: 3.73 ms against 3.56). Nor at 2^20 and 2^21, where
+// the rule's first passes (4 stages at 2^20: 0.38 ms, 5 at 2^21: 0.57; H100) lose to the
+// even split's 0.27, 0.49.
+int ntt_first_stages(int log_n) { return log_n >= 22 && log_n <= 23 ? log_n - 16 : 0; }
 
+// The passes of a transform in launch order. The pass of the largest half-sizes takes
+// ntt_first_stages (when set) and the others the rest, split evenly with the larger
+// counts at the smaller half-sizes; else all are split evenly, at most kMaxFused each.
+// DIT runs the passes from the smallest half-sizes up, DIF from the largest down.
 template <class F>
-void ntt_plan(int log_n, bool dit, F f) {
+void ntt_shapes(int log_n, bool dit, F f) {
     if (const int first = ntt_first_stages(log_n)) {
         // Stage counts from the largest half-sizes: first, then the rest.
         int Ks[32], passes = 1;
@@ -756,15 +526,35 @@ void ntt_plan(int log_n, bool dit, F f) {
     }
 }
 
+// Which passes take Shoup's twiddle product (fr_tw pairs: a*w - q*r, q from the high
+// half of a*floor(w*2^256/r); about a quarter fewer multiply-pipe cycles than
+// Montgomery's folded product, twiddles of 64 bytes instead of 32): the radix-4 passes
+// of 8 stages whose twiddles several groups share (2 or more groups of each offset: all
+// but the pass of the largest half-sizes); their blocks take 4 groups each and stage
+// the twiddles once. The pass of the largest half-sizes, a distinct twiddle per element
+// read from device memory, keeps Montgomery's, and so do the radix-2 passes of 7 stages
+// (2^22's DIT took 0.95 -> 1.30 ms with them). H200, 2^24: 3.88 -> 3.57 ms DIF and DIT
+// (docs/lab/BENCHMARKS.md).
+bool ntt_shoup_pass(int log_n, int K, int hs_log) { return K == 8 && log_n - K - hs_log >= 1; }
+
+// Which Montgomery passes are mixed (ntt_pass's MIXED): from 2^24 the radix-4 passes of
+// 8 stages other than the transform's smallest half-sizes (whose unit twiddles the
+// mixed steps do not skip), that is the pass of the largest half-sizes, whose stages of
+// half-size 2^16..2^21 then take Shoup's pairs of every 4th twiddle (the domain's Shoup
+// tables grow from 4 MiB to 256 MiB, a sixth more than its other tables). H100, 2^24:
+// 3.56 -> 3.46 ms DIF, 3.56-3.59 -> 3.51-3.52 DIT (docs/lab/BENCHMARKS.md). Below 2^24
+// (2^16 and 2^17 have such a pass) unmeasured, so off.
+bool ntt_mixed_pass(int log_n, int K, int hs_log) { return log_n >= 24 && K == 8 && hs_log > 0; }
+
 // Shoup's tables hold every 2^s-th twiddle: the passes that take them index only
-// multiples of 2^(log_n - hs_log - K). -1: no pass takes them.
+// multiples of 2^(log_n - hs_log - K) (mixed passes: of 2^(log_n - 1 - kNttLowLog -
+// hs_log)). -1: no pass takes them.
 int ntt_shoup_shift(int log_n) {
-    if (ntt_shoup_full()) return 0;
     int s = -1;
     for (bool dit : {false, true})
-        ntt_plan(log_n, dit, [&](ntt_pass_shape ps) {
+        ntt_shapes(log_n, dit, [&](ntt_pass_shape ps) {
             int need = -1;
-            if (ntt_shoup_pass(log_n, ps.index, ps.K, ps.hs_log))
+            if (ntt_shoup_pass(log_n, ps.K, ps.hs_log))
                 need = log_n - ps.hs_log - ps.K;
             else if (ntt_mixed_pass(log_n, ps.K, ps.hs_log))
                 need = log_n - 1 - kNttLowLog - ps.hs_log;
@@ -773,120 +563,174 @@ int ntt_shoup_shift(int log_n) {
     return s;
 }
 
+// Shared memory of a pass of 2^K elements: the elements and the 2^K - 1 twiddles of its
+// stages (TW: fr_t or Shoup's fr_tw).
 template <class TW>
-ntt_pass_fn<TW> ntt_pass_kernel(bool dit, bool shtw, bool async, bool soa, bool r4) {
-    const bool f[5] = {shtw, dit, async, soa, r4 && shtw};
-    return ntt_pass_pick<TW>(f);
+size_t ntt_pass_shared(int K) {
+    return (sizeof(fr_t) << K) + (sizeof(TW) << K);
 }
 
-// Shared memory of a pass of 2^K elements: the elements, and the 2^K - 1 twiddles of
-// its stages when it stages them.
-template <class TW>
-size_t ntt_pass_shared(int K, bool shtw) {
-    return (sizeof(fr_t) << K) + (shtw ? sizeof(TW) << K : 0);
-}
-
-// Room for a pass's elements and its twiddles, set once per device for every form of
-// the pass that stages twiddles.
-template <class TW>
-cudaError_t ntt_set_shared_limits_of() {
-    const int bytes = (int)ntt_pass_shared<TW>(kMaxFused, true);
-    for (bool dit : {false, true}) {
-        for (bool async : {false, true}) {
-            for (bool soa : {false, true}) {
-                for (bool r4 : {false, true}) {
-                    cudaError_t e = cudaFuncSetAttribute(ntt_pass_kernel<TW>(dit, true, async, soa, r4),
-                                                         cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
-                    if (e != cudaSuccess) return e;
-                }
-            }
-        }
-    }
-    return cudaSuccess;
-}
-
+// The passes' room for their elements and twiddles, set once per device for every
+// kernel a plan can launch; the radix-4 passes of 8 stages and the mixed pass also get
+// the largest shared-memory carveout.
 cudaError_t ntt_set_shared_limits() {
-    cudaError_t e = ntt_set_shared_limits_of<fr_t>();
-    if (e == cudaSuccess) e = ntt_set_shared_limits_of<fr_tw>();
-    const int bytes = (int)ntt_pass_shared<fr_t>(kMaxFused, true);
-    auto carve = [&e](auto f, int b) {
-        if (e == cudaSuccess) e = cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, b);
-        if (e == cudaSuccess)
+    cudaError_t e = cudaSuccess;
+    auto limit = [&e](auto f, size_t bytes, bool carve) {
+        if (e == cudaSuccess) e = cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+        if (e == cudaSuccess && carve)
             e = cudaFuncSetAttribute(f, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
     };
-    const int shoup_bytes = (int)ntt_pass_shared<fr_tw>(kMaxFused, true);
-    for (bool dit : {false, true}) {
-        for (bool async : {false, true}) {
-            for (ntt_pass_fn<fr_t> f : {ntt_pass_r4b<10>(dit, async), ntt_pass_r4b<10>(dit, async, true),
-                                        ntt_pass_r4b<12>(dit, async)})
-                carve(f, bytes);
-            for (bool lazy : {false, true})
-                for (int minb : {8, 9}) carve(ntt_pass_r4b_shoup(dit, async, lazy, minb), shoup_bytes);
-            for (int minb : {8, 10})
-                for (bool pf : {false, true})
-                    carve(ntt_pass_mixed(dit, async, minb, pf), bytes + (int)((kNttLow + 1) * sizeof(fr_tw)));
-            for (uint32_t threads : {128u, 256u}) carve(ntt_pass_r4b_shoup(dit, async, true, 8, threads), shoup_bytes);
-        }
-    }
+    const size_t mont = ntt_pass_shared<fr_t>(kMaxFused), shoup = ntt_pass_shared<fr_tw>(kMaxFused);
+    const size_t mixed = mont + (kNttLow + 1) * sizeof(fr_tw);
+    for (ntt_pass_fn<fr_t> f : {k_ntt_pass<false, false, false>, k_ntt_pass<false, false, true>,
+                                k_ntt_pass<false, true, false>, k_ntt_pass<false, true, true>,
+                                k_ntt_pass<true, false, false>, k_ntt_pass<true, false, true>,
+                                k_ntt_pass<true, true, false>, k_ntt_pass<true, true, true>})
+        limit(f, mont, false);
+    for (ntt_pass_fn<fr_t> f : {k_ntt_pass_r4b<10, false, false, fr_t>, k_ntt_pass_r4b<10, false, true, fr_t>,
+                                k_ntt_pass_r4b<10, true, false, fr_t>, k_ntt_pass_r4b<10, true, true, fr_t>})
+        limit(f, mont, true);
+    for (ntt_pass_fn<fr_tw> f : {k_ntt_pass_r4b<8, false, false, fr_tw>, k_ntt_pass_r4b<8, false, true, fr_tw>,
+                                 k_ntt_pass_r4b<8, true, false, fr_tw>, k_ntt_pass_r4b<8, true, true, fr_tw>})
+        limit(f, shoup, true);
+    for (ntt_mixed_fn f : {k_ntt_pass_mixed<false, false>, k_ntt_pass_mixed<false, true>,
+                           k_ntt_pass_mixed<true, false>, k_ntt_pass_mixed<true, true>})
+        limit(f, mixed, true);
     return e;
 }
 
-// One pass of K stages on groups spaced 2^hs_log apart, twiddles from tw, a table of
-// every 2^tw_shift-th one.
-// twl: Shoup's table (every 2^twl_shift-th pair) for a mixed Montgomery pass, or null.
-template <class TW>
-void ntt_launch(cudaStream_t st, int log_n, fr_t* a, const TW* tw, int tw_shift, bool dit, int count, size_t vstride,
-                int hs_log, int K, const fr_tw* twl = nullptr, int twl_shift = 0) {
-    const bool shtw = ntt_shared_twiddles(), soa = ntt_soa(), async = ntt_async_pass(hs_log);
-    const uint32_t opt = (ntt_warp_sync() ? kNttOptWarpSync : 0) | (ntt_unit2() ? kNttOptUnit2 : 0);
-    if constexpr (std::is_same<TW, fr_t>::value) {
-        if (twl && tw_shift == 0 && ntt_mixed_pass(log_n, K, hs_log) && twl_shift <= log_n - 1 - kNttLowLog - hs_log) {
-            dim3 groups(1u << (log_n - K), count);
-            const size_t shared = ntt_pass_shared<fr_t>(K, true) + (kNttLow + 1) * sizeof(fr_tw);
-            ntt_pass_mixed(dit, async, ntt_mixed_minb(), ntt_l2_prefetch())<<<groups, 1u << (K - 2), shared, st>>>(
-                a, vstride, log_n, hs_log, K, tw, opt, twl, log_n - twl_shift);
-            return;
-        }
+// One launch of a transform's plan.
+struct ntt_step {
+    enum kind_t { kMont, kShoup, kMixed } kind;
+    int K, hs_log;
+    uint32_t grid;     // blocks per vector
+    uint32_t threads;  // per block
+    size_t shared;     // dynamic shared memory
+    uint32_t opt;      // ntt_pass's opt
+    ntt_pass_fn<fr_t> mont;    // kMont
+    ntt_pass_fn<fr_tw> shoup;  // kShoup
+    ntt_mixed_fn mixed;        // kMixed
+};
+
+// The pass of shape ps in direction dit, given the domain's Shoup tables (every
+// 2^tws_shift-th twiddle, none for -1).
+ntt_step ntt_plan_step(int log_n, bool dit, ntt_pass_shape ps, int tws_shift) {
+    const int K = ps.K, hs_log = ps.hs_log;
+    ntt_step s{};
+    s.K = K;
+    s.hs_log = hs_log;
+    s.opt = kNttOptWarpSync | kNttOptUnit2;
+    // Passes of half-size step below 2^16 load by cp.async (ntt_pass's ASYNC). Measured
+    // per pass at 2^24 (H200, ncu): the passes of step 2^8 and 1 take 1.43 -> 1.38 and
+    // 1.25 -> 1.22 ms with it, the pass of step 2^16 1.46 -> 1.65 ms (its twiddles and
+    // elements come from all over device memory, and cp.async's 16-byte requests are 19%
+    // more L2 requests than the loads'); at 2^22, with steps 2^15, 2^8 and 1, all three
+    // passes copying asynchronously was fastest (0.97 -> 0.93 ms).
+    const bool async = hs_log < 16;
+    const bool shoup = tws_shift >= 0 && log_n - hs_log - K >= tws_shift && ntt_shoup_pass(log_n, K, hs_log);
+    if (!shoup && tws_shift >= 0 && ntt_mixed_pass(log_n, K, hs_log) && tws_shift <= log_n - 1 - kNttLowLog - hs_log) {
+        s.kind = ntt_step::kMixed;
+        s.grid = 1u << (log_n - K);
+        s.threads = 1u << (K - 2);
+        s.shared = ntt_pass_shared<fr_t>(K) + (kNttLow + 1) * sizeof(fr_tw);
+        s.mixed = dit ? (async ? k_ntt_pass_mixed<true, true> : k_ntt_pass_mixed<true, false>)
+                      : (async ? k_ntt_pass_mixed<false, true> : k_ntt_pass_mixed<false, false>);
+        return s;
     }
-    const bool r4 = shtw && K >= 2 && ntt_radix4(K);
-    ntt_pass_fn<TW> pass = ntt_pass_kernel<TW>(dit, shtw, async, soa, r4);
-    const uint32_t threads = std::min<uint32_t>(1u << (K - (r4 ? 2 : 1)), 256);
-    const int minb = ntt_r4_minb();
-    constexpr bool shoup = std::is_same<TW, fr_tw>::value;
-    if (r4 && soa && threads <= 64 && (minb == 10 || minb == 12)) {
-        if constexpr (!shoup)
-            pass = minb == 10 ? ntt_pass_r4b<10>(dit, async, ntt_lazy()) : ntt_pass_r4b<12>(dit, async);
-        else if (minb == 10)
-            pass = ntt_pass_r4b_shoup(dit, async, ntt_lazy(), ntt_shoup_minb());
-    } else if constexpr (shoup) {
-        if (r4 && soa && minb == 10 && ntt_lazy() && (threads == 128 || threads == 256))
-            pass = ntt_pass_r4b_shoup(dit, async, true, 8, threads);
+    // Passes of 8 stages or more take their stages two at a time (ntt_pass's R4).
+    const bool r4 = K >= 8;
+    s.threads = std::min<uint32_t>(1u << (K - (r4 ? 2 : 1)), 256);
+    // Groups a radix-4 block takes in turn, sharing one staging of their twiddles
+    // (ntt_pass's G), at most the groups of each offset: 4 for Shoup's passes, 1 for
+    // Montgomery's (whose 32-byte twiddles cost less to stage than the blocks' lost
+    // overlap: 2^24 3.89 -> 4.01 ms at 4). H200, 2^24 with Shoup's passes: 3.90 ms at 16
+    // (whole waves fewer), 3.58 at 4 (docs/lab/BENCHMARKS.md).
+    const int g_log = r4 ? std::min(shoup ? 2 : 0, log_n - K - hs_log) : 0;
+    s.grid = 1u << (log_n - K - g_log);
+    s.opt |= (uint32_t)g_log << kNttOptGroupShift;
+    if (shoup) {
+        // Shoup's passes are the bounded radix-4 ones (8 stages, 64 threads).
+        s.kind = ntt_step::kShoup;
+        s.shared = ntt_pass_shared<fr_tw>(K);
+        s.shoup = dit ? (async ? k_ntt_pass_r4b<8, true, true, fr_tw> : k_ntt_pass_r4b<8, true, false, fr_tw>)
+                      : (async ? k_ntt_pass_r4b<8, false, true, fr_tw> : k_ntt_pass_r4b<8, false, false, fr_tw>);
+        return s;
     }
-    const int g_log = r4 ? ntt_group_log(log_n, hs_log, K, shoup) : 0;
-    dim3 groups(1u << (log_n - K - g_log), count);
-    pass<<<groups, threads, ntt_pass_shared<TW>(K, shtw), st>>>(a, vstride, log_n - tw_shift, hs_log, K, tw,
-                                                                 opt | (uint32_t)g_log << kNttOptGroupShift);
+    s.kind = ntt_step::kMont;
+    s.shared = ntt_pass_shared<fr_t>(K);
+    if (r4 && s.threads <= 64)
+        s.mont = dit ? (async ? k_ntt_pass_r4b<10, true, true, fr_t> : k_ntt_pass_r4b<10, true, false, fr_t>)
+                     : (async ? k_ntt_pass_r4b<10, false, true, fr_t> : k_ntt_pass_r4b<10, false, false, fr_t>);
+    else if (r4)
+        s.mont = dit ? (async ? k_ntt_pass<true, true, true> : k_ntt_pass<true, false, true>)
+                     : (async ? k_ntt_pass<false, true, true> : k_ntt_pass<false, false, true>);
+    else
+        s.mont = dit ? (async ? k_ntt_pass<true, true, false> : k_ntt_pass<true, false, false>)
+                     : (async ? k_ntt_pass<false, true, false> : k_ntt_pass<false, false, false>);
+    return s;
 }
 
-// The transform's passes: Montgomery's twiddles tw, or where ntt_shoup_pass picks it
-// and the domain's table tws (every 2^tws_shift-th twiddle) holds the pass's, Shoup's.
-void ntt_passes(cudaStream_t st, int log_n, fr_t* a, const fr_t* tw, const fr_tw* tws, int tws_shift, bool dit,
-                int count, size_t vstride) {
-    ntt_plan(log_n, dit, [&](ntt_pass_shape ps) {
-        if (tws && log_n - ps.hs_log - ps.K >= tws_shift && ntt_shoup_pass(log_n, ps.index, ps.K, ps.hs_log))
-            ntt_launch(st, log_n, a, tws, tws_shift, dit, count, vstride, ps.hs_log, ps.K);
-        else
-            ntt_launch(st, log_n, a, tw, 0, dit, count, vstride, ps.hs_log, ps.K, tws, tws_shift);
-    });
-}
+}  // namespace
+
+// A domain's transform plan: its launches in order for each direction, chosen once when
+// the domain is made, and the stride of its Shoup tables.
+struct ntt_plan {
+    static constexpr int kMaxPasses = 4;  // ceil(31 / kMaxFused)
+    int tws_shift = -1;                   // Shoup's tables: every 2^tws_shift-th twiddle; -1: none
+    int passes[2] = {0, 0};               // [dit]
+    ntt_step step[2][kMaxPasses];
+
+    explicit ntt_plan(int log_n) {
+        tws_shift = ntt_shoup_shift(log_n);
+        for (int dit = 0; dit < 2; dit++)
+            ntt_shapes(log_n, dit, [&](ntt_pass_shape ps) {
+                step[dit][passes[dit]++] = ntt_plan_step(log_n, dit, ps, tws_shift);
+            });
+    }
+};
+
+struct cuzk_domain {
+    cuzk_ctx* ctx;
+    int gen = 0;
+    int log_n;
+    cuzk_domain_consts_t k;
+    ntt_plan plan;
+    void* tw = nullptr;        // omega^i, i < n/2
+    void* tw_inv = nullptr;    // omega^-i
+    void* tws = nullptr;       // omega^(i*2^plan.tws_shift) as Shoup's pairs (fr_tw), or none
+    void* tws_inv = nullptr;   // omega^-(i*2^plan.tws_shift), the same
+    void* coset_br = nullptr;  // coset^rev(i) / n
+    void* coset_inv_br = nullptr;  // coset^-rev(i) / n
+
+    explicit cuzk_domain(int log_n) : log_n(log_n), plan(log_n) {}
+};
+
+namespace {
 
 // NTT of count vectors, vector j at a + j*vstride, each pass launched once for all.
 int ntt_core(cudaStream_t st, const cuzk_domain* d, fr_t* a, bool inverse, bool dit, int count = 1,
              size_t vstride = 0) {
     const int log_n = d->log_n;
     if (log_n == 0) return CUZK_OK;
-    ntt_passes(st, log_n, a, (const fr_t*)(inverse ? d->tw_inv : d->tw),
-               (const fr_tw*)(inverse ? d->tws_inv : d->tws), d->tws_shift, dit, count, vstride);
+    const fr_t* tw = (const fr_t*)(inverse ? d->tw_inv : d->tw);
+    const fr_tw* tws = (const fr_tw*)(inverse ? d->tws_inv : d->tws);
+    const ntt_plan& plan = d->plan;
+    for (int i = 0; i < plan.passes[dit]; i++) {
+        const ntt_step& s = plan.step[dit][i];
+        const dim3 grid(s.grid, count);
+        switch (s.kind) {
+        case ntt_step::kMont:
+            s.mont<<<grid, s.threads, s.shared, st>>>(a, vstride, log_n, s.hs_log, s.K, tw, s.opt);
+            break;
+        case ntt_step::kShoup:
+            s.shoup<<<grid, s.threads, s.shared, st>>>(a, vstride, log_n - plan.tws_shift, s.hs_log, s.K, tws, s.opt);
+            break;
+        case ntt_step::kMixed:
+            s.mixed<<<grid, s.threads, s.shared, st>>>(a, vstride, log_n, s.hs_log, s.K, tw, s.opt, tws,
+                                                       log_n - plan.tws_shift);
+            break;
+        }
+    }
     CK(cudaGetLastError());
     return CUZK_OK;
 }
@@ -897,10 +741,9 @@ extern "C" int cuzk_domain_create(cuzk_stream* s, int log_n, const cuzk_domain_c
     if (!s || !k || !out) return fail(CUZK_ERR_ARG, "NULL argument");
     if (log_n < 0 || log_n > 31) return fail(CUZK_ERR_ARG, "log_n out of range");
     RET(set_device(s->ctx));
-    cuzk_domain* d = new cuzk_domain();
+    cuzk_domain* d = new cuzk_domain(log_n);
     d->ctx = s->ctx;
     d->gen = s->ctx->gen;
-    d->log_n = log_n;
     d->k = *k;
     size_t n = (size_t)1 << log_n, nh = std::max<size_t>(n / 2, 1);
     cudaStream_t st = s->s;
@@ -911,11 +754,11 @@ extern "C" int cuzk_domain_create(cuzk_stream* s, int log_n, const cuzk_domain_c
         delete d;
         return fail(CUZK_ERR_CUDA, std::string("NTT shared memory: ") + cudaGetErrorString(ae));
     }
-    // Shoup's pairs of the twiddles its Shoup passes take (ntt_shoup_shift): every
-    // 2^s-th, 2^15 of 2^23 at 2^24 (2 MiB a direction).
-    d->tws_shift = ntt_shoup_shift(log_n);
-    const bool shoup_tw = d->tws_shift >= 0;
-    const size_t nsh = shoup_tw ? std::max<size_t>(nh >> d->tws_shift, 1) : 0;
+    // Shoup's pairs of the twiddles its Shoup and mixed passes take (ntt_shoup_shift):
+    // every 2^s-th.
+    const int tws_shift = d->plan.tws_shift;
+    const bool shoup_tw = tws_shift >= 0;
+    const size_t nsh = shoup_tw ? std::max<size_t>(nh >> tws_shift, 1) : 0;
     cudaError_t e = cudaMalloc(&d->tw, nh * sizeof(fr_t));
     if (e == cudaSuccess) e = cudaMalloc(&d->tw_inv, nh * sizeof(fr_t));
     if (e == cudaSuccess && shoup_tw) e = cudaMalloc(&d->tws, nsh * sizeof(fr_tw));
@@ -929,8 +772,8 @@ extern "C" int cuzk_domain_create(cuzk_stream* s, int log_n, const cuzk_domain_c
     k_pow_table<<<blocks(nh, 256), 256, 0, st>>>((fr_t*)d->tw, nh, to_fr(k->omega), 0, one);
     k_pow_table<<<blocks(nh, 256), 256, 0, st>>>((fr_t*)d->tw_inv, nh, to_fr(k->omega_inv), 0, one);
     if (shoup_tw) {
-        k_shoup_table<<<blocks(nsh, 256), 256, 0, st>>>((fr_tw*)d->tws, nsh, to_fr(k->omega), d->tws_shift);
-        k_shoup_table<<<blocks(nsh, 256), 256, 0, st>>>((fr_tw*)d->tws_inv, nsh, to_fr(k->omega_inv), d->tws_shift);
+        k_shoup_table<<<blocks(nsh, 256), 256, 0, st>>>((fr_tw*)d->tws, nsh, to_fr(k->omega), tws_shift);
+        k_shoup_table<<<blocks(nsh, 256), 256, 0, st>>>((fr_tw*)d->tws_inv, nsh, to_fr(k->omega_inv), tws_shift);
     }
     k_pow_table<<<blocks(n, 256), 256, 0, st>>>((fr_t*)d->coset_br, n, to_fr(k->coset), log_n, ninv);
     k_pow_table<<<blocks(n, 256), 256, 0, st>>>((fr_t*)d->coset_inv_br, n, to_fr(k->coset_inv), log_n, ninv);

@@ -27,8 +27,6 @@ struct fr_params {
 typedef fe<fp_params> fp_t;
 typedef fe<fr_params> fr_t;
 
-#include "windows.cuh"  // msm_windows
-
 struct fp2_t {
     fp_t c0, c1;
 };
@@ -47,54 +45,23 @@ __device__ __forceinline__ void fe_sub(fp2_t& r, const fp2_t& a, const fp2_t& b)
 }
 __device__ __forceinline__ void fe_neg(fp2_t& r, const fp2_t& a) { fe_neg(r.c0, a.c0); fe_neg(r.c1, a.c1); }
 __device__ __forceinline__ void fe_dbl(fp2_t& r, const fp2_t& a) { fe_add(r, a, a); }
-// Code size of G2's point operations (A/B). Every Fp product inlined, G2's mixed
-// addition is tens of thousands of instructions, and Nsight Compute on the H200 found
-// its accumulation kernel stalled half the time on instruction fetch (2026-12-02,
-// docs/lab/BENCHMARKS.md). CUZK_FP2_FP_CALL (msm_g2.cu's default) makes the Fp products
-// inside Fp2 arithmetic calls of one function (making the Fp2 product and square the
-// calls instead measured 9% slower). Operands pass by value, so they stay in registers.
-#if defined(CUZK_FP2_FP_CALL)
+// The Fp products inside Fp2 arithmetic are calls of one function: every Fp product
+// inlined, G2's mixed addition is tens of thousands of instructions, and Nsight Compute
+// on the H200 found its accumulation kernel stalled half the time on instruction fetch.
+// As calls, G2 MSM 2^22 247.5 -> 120.3 ms, 2^24 850.6 -> 431.3, one 2^22 proof 417.6 ->
+// 312.2 (same compiler, one run; making the Fp2 product and square the calls instead
+// measured 9% slower; docs/lab/BENCHMARKS.md). Operands pass by value, so they stay in
+// registers.
 static __device__ __noinline__ fp_t fp_mul_call(fp_t a, fp_t b) {
     fp_t r;
     fe_mul(r, a, b);
     return r;
 }
 __device__ __forceinline__ void fp2_fp_mul(fp_t& r, const fp_t& a, const fp_t& b) { r = fp_mul_call(a, b); }
-#else
-__device__ __forceinline__ void fp2_fp_mul(fp_t& r, const fp_t& a, const fp_t& b) { fe_mul(r, a, b); }
-#endif
 
-#if defined(CUZK_FP2_LAZY) && !defined(CUZK_MUL_CIOS) && !defined(CUZK_MUL64)
-// Karatsuba with lazy reduction (opt-in, -DCUZK_FP2_LAZY): the three 24-word products
-// are combined unreduced and only the two results are reduced, so a product costs 3
-// products and 2 reductions instead of 3 of each (144 wide multiply-adds per half:
-// 722 IMAD.WIDE against 865 in SASS). Bounds: sums a0 + a1 < 2p need no reduction
-// (2p < 2^382); a0*b1 + a1*b0 < 2p^2 and a0*b0 - a1*b1 (+ p*2^384 when negative) stay
-// below p*2^384, where the reduction's result is below 2p. gen/check_mont_chain.py
-// checks each step on integers. Not the default: measured on the H200 (2026-12-02,
-// docs/lab/BENCHMARKS.md) the product alone is 4% faster (6.86 vs 6.57 G/s), but inside
-// G2's mixed addition its wider temporaries spill (760 vs 288 bytes of local memory):
-// the addition 11% slower from shared memory, 28% gathered, G2 MSM 2^24 +15%.
+// Karatsuba: 3 Fp products. (With lazy reduction, 3 wide products and 2 reductions,
+// the product alone was 4% faster but G2's addition spilled: G2 MSM 2^24 +15%.)
 __device__ __forceinline__ void fe_mul(fp2_t& r, const fp2_t& a, const fp2_t& b) {
-    // Ordered so that few 24-word values are live at once (r may alias a or b: the
-    // sums are taken before r.c0 is written).
-    uint32_t sa[12], sb[12], v0[24], v1[24], t[13];
-    add_nored_chain_12<fp_params>(sa, a.c0.v, a.c1.v);
-    add_nored_chain_12<fp_params>(sb, b.c0.v, b.c1.v);
-    mont_wide_chain_12<fp_params>(v0, a.c0.v, b.c0.v);
-    mont_wide_chain_12<fp_params>(v1, a.c1.v, b.c1.v);
-    uint32_t d[24], u[24];
-    fp2_diffsum_chain_12<fp_params>(d, u, v0, v1);
-    mont_redc_chain_12<fp_params>(t, d);
-    fe_reduce_once(r.c0, t, t[12]);
-    mont_wide_chain_12<fp_params>(v0, sa, sb);
-    sub_wide_chain_12<fp_params>(v0, u);
-    mont_redc_chain_12<fp_params>(t, v0);
-    fe_reduce_once(r.c1, t, t[12]);
-}
-#else
-// Karatsuba: 3 Fp products.
-__device__ __forceinline__ void fp2_mul_inl(fp2_t& r, const fp2_t& a, const fp2_t& b) {
     fp_t v0, v1, s, t;
     fp2_fp_mul(v0, a.c0, b.c0);
     fp2_fp_mul(v1, a.c1, b.c1);
@@ -105,10 +72,8 @@ __device__ __forceinline__ void fp2_mul_inl(fp2_t& r, const fp2_t& a, const fp2_
     fe_sub(s, s, v0);
     fe_sub(r.c1, s, v1);
 }
-#define CUZK_FP2_MUL_INL
-#endif
 // (a0 + a1 u)^2 = (a0+a1)(a0-a1) + 2 a0 a1 u: 2 Fp products.
-__device__ __forceinline__ void fp2_sqr_inl(fp2_t& r, const fp2_t& a) {
+__device__ __forceinline__ void fe_sqr(fp2_t& r, const fp2_t& a) {
     fp_t s, d, m;
     fe_add(s, a.c0, a.c1);
     fe_sub(d, a.c0, a.c1);
@@ -117,10 +82,6 @@ __device__ __forceinline__ void fp2_sqr_inl(fp2_t& r, const fp2_t& a) {
     fe_add(r.c1, m, m);
 }
 
-#if defined(CUZK_FP2_MUL_INL)
-__device__ __forceinline__ void fe_mul(fp2_t& r, const fp2_t& a, const fp2_t& b) { fp2_mul_inl(r, a, b); }
-#endif
-__device__ __forceinline__ void fe_sqr(fp2_t& r, const fp2_t& a) { fp2_sqr_inl(r, a); }
 __device__ __forceinline__ void fe_mul_sub(fp2_t& r, const fp2_t& a, const fp2_t& b, const fp2_t& c, const fp2_t& d) {
     fp2_t x, y;
     fe_mul(x, a, b);

@@ -3,10 +3,10 @@
 // from the Explicit-Formulas Database (add-2008-s, madd-2008-s, dbl-2008-s-1).
 #pragma once
 
-// The point operations are __noinline__ by default: inlined into every kernel, the G2
-// (Fp2) variants made cicc/ptxas take over ten minutes; as calls the whole library
-// builds in about 3 minutes. A translation unit may define CUZK_POINT_FN before the
-// include (msm_g1.cu inlines the G1 ones: that pays for G1, see msm_g1.cu).
+// The point operations are calls (__noinline__) unless the translation unit defines
+// CUZK_POINT_FN before the first include: inlined into every kernel, the G2 (Fp2)
+// variants made cicc/ptxas take over ten minutes; as calls the whole library builds in
+// about 3 minutes. msm/msm_g1.cu inlines them, which pays for G1.
 #ifndef CUZK_POINT_FN
 #define CUZK_POINT_FN __noinline__
 #endif
@@ -89,7 +89,6 @@ struct fe_reduced {
     static __device__ __forceinline__ bool is_zero(const F& a) { return fe_is_zero(a); }
 };
 
-#if defined(CUZK_FE_WIDE)
 struct fe_lazy {
     template <class F>
     static __device__ __forceinline__ void mul(F& r, const F& a, const F& b) { lz_mul(r, a, b); }
@@ -104,7 +103,6 @@ struct fe_lazy {
     template <class F>
     static __device__ __forceinline__ bool is_zero(const F& a) { return lz_is_zero(a); }
 };
-#endif
 
 // r += (x, y) affine (not infinity; x, y below p). With fe_lazy, r's coordinates are
 // below 2p before and after; the rare doubling takes the reduced path (its output is

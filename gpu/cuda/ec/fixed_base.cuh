@@ -3,10 +3,10 @@
 // (affine, gnark's layout) for the nwin windows of c bits of a 255-bit scalar. Each
 // scalar costs one mixed addition per non-zero window digit and no doubling; the
 // results go to affine by Montgomery's trick, one inversion per fb_affine_batch points.
-// Templated on the coordinate field F (fp_t: G1, fp2_t: G2) over xyzz.cuh's point
-// operations; include bls12_381.cuh first.
+// Templated on the coordinate field F (a curve's field: ec/bls12_381.cuh) over
+// xyzz.cuh's point operations.
 #pragma once
-#include "xyzz.cuh"
+#include "ec/bls12_381.cuh"
 
 namespace fixed_base {
 
@@ -35,7 +35,7 @@ __global__ void accumulate(const affine_t<F>* __restrict__ table, int c, int nwi
     for (int w = 0; w < nwin; w++) {
         const uint32_t d = digit(s, w, c);
         if (d == 0) continue;
-        // A copy, not a reference into global memory (see msm_g2.cu).
+        // A copy, not a reference into global memory (see msm/msm_g2.cu).
         const affine_t<F> p = table[w * per + d - 1];
         xyzz_add_affine(acc, p.x, p.y);
     }

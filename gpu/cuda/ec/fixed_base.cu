@@ -1,12 +1,10 @@
 // fixed_base.cu: the C ABI of the fixed-base multiplication (kernels in fixed_base.cuh),
-// G1 and G2. The point operations stay calls, as in msm_g2.cu (inlined, G2 takes
-// very long to build); the Fp products inside Fp2 arithmetic are calls too.
-#if !defined(CUZK_FP2_FP_INLINE) && !defined(CUZK_FP2_FP_CALL)
-#define CUZK_FP2_FP_CALL
-#endif
+// G1 and G2. The point operations stay calls, as in msm/msm_g2.cu (inlined, G2 takes
+// very long to build); the Fp products inside Fp2 arithmetic are calls too
+// (ff/bls12_381.cuh).
 #include <algorithm>
-#include "bls12_381.cuh"
-#include "fixed_base.cuh"
+#include "ec/bls12_381.cuh"
+#include "ec/fixed_base.cuh"
 #include "runtime.cuh"
 
 struct cuzk_fixed_base {
@@ -23,8 +21,9 @@ namespace {
 // Points per pass: bounds the scratch (G2: 2^21 x (32 + 384 + 192) B = 1.2 GiB).
 constexpr size_t fb_pass = (size_t)1 << 21;
 
-template <class F>
+template <class C>
 int run(cuzk_stream* s, cuzk_fixed_base* fb, const uint8_t* host_scalars, size_t n, uint8_t* host_out) {
+    typedef typename C::field F;
     const size_t pass = std::min(n, fb_pass);
     RET(fb->scalars.ensure(pass * sizeof(fr_t)));
     RET(fb->xyzz.ensure(pass * sizeof(xyzz_t<F>)));
@@ -45,7 +44,9 @@ int run(cuzk_stream* s, cuzk_fixed_base* fb, const uint8_t* host_scalars, size_t
     return CUZK_OK;
 }
 
-size_t point_bytes(int group) { return group == 1 ? sizeof(affine_t<fp_t>) : sizeof(affine_t<fp2_t>); }
+size_t point_bytes(int group) {
+    return group == g1_curve::group ? sizeof(affine_t<g1_curve::field>) : sizeof(affine_t<g2_curve::field>);
+}
 
 }  // namespace
 
@@ -95,6 +96,6 @@ extern "C" int cuzk_fixed_base_mul(cuzk_stream* s, cuzk_fixed_base* fb, const vo
     if (n == 0) return CUZK_OK;
     RET(set_device(s->ctx));
     RET(fault_point(s->s));
-    if (fb->group == 1) return run<fp_t>(s, fb, (const uint8_t*)host_scalars, n, (uint8_t*)host_out);
-    return run<fp2_t>(s, fb, (const uint8_t*)host_scalars, n, (uint8_t*)host_out);
+    if (fb->group == g1_curve::group) return run<g1_curve>(s, fb, (const uint8_t*)host_scalars, n, (uint8_t*)host_out);
+    return run<g2_curve>(s, fb, (const uint8_t*)host_scalars, n, (uint8_t*)host_out);
 }
