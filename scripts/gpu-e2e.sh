@@ -38,6 +38,10 @@
 #                       logs/trace-LABEL-CIRCUIT.http and logs/cpu-LABEL-CIRCUIT.http (raw
 #                       HTTP responses: strip the header before `go tool trace` / `go tool
 #                       pprof`)
+#   E2E_URGENT          circuit: once the first partition of the first partitioned request
+#                       is proven, one request of this circuit is submitted with priority 1;
+#                       the report gives its time from submission to done and how many of
+#                       the long request's partitions were proven meanwhile
 #   E2E_DEADLINE_S      give up (and fail) this many seconds after the start (default 530)
 #   E2E_KEYS_DIR        keys and compiled circuits here instead of a temp dir: setup
 #                       reuses keys it finds there (after checking they fit the circuit)
@@ -187,9 +191,20 @@ for item in $CIRCUITS; do
 	PARTS[$name]=$p
 done
 [ ${#NAMES[@]} -gt 0 ] || fail "E2E_CIRCUITS is empty"
+# The urgent circuit gets a key and one request's inputs beside the others.
+URGENT=${E2E_URGENT:-}
+SETUP_NAMES=("${NAMES[@]}")
+declare -A SETUP_N=()
+for i in "${!NAMES[@]}"; do SETUP_N[${NAMES[$i]}]=${COUNTS[$i]}; done
+if [ -n "$URGENT" ]; then
+	case " ${NAMES[*]} " in *" $URGENT "*) fail "E2E_URGENT: $URGENT is in E2E_CIRCUITS too" ;; esac
+	SETUP_NAMES+=("$URGENT")
+	SETUP_N[$URGENT]=1
+	PARTS[$URGENT]=1
+fi
 declare -A SETUP_PID=() SETUP_HWM=()
-for i in "${!NAMES[@]}"; do
-	name=${NAMES[$i]} n=${COUNTS[$i]}
+for name in "${SETUP_NAMES[@]}"; do
+	n=${SETUP_N[$name]}
 	SETUP_HWM[$name]=0
 	# Each job in its own process group, so that a failed run can stop all of it. The
 	# setup's pid goes to a file, for its peak RSS. The inputs come after the setup:
@@ -225,7 +240,7 @@ waitfor() {
 	done
 	wait "$1"
 }
-for name in "${NAMES[@]}"; do
+for name in "${SETUP_NAMES[@]}"; do
 	waitfor "${SETUP_PID[$name]}" "setup of $name" ||
 		fail "setup of $name: $(grep -v '^\s*$' "$LOG/setup-$name.log" | tail -2 | tr '\n' ' ')"
 	note "setup $name: $(grep -o '[0-9]* constraints' "$LOG/setup-$name.log" | head -1), $(grep '^setup: ok' "$LOG/setup-$name.log" | tail -1)," \
@@ -311,6 +326,38 @@ submit() {
 	psqlq -f "$f" >>"$LOG/submit.log" 2>&1 || fail "submit $c: $(tail -2 "$LOG/submit.log" | tr '\n' ' ')"
 }
 
+# urgent_during LABEL CIRCUIT: once the first partition of LABEL's CIRCUIT request is
+# proven, submit one priority-1 request of $URGENT, wait for it, and write what it
+# waited and how many of the long request's partitions were proven meanwhile to
+# logs/urgent.txt.
+urgent_during() {
+	local label=$1 c=$2 f=$WORK/submit-urgent.sql id="e2e-urgent-$URGENT" state=''
+	until [ "$(psqlq -At -c "SELECT count(*) FROM cuzk.partition_attempts
+		WHERE request_id LIKE 'e2e-$label-$c-%' AND outcome = 'succeeded'")" -ge 1 ]; do
+		[ $SECONDS -lt "$DEADLINE" ] || return 1
+		sleep 0.2
+	done
+	{
+		echo "\\set inp \`cat $(inputs "$URGENT" 1)\`"
+		echo "SELECT cuzk.submit_proof(request_id => '$id', circuit => '$URGENT', inputs => :'inp'::jsonb, priority => 1) \\g /dev/null"
+	} >"$f"
+	psqlq -f "$f" >>"$LOG/submit.log" 2>&1 || return 1
+	until case $state in succeeded | failed | cancelled) true ;; *) false ;; esac; do
+		[ $SECONDS -lt "$DEADLINE" ] || return 1
+		sleep 0.1
+		state=$(psqlq -At -c "SELECT state FROM cuzk.proof_status WHERE request_id = '$id'")
+	done
+	psqlq -At -F' ' -c "SELECT '$URGENT ' || u.state || ' in ' || round(extract(epoch FROM u.finished_at - u.created_at)::numeric, 2)
+		|| ' s from submission (queue ' || coalesce(round(a.queue_ms)::text, '?') || ' ms, synthesis ' || coalesce(round(a.synth_ms)::text, '?')
+		|| ' ms, prove ' || coalesce(round(a.prove_ms)::text, '?') || ' ms); partitions of $c proven before it was submitted: '
+		|| (SELECT count(*) FROM cuzk.partition_attempts p WHERE p.request_id LIKE 'e2e-$label-$c-%' AND p.outcome = 'succeeded'
+		    AND p.finished_at <= u.created_at)
+		|| ', while it ran: ' || (SELECT count(*) FROM cuzk.partition_attempts p WHERE p.request_id LIKE 'e2e-$label-$c-%'
+		    AND p.outcome = 'succeeded' AND p.finished_at > u.created_at AND p.finished_at <= u.finished_at)
+		FROM cuzk.proof_status u LEFT JOIN cuzk.proof_attempts a ON a.request_id = u.request_id
+		WHERE u.request_id = '$id' ORDER BY a.attempt DESC LIMIT 1" >"$LOG/urgent.txt"
+}
+
 # fetch PATH FILE: GET PATH from the running worker into FILE (the raw response).
 fetch() {
 	(exec 3<>"/dev/tcp/127.0.0.1/$WPORT" && printf 'GET %s HTTP/1.0\r\nAuthorization: Bearer %s\r\n\r\n' "$1" "$(cat "$LOG/http-token")" >&3 && cat <&3 >"$2") 2>/dev/null
@@ -328,6 +375,12 @@ prove() {
 		SMI=$!
 	fi
 	submit "$label" "$c" "$n"
+	local upid=''
+	if [ -n "$URGENT" ] && [ "$label" = main ] && [ "${PARTS[$c]:-1}" -gt 1 ] && [ -z "${URGENT_SENT:-}" ]; then
+		URGENT_SENT=1
+		urgent_during "$label" "$c" &
+		upid=$!
+	fi
 	if [ -n "${E2E_TRACE_S:-}" ]; then
 		(
 			sleep 2
@@ -363,6 +416,11 @@ prove() {
 		END {if (n) printf "; GPU while proving: utilization avg %.0f%%, max %d%%, memory max %.1f of %.1f GiB (%d samples)", u/n, um, mm/1024, t/1024, n}' \
 		"$LOG/gpu-$label-$c.csv")
 	note "proved $label $c: $n requests, $failed failed, in $((SECONDS - t0)) s (done at $(elapsed))$gpu"
+	if [ -n "$upid" ]; then
+		wait "$upid" && [ -s "$LOG/urgent.txt" ] || fail "urgent request of $URGENT during $c: not done"
+		note "urgent: $(cat "$LOG/urgent.txt")"
+		grep -q "^$URGENT succeeded" "$LOG/urgent.txt" || FAILED=1
+	fi
 	[ "$failed" = 0 ] || FAILED=1
 }
 
