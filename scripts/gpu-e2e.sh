@@ -15,6 +15,8 @@
 #                       request as well (phases, serial against pipelined time,
 #                       constraints/s, solves at once, device idle share)
 #   E2E_WORKER_FLAGS    extra worker flags, e.g. "--max-batch 16"
+#   E2E_WORKER_FLAGS_FILE  a file whose flags are added to those: the worker starts once
+#                       it exists (written beside the setup, e.g. after an A/B)
 #   E2E_COMPARE_SERIAL  1: afterwards, prove the largest circuit's count again with a
 #                       second worker given --synth-concurrency 1 --queue-depth 1, and
 #                       report both rates
@@ -424,6 +426,16 @@ prove() {
 	[ "$failed" = 0 ] || FAILED=1
 }
 
+# Flags decided during the run (e.g. by a measurement beside the setup) come last.
+if [ -n "${E2E_WORKER_FLAGS_FILE:-}" ]; then
+	until [ -s "$E2E_WORKER_FLAGS_FILE" ]; do
+		[ $SECONDS -lt "$DEADLINE" ] || fail "deadline reached waiting for $E2E_WORKER_FLAGS_FILE"
+		sleep 1
+	done
+	read -r -a more <"$E2E_WORKER_FLAGS_FILE"
+	WFLAGS+=("${more[@]}")
+	note "worker flags from $E2E_WORKER_FLAGS_FILE: ${more[*]}"
+fi
 WORKER_HWM=()
 start_worker main "${WFLAGS[@]}"
 for i in "${!NAMES[@]}"; do
