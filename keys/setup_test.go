@@ -47,6 +47,9 @@ func TestSetupWritesKeyOnce(t *testing.T) {
 	if got := wantTreeOf(t, d.Path("cube", DumpFile), treeChunk); got != digest {
 		t.Errorf("pk digest %s, the dump's tree digest is %s", digest, got)
 	}
+	if got, err := DumpDigest(d.Path("cube", DumpFile)); err != nil || got != digest {
+		t.Errorf("DumpDigest = %s, %v; want the pk digest %s", got, err, digest)
+	}
 	if !d.Has("cube") {
 		t.Error("Has is false for a key written as the dump")
 	}

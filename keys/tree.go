@@ -199,3 +199,22 @@ func treeMismatch(chunk, size int64, sums [][sha256.Size]byte, want []string) st
 	}
 	return msg
 }
+
+// DumpDigest is the tree digest of the file at path in the chunks keys are written
+// with: the pk digest of a pk.dump that cuzk setup wrote as the key.
+func DumpDigest(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	sums, err := hashTree(f, treeChunk, st.Size(), nil)
+	if err != nil {
+		return "", err
+	}
+	return treeRoot(treeChunk, st.Size(), sums), nil
+}
