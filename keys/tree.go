@@ -46,14 +46,19 @@ func treeRoot(chunk, size int64, sums [][sha256.Size]byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// treeChunks is how many chunks of chunk bytes a file of size bytes has.
+// treeChunks is how many chunks of chunk (> 0) bytes a file of size bytes has.
 func treeChunks(chunk, size int64) int64 {
-	return (size + chunk - 1) / chunk
+	n := size / chunk
+	if size%chunk != 0 {
+		n++
+	}
+	return n
 }
 
 // treeWriter writes to w and hashes each completed chunk of what passed through it in
-// a goroutine of its own, at most len(free) at a time (each holds a copy of its chunk),
-// so hashing keeps up with a writer that is faster than one core's SHA-256.
+// a goroutine of its own, at most cap(free) at a time (each holds a copy of its chunk),
+// so hashing keeps up with a writer that is faster than one core's SHA-256. A buffer
+// grows to the chunk size as it fills, so a small key does not allocate whole chunks.
 type treeWriter struct {
 	w     io.Writer
 	chunk int
@@ -76,8 +81,11 @@ func (t *treeWriter) Write(p []byte) (int, error) {
 		if t.buf == nil {
 			t.buf = t.buffer()
 		}
-		c := copy(t.buf[len(t.buf):t.chunk], q)
-		t.buf, q = t.buf[:len(t.buf)+c], q[c:]
+		c := min(t.chunk-len(t.buf), len(q))
+		if len(t.buf)+c > cap(t.buf) {
+			t.buf = append(make([]byte, 0, min(t.chunk, max(2*cap(t.buf), len(t.buf)+c))), t.buf...)
+		}
+		t.buf, q = append(t.buf, q[:c]...), q[c:]
 		if len(t.buf) == t.chunk {
 			t.hash()
 		}
@@ -95,7 +103,7 @@ func (t *treeWriter) buffer() []byte {
 	}
 	if t.made < cap(t.free) {
 		t.made++
-		return make([]byte, 0, t.chunk)
+		return make([]byte, 0, min(t.chunk, 1<<20))
 	}
 	return (<-t.free)[:0]
 }
@@ -128,10 +136,10 @@ func (t *treeWriter) finish() (root string, chunks []string) {
 // positional reads on up to GOMAXPROCS goroutines, each with one buffer of treePiece
 // bytes. read is told, on the calling goroutine, each piece's bytes as they are read.
 func hashTree(f *os.File, chunk, size int64, read func(n int64)) ([][sha256.Size]byte, error) {
-	n := treeChunks(chunk, size)
-	if chunk <= 0 || n > treeMaxChunks {
+	if chunk <= 0 || size < 0 || treeChunks(chunk, size) > treeMaxChunks {
 		return nil, fmt.Errorf("tree digest chunk size %d for %d bytes is out of range", chunk, size)
 	}
+	n := treeChunks(chunk, size)
 	sums := make([][sha256.Size]byte, n)
 	var next atomic.Int64
 	var failed atomic.Bool

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -35,6 +36,14 @@ func wantTree(b []byte, chunk int) (root string, chunks []string) {
 	return hex.EncodeToString(sum[:]), chunks
 }
 
+func sum(v []int) int {
+	n := 0
+	for _, x := range v {
+		n += x
+	}
+	return n
+}
+
 func wantTreeOf(t *testing.T, path string, chunk int) string {
 	t.Helper()
 	b, err := os.ReadFile(path)
@@ -53,23 +62,25 @@ func TestTreeDigestOfKnownFile(t *testing.T) {
 	if err := os.MkdirAll(d.Path("f", ""), dirPerm); err != nil {
 		t.Fatal(err)
 	}
-	data := make([]byte, 10_000)
-	for i := range data {
-		data[i] = byte(i*7 + i>>8)
+	all := make([]byte, 7<<20+5)
+	for i := range all {
+		all[i] = byte(i*7 + i>>8)
 	}
 	for _, tc := range []struct {
-		chunk int
-		parts []int // write sizes
+		size, chunk int
+		parts       []int // write sizes, then the rest
 	}{
-		{1000, []int{3, 997, 1000, 4000, 1, 3999}}, // exact multiple of the chunk
-		{999, []int{10_000}},                       // one write across 11 chunks
-		{4096, []int{1, 2, 5000, 4997}},            // last chunk partial
-		{20_000, []int{10_000}},                    // one chunk
+		{10_000, 1000, []int{3, 997, 1000, 4000, 1}},      // exact multiple of the chunk
+		{10_000, 999, nil},                                // one write across 11 chunks
+		{10_000, 4096, []int{1, 2, 5000}},                 // last chunk partial
+		{10_000, 20_000, nil},                             // one chunk
+		{len(all), 3<<20 + 7, []int{5, 1 << 20, 5 << 20}}, // chunk buffers grow past their first size
 	} {
+		data := all[:tc.size]
 		t.Run(strconv.Itoa(tc.chunk), func(t *testing.T) {
 			s, err := d.writeDumpFile("f", tc.chunk, func(w io.Writer) error {
 				lo := 0
-				for _, n := range tc.parts {
+				for _, n := range append(tc.parts, len(data)-sum(tc.parts)) {
 					if _, err := w.Write(data[lo : lo+n]); err != nil {
 						return err
 					}
@@ -103,6 +114,7 @@ func TestTreeDigestOfKnownFile(t *testing.T) {
 		})
 	}
 	// A different chunk size or length is a different root, for the same bytes.
+	data := all[:10_000]
 	r1, _ := wantTree(data, 1000)
 	r2, _ := wantTree(data, 2000)
 	r3, _ := wantTree(data[:9000], 1000)
@@ -238,7 +250,8 @@ func TestTreeRewrittenSidecarRefused(t *testing.T) {
 }
 
 // A sidecar whose root is not the one its chunk list makes says so, and a chunk size
-// that would mean more chunk hashes than a load keeps is refused before any is kept.
+// that would mean more chunk hashes than a load keeps, or none, is refused before any
+// is kept.
 func TestTreeSidecarInconsistent(t *testing.T) {
 	d, _, _ := treeCube(t)
 	editSum(t, d, func(s *dumpSum) { s.DumpTree = strings.Repeat("5a", 32); s.PKDigest = s.DumpTree })
@@ -250,8 +263,18 @@ func TestTreeSidecarInconsistent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if _, err := hashTree(f, 1, treeMaxChunks+1, nil); err == nil || !strings.Contains(err.Error(), "out of range") {
-		t.Errorf("hashTree with %d chunks: %v, want out of range", treeMaxChunks+1, err)
+	for _, c := range []struct{ chunk, size int64 }{{1, treeMaxChunks + 1}, {0, 10}, {-1, 10}} {
+		if _, err := hashTree(f, c.chunk, c.size, nil); err == nil || !strings.Contains(err.Error(), "out of range") {
+			t.Errorf("hashTree(chunk %d, %d bytes): %v, want out of range", c.chunk, c.size, err)
+		}
+	}
+	// The largest chunk size is one chunk, not an overflow.
+	head := make([]byte, 10)
+	if _, err := f.ReadAt(head, 0); err != nil {
+		t.Fatal(err)
+	}
+	if sums, err := hashTree(f, math.MaxInt64, 10, nil); err != nil || len(sums) != 1 || sums[0] != sha256.Sum256(head) {
+		t.Errorf("hashTree(chunk MaxInt64, 10 bytes): %d sums, %v; want the SHA-256 of the 10 bytes", len(sums), err)
 	}
 }
 
