@@ -74,10 +74,29 @@ func newTreeWriter(w io.Writer, chunk int) *treeWriter {
 	return &treeWriter{w: w, chunk: chunk, free: make(chan []byte, max(2, min(runtime.GOMAXPROCS(0), 4)))}
 }
 
+// Write copies a large p into chunk buffers while w writes it (a failed write fails
+// the dump, so what was copied beyond what w took does not matter).
 func (t *treeWriter) Write(p []byte) (int, error) {
+	if len(p) < 1<<20 {
+		n, err := t.w.Write(p)
+		t.n += int64(n)
+		t.add(p[:n])
+		return n, err
+	}
+	done := make(chan struct{})
+	go func() {
+		t.add(p)
+		close(done)
+	}()
 	n, err := t.w.Write(p)
+	<-done
 	t.n += int64(n)
-	for q := p[:n]; len(q) > 0; {
+	return n, err
+}
+
+// add copies p into chunk buffers, handing each full one to a hashing goroutine.
+func (t *treeWriter) add(p []byte) {
+	for q := p; len(q) > 0; {
 		if t.buf == nil {
 			t.buf = t.buffer()
 		}
@@ -90,7 +109,6 @@ func (t *treeWriter) Write(p []byte) (int, error) {
 			t.hash()
 		}
 	}
-	return n, err
 }
 
 // buffer is an empty chunk buffer: a new one while fewer than cap(free) exist, else
