@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -343,4 +345,28 @@ func TestOldSidecarStillLoads(t *testing.T) {
 			t.Error("the key read from the old dump differs from pk.bin's")
 		}
 	})
+}
+
+// A load hashing a dump's chunks in parallel reports their bytes on the loading
+// goroutine, in order of arrival: the count only grows, reaches the dump's size when
+// the hash is done, and ends at twice it (hashed, then decoded).
+func TestTreeLoadReportsProgress(t *testing.T) {
+	d, digest, _ := treeCube(t)
+	size := fileSize(d.Path("cube", DumpFile))
+	var seen []int64
+	var buf bytes.Buffer
+	_, _, _, err := d.LoadWith("cube", digest, LoadOptions{
+		Log:      slog.New(slog.NewTextHandler(&buf, nil)),
+		Progress: func(r, total int64) { seen = append(seen, r) },
+		progress: &progressLimits{minBytes: 1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.IsSorted(seen) || !slices.Contains(seen, size) || seen[len(seen)-1] != 2*size {
+		t.Errorf("progress %v; want it growing, through %d, to %d", seen, size, 2*size)
+	}
+	if !strings.Contains(buf.String(), `reading="pk.dump (hash)"`) {
+		t.Errorf("no progress line for the hash; logged:\n%s", buf.String())
+	}
 }
