@@ -127,8 +127,8 @@ func (d Dir) dumpOnly(circuit string) *dumpSum {
 
 // loadDumpOnly loads a key written as the dump alone: its sidecar s must have this
 // build's format and name digest (when set), and the dump must hash to it (in the
-// sidecar's scheme). There is
-// no pk.bin to fall back on, so any failure fails the load.
+// sidecar's scheme). There is no pk.bin to fall back on, so any failure fails the
+// load.
 func (d Dir) loadDumpOnly(circuit, digest string, s *dumpSum, o LoadOptions, log *slog.Logger) (*groth16bls.ProvingKey, *groth16bls.VerifyingKey, LoadStats, error) {
 	start := time.Now()
 	st := LoadStats{Source: SourceDump, Bytes: fileSize(d.Path(circuit, DumpFile))}
