@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -140,8 +142,8 @@ func BenchmarkKeyLoad(b *testing.B) {
 // BenchmarkDumpHash is the load's digest check of a dump (checkDump: the file is in the
 // page cache, nothing decoded) in both schemes a sidecar may record: the whole-file
 // SHA-256 of keys written before the tree digest, one core, and the tree digest, one
-// goroutine per core. It prints both rates and their ratio, which grows with
-// GOMAXPROCS until the page cache's read bandwidth is the bound. The file is
+// goroutine per core. It prints both rates and their ratio for each -cpu; the ratio
+// grows with GOMAXPROCS until the page cache's read bandwidth is the bound. The file is
 // CUZK_BENCH_HASH_BYTES bytes (default 2 GiB), hashed in chunks of
 // CUZK_BENCH_HASH_CHUNK bytes (default the chunk size dumps are written with):
 //
@@ -180,7 +182,7 @@ func BenchmarkDumpHash(b *testing.B) {
 		b.Fatal(err)
 	}
 	old := dumpSum{DumpSHA256: whole, DumpBytes: size}
-	rate := map[string]float64{}
+	rate := map[int]map[string]float64{} // by GOMAXPROCS (-cpu), then scheme
 	for _, c := range []struct {
 		name string
 		sum  *dumpSum
@@ -198,11 +200,17 @@ func BenchmarkDumpHash(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			rate[c.name] = float64(int64(b.N)*size) / b.Elapsed().Seconds() / 1e6
+			procs := runtime.GOMAXPROCS(0)
+			if rate[procs] == nil {
+				rate[procs] = map[string]float64{}
+			}
+			rate[procs][c.name] = float64(int64(b.N)*size) / b.Elapsed().Seconds() / 1e6
 		})
 	}
-	if rate["sha256"] > 0 && rate["tree"] > 0 {
-		fmt.Printf("dump hash %d bytes, chunk %d, GOMAXPROCS %d: sha256 %.0f MB/s, tree %.0f MB/s: %.2fx\n",
-			size, chunk, runtime.GOMAXPROCS(0), rate["sha256"], rate["tree"], rate["tree"]/rate["sha256"])
+	for _, procs := range slices.Sorted(maps.Keys(rate)) {
+		if r := rate[procs]; r["sha256"] > 0 && r["tree"] > 0 {
+			fmt.Printf("dump hash %d bytes, chunk %d, GOMAXPROCS %d: sha256 %.0f MB/s, tree %.0f MB/s: %.2fx\n",
+				size, chunk, procs, r["sha256"], r["tree"], r["tree"]/r["sha256"])
+		}
 	}
 }
