@@ -483,8 +483,8 @@ func benchWitness(t *testing.T, c *cudaCtx, s *cudaStream, q []bls12381.G1Affine
 }
 
 // benchKeyLoad times a dense 2^logN key's way from its files to resident, as a
-// worker loads it: keys.Dir.LoadWith from pk.dump (sidecar checks, SHA-256 of the
-// dump, ReadDump), prover.NewProvingKey, then the CUDA backend's LoadKey (upload), and
+// worker loads it: keys.Dir.LoadWith from pk.dump (sidecar checks, the dump's
+// digest, ReadDump), prover.NewProvingKey, then the CUDA backend's LoadKey (upload), and
 // the CPU backend's LoadKey from the same key. With old it also times the way before
 // the dump existed: parsing pk.bin (every point decompressed and subgroup-checked).
 // The files were just written, so the page cache serves them, as it did in the

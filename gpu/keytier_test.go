@@ -16,7 +16,7 @@ import (
 )
 
 // TestKeyTierTimes times a proving key's tier moves on the device: file to pinned (the
-// worker's read: sidecar checks, SHA-256 of pk.dump, ReadDump, NewProvingKey), pinned
+// worker's read: sidecar checks, the digest of pk.dump, ReadDump, NewProvingKey), pinned
 // to device (the CUDA backend's LoadKey from the host copy), both together, and the
 // device copy's Close. The key is CUZK_KEYTIER_DIR/CUZK_KEYTIER_CIRCUIT/pk.dump when
 // both are set, else a dense synthetic key of 2^CUZK_KEYTIER_LOG (default 24)

@@ -4,8 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -63,7 +68,7 @@ func benchDir(b *testing.B, circuit string) (Dir, string) {
 }
 
 // BenchmarkLoadKey is a worker's key load (LoadWith from pk.dump: sidecar checks,
-// SHA-256 of the whole dump, ReadDump) at 2^16, 2^18 and 2^20 constraints, reported
+// the whole dump's digest, ReadDump) at 2^16, 2^18 and 2^20 constraints, reported
 // per byte of the dump so that one sees it scale linearly. 2^20 runs only with
 // CUZK_BENCH_LARGE=1 (its key takes minutes to make the first time):
 //
@@ -92,7 +97,7 @@ func BenchmarkLoadKey(b *testing.B) {
 
 // BenchmarkKeyLoad compares reading a proving key from pk.bin (gnark ReadFrom of the
 // compressed encoding with its digest check, the only path before pk.dump) with the
-// dump path (sidecar checks, SHA-256 of the whole dump, ReadDump), and prints the
+// dump path (sidecar checks, the whole dump's digest, ReadDump), and prints the
 // ratio. Keys are those of BenchmarkLoadKey, shaped like the circuits named in
 // CUZK_KEYLOAD_BENCH (comma-separated; default synthetic-k16, as parsing pk.bin at
 // synthetic-k18 takes minutes on 2 cores):
@@ -130,6 +135,82 @@ func BenchmarkKeyLoad(b *testing.B) {
 			fmt.Printf("key load %s: pk.bin %d bytes %v, pk.dump %d bytes %v: %.1fx faster\n", name,
 				fileSize(d.Path(name, PKFile)), old.Round(time.Millisecond),
 				fileSize(d.Path(name, DumpFile)), dump.Round(time.Millisecond), float64(old)/float64(dump))
+		}
+	}
+}
+
+// BenchmarkDumpHash is the load's digest check of a dump (checkDump: the file is in the
+// page cache, nothing decoded) in both schemes a sidecar may record: the whole-file
+// SHA-256 of keys written before the tree digest, one core, and the tree digest, one
+// goroutine per core. It prints both rates and their ratio for each -cpu; the ratio
+// grows with GOMAXPROCS until the page cache's read bandwidth is the bound. The file is
+// CUZK_BENCH_HASH_BYTES bytes (default 2 GiB), hashed in chunks of
+// CUZK_BENCH_HASH_CHUNK bytes (default the chunk size dumps are written with):
+//
+//	go test -run '^$' -bench DumpHash -benchtime 3x -cpu 1,4,16 ./keys/
+func BenchmarkDumpHash(b *testing.B) {
+	size, chunk := int64(2<<30), int64(treeChunk)
+	for v, p := range map[string]*int64{"CUZK_BENCH_HASH_BYTES": &size, "CUZK_BENCH_HASH_CHUNK": &chunk} {
+		if s := os.Getenv(v); s != "" {
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil || n <= 0 {
+				b.Fatalf("%s=%q: want a positive byte count", v, s)
+			}
+			*p = n
+		}
+	}
+	d := Dir(b.TempDir())
+	if err := os.MkdirAll(d.Path("h", ""), dirPerm); err != nil {
+		b.Fatal(err)
+	}
+	tree, err := d.writeDumpFile("h", int(chunk), func(w io.Writer) error {
+		buf := make([]byte, 4<<20)
+		r := rand.NewChaCha8([32]byte{1})
+		for left := size; left > 0; left -= int64(len(buf)) {
+			_, _ = r.Read(buf)
+			if _, err := w.Write(buf[:min(int64(len(buf)), left)]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	whole, err := FileDigest(d.Path("h", DumpFile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	old := dumpSum{DumpSHA256: whole, DumpBytes: size}
+	rate := map[int]map[string]float64{} // by GOMAXPROCS (-cpu), then scheme
+	for _, c := range []struct {
+		name string
+		sum  *dumpSum
+	}{{"sha256", &old}, {"tree", &tree}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.SetBytes(size)
+			for range b.N {
+				f, err := os.Open(d.Path("h", DumpFile))
+				if err != nil {
+					b.Fatal(err)
+				}
+				err = checkDump(f, c.sum, nil)
+				f.Close()
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			procs := runtime.GOMAXPROCS(0)
+			if rate[procs] == nil {
+				rate[procs] = map[string]float64{}
+			}
+			rate[procs][c.name] = float64(int64(b.N)*size) / b.Elapsed().Seconds() / 1e6
+		})
+	}
+	for _, procs := range slices.Sorted(maps.Keys(rate)) {
+		if r := rate[procs]; r["sha256"] > 0 && r["tree"] > 0 {
+			fmt.Printf("dump hash %d bytes, chunk %d, GOMAXPROCS %d: sha256 %.0f MB/s, tree %.0f MB/s: %.2fx\n",
+				size, chunk, procs, r["sha256"], r["tree"], r["tree"]/r["sha256"])
 		}
 	}
 }

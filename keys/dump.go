@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"log/slog"
 	"os"
@@ -22,8 +21,9 @@ import (
 // The proving key as gnark's WriteDump, a memory image that ReadDump copies back
 // without decompressing or subgroup-checking a point: at 2^22 constraints parsing
 // pk.bin took about 3 minutes, the dump a few seconds. Keys are written as the dump
-// alone (its SHA-256 is the circuit's pk_digest); beside an older directory's pk.bin
-// (then the canonical key, whose SHA-256 is the pk_digest) it is a load cache.
+// alone (its tree digest, or for keys written before it its SHA-256, is the circuit's
+// pk_digest); beside an older directory's pk.bin (then the canonical key, whose SHA-256
+// is the pk_digest) it is a load cache.
 const (
 	DumpFile    = "pk.dump"
 	DumpSumFile = "pk.dump.sum"
@@ -36,13 +36,34 @@ const (
 // versions in step with go.mod.
 const DumpFormat = "gnark v0.14.0 gnark-crypto v0.19.0 bls12-381 WriteDump " + runtime.GOARCH
 
-// dumpSum is pk.dump.sum: what the dump is and which pk.bin it was made from.
+// dumpSum is pk.dump.sum: what the dump is and which pk.bin it was made from. The
+// dump's own digest is its tree digest (DumpTree, DumpChunk) or, in sidecars written
+// before it, its SHA-256 (DumpSHA256); one of the two is set.
 type dumpSum struct {
-	Format     string `json:"format"`
-	PKDigest   string `json:"pk_digest"`          // the key's digest: SHA-256 of the pk.bin the dump was made from, or of the dump when it is the key
-	PKBytes    int64  `json:"pk_bytes,omitempty"` // that pk.bin's size (0: none, or a sidecar written before it was kept)
-	DumpSHA256 string `json:"dump_sha256"`        // SHA-256 of pk.dump itself
-	DumpBytes  int64  `json:"dump_bytes"`
+	Format     string   `json:"format"`
+	PKDigest   string   `json:"pk_digest"`             // the key's digest: SHA-256 of the pk.bin the dump was made from, or the dump's digest when it is the key
+	PKBytes    int64    `json:"pk_bytes,omitempty"`    // that pk.bin's size (0: none, or a sidecar written before it was kept)
+	DumpSHA256 string   `json:"dump_sha256,omitempty"` // SHA-256 of pk.dump itself
+	DumpTree   string   `json:"dump_tree,omitempty"`   // tree digest of pk.dump (treeTag)
+	DumpChunk  int64    `json:"dump_chunk,omitempty"`  // its chunk size
+	DumpChunks []string `json:"dump_chunks,omitempty"` // each chunk's SHA-256: names the chunks of a damaged dump
+	DumpBytes  int64    `json:"dump_bytes"`
+}
+
+// dumpDigest is the dump's own digest, in whichever scheme the sidecar records.
+func (s *dumpSum) dumpDigest() string {
+	if s.DumpTree != "" {
+		return s.DumpTree
+	}
+	return s.DumpSHA256
+}
+
+// digestName names the scheme of dumpDigest, for errors.
+func (s *dumpSum) digestName() string {
+	if s.DumpTree != "" {
+		return "tree digest (" + treeTag + ")"
+	}
+	return "SHA-256"
 }
 
 // errNoDump: there is no usable sidecar at all (never written, or being replaced);
@@ -57,7 +78,7 @@ func (d Dir) writeDump(circuit string, pk *groth16bls.ProvingKey, pkDigest strin
 	if err := os.Remove(d.Path(circuit, DumpSumFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	s, err := d.writeDumpFile(circuit, pk.WriteDump)
+	s, err := d.writeDumpFile(circuit, treeChunk, pk.WriteDump)
 	if err != nil {
 		return err
 	}
@@ -65,18 +86,16 @@ func (d Dir) writeDump(circuit string, pk *groth16bls.ProvingKey, pkDigest strin
 	return d.writeSum(circuit, s)
 }
 
-// writeDumpFile writes pk.dump with dump and returns its sidecar without the key's
-// digest.
-func (d Dir) writeDumpFile(circuit string, dump func(io.Writer) error) (dumpSum, error) {
-	s := dumpSum{Format: DumpFormat}
+// writeDumpFile writes pk.dump with dump and returns its sidecar, with the dump's tree
+// digest in chunks of chunk bytes, without the key's digest.
+func (d Dir) writeDumpFile(circuit string, chunk int, dump func(io.Writer) error) (dumpSum, error) {
+	s := dumpSum{Format: DumpFormat, DumpChunk: int64(chunk)}
 	err := writeAtomic(d.Path(circuit, DumpFile), func(w io.Writer) error {
-		h := sha256.New()
-		cw := &countingWriter{w: &hashingWriter{w: w, h: h}}
-		if err := dump(cw); err != nil {
-			return err
-		}
-		s.DumpSHA256, s.DumpBytes = hex.EncodeToString(h.Sum(nil)), cw.n
-		return nil
+		tw := newTreeWriter(w, chunk)
+		err := dump(tw)
+		s.DumpTree, s.DumpChunks = tw.finish()
+		s.DumpBytes = tw.n
+		return err
 	})
 	if err != nil {
 		return s, fmt.Errorf("write %s of %s: %w", DumpFile, circuit, err)
@@ -100,23 +119,24 @@ func (d Dir) writeSum(circuit string, s dumpSum) error {
 // (the digest it names is the dump's own, no pk.bin size); nil otherwise.
 func (d Dir) dumpOnly(circuit string) *dumpSum {
 	s := d.rawSum(circuit)
-	if s == nil || s.PKBytes != 0 || s.PKDigest == "" || s.PKDigest != s.DumpSHA256 {
+	if s == nil || s.PKBytes != 0 || s.PKDigest == "" || s.PKDigest != s.dumpDigest() {
 		return nil
 	}
 	return s
 }
 
 // loadDumpOnly loads a key written as the dump alone: its sidecar s must have this
-// build's format and name digest (when set), and the dump must hash to it. There is
-// no pk.bin to fall back on, so any failure fails the load.
+// build's format and name digest (when set), and the dump must hash to it (in the
+// sidecar's scheme). There is no pk.bin to fall back on, so any failure fails the
+// load.
 func (d Dir) loadDumpOnly(circuit, digest string, s *dumpSum, o LoadOptions, log *slog.Logger) (*groth16bls.ProvingKey, *groth16bls.VerifyingKey, LoadStats, error) {
 	start := time.Now()
 	st := LoadStats{Source: SourceDump, Bytes: fileSize(d.Path(circuit, DumpFile))}
 	path := d.Path(circuit, DumpFile)
 	switch {
 	case digest != "" && s.PKDigest != digest:
-		return nil, nil, st, fmt.Errorf("proving key %s has SHA-256 %s (%s), but cuzk.circuits.pk_digest of %s is %s: not the registered key (run cuzk setup again or fix --keys-dir)",
-			path, s.PKDigest, DumpSumFile, circuit, digest)
+		return nil, nil, st, fmt.Errorf("proving key %s has %s %s (%s), but cuzk.circuits.pk_digest of %s is %s: not the registered key (run cuzk setup again or fix --keys-dir)",
+			path, s.digestName(), s.PKDigest, DumpSumFile, circuit, digest)
 	case s.Format != DumpFormat:
 		return nil, nil, st, fmt.Errorf("proving key %s is in dump format %q, this build reads %q: make the key again (cuzk setup --force)", path, s.Format, DumpFormat)
 	}
@@ -179,7 +199,7 @@ func (d Dir) readSum(circuit, pkDigest string, pkBytes int64) (*dumpSum, error) 
 		return nil, fmt.Errorf("dump format %q, this build reads %q", s.Format, DumpFormat)
 	case s.PKDigest != pkDigest:
 		return nil, fmt.Errorf("dump was made from proving key %.16s, want %.16s", s.PKDigest, pkDigest)
-	case len(s.DumpSHA256) != 2*sha256.Size || s.DumpBytes <= 0:
+	case len(s.dumpDigest()) != 2*sha256.Size || s.DumpBytes <= 0 || (s.DumpTree != "" && s.DumpChunk <= 0):
 		return nil, fmt.Errorf("%s: no dump digest or size", DumpSumFile)
 	}
 	return &s, nil
@@ -204,8 +224,8 @@ func (d Dir) rawSum(circuit string) *dumpSum {
 // allocates every slice at the length the file states, so a flipped bit in a length
 // could ask for terabytes (a panic we recover) or for tens of gigabytes (an allocation
 // that may succeed and get the process OOM-killed) long before a hash taken while
-// reading could be compared. The second pass reads from the page cache; at 2^22 (a
-// 2.4 GB dump) hashing costs about 1.5 s, against minutes for parsing pk.bin.
+// reading could be compared. The second pass reads from the page cache. A tree digest
+// is hashed on every core (hashTree); a sidecar's whole-file SHA-256 on one.
 func (d Dir) readDump(circuit string, s *dumpSum, prog *loadProgress) (*groth16bls.ProvingKey, error) {
 	path := d.Path(circuit, DumpFile)
 	f, err := os.Open(path)
@@ -220,18 +240,7 @@ func (d Dir) readDump(circuit string, s *dumpSum, prog *loadProgress) (*groth16b
 	if st.Size() != s.DumpBytes {
 		return nil, fmt.Errorf("%s has %d bytes, its sidecar says %d (truncated or replaced)", path, st.Size(), s.DumpBytes)
 	}
-	h := sha256.New()
-	var r io.Reader = bufio.NewReaderSize(f, bufSize)
-	if prog != nil {
-		r = prog.reader(r, DumpFile+" (hash)")
-	}
-	if _, err := io.Copy(h, r); err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != s.DumpSHA256 {
-		return nil, fmt.Errorf("%s has SHA-256 %s, its sidecar says %s (corrupt)", path, got, s.DumpSHA256)
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
+	if err := checkDump(f, s, prog); err != nil {
 		return nil, err
 	}
 	pk := new(groth16bls.ProvingKey)
@@ -253,36 +262,36 @@ func (d Dir) readDump(circuit string, s *dumpSum, prog *loadProgress) (*groth16b
 	return pk, nil
 }
 
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
-}
-
-// hashingWriter writes to w and h; a large write is hashed while it is written (at
-// Filecoin sizes the key is tens of gigabytes, and SHA-256 alone runs at about the
-// speed of the disk).
-type hashingWriter struct {
-	w io.Writer
-	h hash.Hash
-}
-
-func (t *hashingWriter) Write(p []byte) (int, error) {
-	if len(p) < 1<<20 {
-		t.h.Write(p)
-		return t.w.Write(p)
+// checkDump hashes f, the dump of s.DumpBytes bytes, in the scheme its sidecar s
+// records and compares the digest with the sidecar's, telling prog what it reads.
+func checkDump(f *os.File, s *dumpSum, prog *loadProgress) error {
+	const what = DumpFile + " (hash)"
+	if s.DumpTree == "" {
+		h := sha256.New()
+		var r io.Reader = bufio.NewReaderSize(f, bufSize)
+		if prog != nil {
+			r = prog.reader(r, what)
+		}
+		if _, err := io.Copy(h, r); err != nil {
+			return fmt.Errorf("read %s: %w", f.Name(), err)
+		}
+		if got := hex.EncodeToString(h.Sum(nil)); got != s.DumpSHA256 {
+			return fmt.Errorf("%s has SHA-256 %s, its sidecar says %s (corrupt)", f.Name(), got, s.DumpSHA256)
+		}
+		_, err := f.Seek(0, io.SeekStart)
+		return err
 	}
-	done := make(chan struct{})
-	go func() {
-		t.h.Write(p)
-		close(done)
-	}()
-	n, err := t.w.Write(p)
-	<-done
-	return n, err
+	var read func(int64)
+	if prog != nil {
+		read = func(n int64) { prog.add(n, what) }
+	}
+	sums, err := hashTree(f, s.DumpChunk, s.DumpBytes, read)
+	if err != nil {
+		return err
+	}
+	if got := treeRoot(s.DumpChunk, s.DumpBytes, sums); got != s.DumpTree {
+		return fmt.Errorf("%s has tree digest %s, its sidecar says %s (corrupt: %s)", f.Name(), got, s.DumpTree,
+			treeMismatch(s.DumpChunk, s.DumpBytes, sums, s.DumpChunks))
+	}
+	return nil
 }

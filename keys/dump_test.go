@@ -152,8 +152,8 @@ func TestOldDirectoryLoadsFromItsDump(t *testing.T) {
 	if s.Format != DumpFormat || s.PKDigest != digest || s.DumpBytes != fileSize(d.Path("cube", DumpFile)) {
 		t.Fatalf("sidecar of an old directory: %+v; want format %q, pk digest %s and the dump's size", s, DumpFormat, digest)
 	}
-	if got, _ := FileDigest(d.Path("cube", DumpFile)); got != s.DumpSHA256 {
-		t.Errorf("sidecar records dump SHA-256 %s, the file has %s", s.DumpSHA256, got)
+	if got := wantTreeOf(t, d.Path("cube", DumpFile), treeChunk); got != s.DumpTree || s.DumpChunk != treeChunk {
+		t.Errorf("sidecar records dump tree digest %s in chunks of %d, the file has %s", s.DumpTree, s.DumpChunk, got)
 	}
 
 	pk, vk, st, log := load(t, d, digest)

@@ -2,7 +2,7 @@
 //
 //	<keys-dir>/<circuit>/pk.dump       gnark ProvingKey.WriteDump: the proving key in the
 //	                                   layout the worker loads without decoding a point
-//	<keys-dir>/<circuit>/pk.dump.sum   JSON: the dump's format, SHA-256 and size, and
+//	<keys-dir>/<circuit>/pk.dump.sum   JSON: the dump's format, digest and size, and
 //	                                   the digest of the key it holds (pk_digest)
 //	<keys-dir>/<circuit>/vk.bin        gnark VerifyingKey.WriteTo
 //	<keys-dir>/<circuit>/pk.bin        gnark ProvingKey.WriteTo: imported keys, and keys
@@ -11,7 +11,8 @@
 //	                                   built-in ones are compiled by package synth)
 //
 // Setup writes the proving key once, as the dump: the pk_digest of cuzk.circuits is
-// then the dump's SHA-256. Where there is a pk.bin (an import, whose digest stays the
+// then the dump's tree digest (tree.go; for dumps written before it, their SHA-256,
+// which such sidecars record and loads keep checking). Where there is a pk.bin (an import, whose digest stays the
 // SHA-256 of the file the operator imported, or a directory set up before), pk.bin is
 // the canonical key, its SHA-256 the pk_digest, and pk.dump a load cache of it,
 // rebuilt when missing or bad.
@@ -19,7 +20,7 @@
 // Files are written to a temporary name and renamed, so a reader never sees a partial
 // key. The proving key's digest is checked on load, so a key that does not match the
 // registered circuit is refused rather than used: either pk.bin hashes to it, or the
-// dump's sidecar names it and the dump hashes to the SHA-256 the sidecar records.
+// dump's sidecar names it and the dump hashes to the digest the sidecar records.
 package keys
 
 import (
@@ -94,7 +95,7 @@ func (d Dir) Setup(ctx context.Context, circuit string, r1cs *cs.R1CS, o setup.O
 	if err := prover.CheckNoCommitments(circuit, r1cs); err != nil {
 		return nil, "", err
 	}
-	digest, err = d.writeKeys(circuit, func(w io.Writer) error {
+	digest, err = d.writeKeys(circuit, treeChunk, func(w io.Writer) error {
 		var err error
 		vk, err = setup.Write(ctx, r1cs, w, o)
 		return err
@@ -143,12 +144,13 @@ func (d Dir) WriteDumpOnly(circuit string, pk *groth16bls.ProvingKey, vk *groth1
 	if err := synth.CheckCircuitName(circuit); err != nil {
 		return "", err
 	}
-	return d.writeKeys(circuit, pk.WriteDump, func() *groth16bls.VerifyingKey { return vk })
+	return d.writeKeys(circuit, treeChunk, pk.WriteDump, func() *groth16bls.VerifyingKey { return vk })
 }
 
-// writeKeys writes circuit's dump with dump, then vk.bin with vk() (known once dump
-// ran), then the sidecar naming the dump as the key (a pk.bin there goes first).
-func (d Dir) writeKeys(circuit string, dump func(io.Writer) error, vk func() *groth16bls.VerifyingKey) (string, error) {
+// writeKeys writes circuit's dump with dump (tree digest in chunks of chunk bytes),
+// then vk.bin with vk() (known once dump ran), then the sidecar naming the dump as the
+// key (a pk.bin there goes first).
+func (d Dir) writeKeys(circuit string, chunk int, dump func(io.Writer) error, vk func() *groth16bls.VerifyingKey) (string, error) {
 	if err := os.MkdirAll(filepath.Join(string(d), circuit), dirPerm); err != nil {
 		return "", fmt.Errorf("keys dir: %w", err)
 	}
@@ -159,14 +161,14 @@ func (d Dir) writeKeys(circuit string, dump func(io.Writer) error, vk func() *gr
 	if err := os.Remove(d.Path(circuit, PKFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return "", err
 	}
-	s, err := d.writeDumpFile(circuit, dump)
+	s, err := d.writeDumpFile(circuit, chunk, dump)
 	if err != nil {
 		return "", err
 	}
 	if err := writeAtomic(d.Path(circuit, VKFile), func(w io.Writer) error { _, err := vk().WriteTo(w); return err }); err != nil {
 		return "", fmt.Errorf("write verifying key of %s: %w", circuit, err)
 	}
-	s.PKDigest = s.DumpSHA256 // the dump is the key
+	s.PKDigest = s.DumpTree // the dump is the key
 	if err := d.writeSum(circuit, s); err != nil {
 		return "", err
 	}
@@ -292,7 +294,7 @@ type LoadOptions struct {
 //
 // The proving key comes from pk.dump when its sidecar has this build's format and
 // names the pk digest (and pk.bin's size, when it records it), and the dump hashes to
-// the SHA-256 the sidecar records; pk.bin is then not read at all. Otherwise pk.bin is
+// the digest the sidecar records; pk.bin is then not read at all. Otherwise pk.bin is
 // parsed (and checked against digest) and a new dump is written for the next load; a
 // dump that fails a check is logged and replaced, never used. A dump that cannot be
 // written (a read-only keys directory) is logged and the key returned all the same.

@@ -3,7 +3,6 @@ package keys
 import (
 	"bytes"
 	"context"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -45,8 +44,11 @@ func TestSetupWritesKeyOnce(t *testing.T) {
 	if want := []string{DumpFile, DumpSumFile, VKFile}; !slices.Equal(names, want) {
 		t.Fatalf("files after Setup: %v, want %v", names, want)
 	}
-	if got, _ := FileDigest(d.Path("cube", DumpFile)); got != digest {
-		t.Errorf("pk digest %s, the dump's SHA-256 is %s", digest, got)
+	if got := wantTreeOf(t, d.Path("cube", DumpFile), treeChunk); got != digest {
+		t.Errorf("pk digest %s, the dump's tree digest is %s", digest, got)
+	}
+	if got, err := DumpDigest(d.Path("cube", DumpFile)); err != nil || got != digest {
+		t.Errorf("DumpDigest = %s, %v; want the pk digest %s", got, err, digest)
 	}
 	if !d.Has("cube") {
 		t.Error("Has is false for a key written as the dump")
@@ -144,28 +146,4 @@ func compileBuiltin(t *testing.T, name string) *synth.Compiled {
 		t.Fatal(err)
 	}
 	return c
-}
-
-// The sidecar's SHA-256 and size are the file's, for writes large enough to be hashed
-// while they are written and for small ones between them.
-func TestDumpDigestOfLargeWrites(t *testing.T) {
-	d := Dir(t.TempDir())
-	if err := os.MkdirAll(d.Path("big", ""), dirPerm); err != nil {
-		t.Fatal(err)
-	}
-	big := bytes.Repeat([]byte("0123456789abcdef"), 3<<16) // 3 MiB
-	s, err := d.writeDumpFile("big", func(w io.Writer) error {
-		for _, p := range [][]byte{big[:10], big, big[:1<<20], big[7:]} {
-			if _, err := w.Write(p); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, _ := FileDigest(d.Path("big", DumpFile)); got != s.DumpSHA256 || s.DumpBytes != fileSize(d.Path("big", DumpFile)) {
-		t.Errorf("sidecar says %s, %d bytes; the file has %s, %d bytes", s.DumpSHA256, s.DumpBytes, got, fileSize(d.Path("big", DumpFile)))
-	}
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/cuzk/cuzk/internal/cuzkbin"
 	"github.com/cuzk/cuzk/internal/pgtest"
+	"github.com/cuzk/cuzk/keys"
 )
 
 // cuzkBin is the binary under test, built by TestMain.
@@ -318,9 +319,11 @@ func TestSetupBuiltinRegistersCircuit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("cuzk.circuits row for synthetic-k6: %v", err)
 	}
-	if want := fileSHA256(t, pkPath); digest != want {
-		t.Errorf("pk_digest %s, sha256 of %s is %s", digest, pkPath, want)
+	want, err := keys.DumpDigest(pkPath)
+	if err != nil || digest != want {
+		t.Errorf("pk_digest %s, tree digest of %s is %s (%v)", digest, pkPath, want, err)
 	}
+	dumpSum := fileSHA256(t, pkPath)
 	if !bytes.Equal(vk, vkFile) {
 		t.Errorf("registered vk (%d bytes) differs from vk.bin (%d bytes)", len(vk), len(vkFile))
 	}
@@ -333,8 +336,8 @@ func TestSetupBuiltinRegistersCircuit(t *testing.T) {
 	if strings.Contains(again.stderr, "WARNING") || !strings.Contains(again.stderr, "reusing them") {
 		t.Errorf("second setup should reuse the existing keys without a ceremony:\n%s", again.stderr)
 	}
-	if got := fileSHA256(t, pkPath); got != digest {
-		t.Errorf("second setup rewrote pk.dump (digest %s, was %s)", got, digest)
+	if got := fileSHA256(t, pkPath); got != dumpSum {
+		t.Errorf("second setup rewrote pk.dump (SHA-256 %s, was %s)", got, dumpSum)
 	}
 	if got := psql(t, db.URL, "SELECT pk_digest FROM cuzk.circuits WHERE name = 'synthetic-k6';"); got != digest {
 		t.Errorf("pk_digest after second setup %q, want %q", got, digest)

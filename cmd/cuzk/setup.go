@@ -175,7 +175,7 @@ func setupBuiltin(ctx context.Context, g *globals, pool *pgxpool.Pool, reg *synt
 		}
 		fmt.Fprintf(g.stderr, "keys written to %s (%s)\n", filepath.Join(string(kd), name), time.Since(t).Round(time.Millisecond))
 	}
-	fmt.Fprintf(g.stdout, "registered %s: %d constraints, %d public inputs, pk sha256 %s, key version %d\n", name, compiled.NbConstraints(), compiled.NbPublic()-1, row.PKDigest[:16], version)
+	fmt.Fprintf(g.stdout, "registered %s: %d constraints, %d public inputs, pk digest %s, key version %d\n", name, compiled.NbConstraints(), compiled.NbPublic()-1, row.PKDigest[:16], version)
 	return nil
 }
 
@@ -222,7 +222,7 @@ func setupOffline(ctx context.Context, g *globals, reg *synth.Registry, kd keys.
 	}
 	phase("setup", time.Since(t))
 	phase("total", time.Since(start))
-	fmt.Fprintf(g.stdout, "keys of %s (%d constraints, %d wires) written to %s, pk sha256 %s, %d bytes; not registered\n",
+	fmt.Fprintf(g.stdout, "keys of %s (%d constraints, %d wires) written to %s, pk digest %s, %d bytes; not registered\n",
 		name, compiled.NbConstraints(), compiled.NbWires(), filepath.Join(string(kd), name), digest[:16], fileBytes(kd.Path(name, keys.DumpFile)))
 	return nil
 }
@@ -340,7 +340,7 @@ func importCircuit(ctx context.Context, g *globals, pool *pgxpool.Pool, reg *syn
 	if err := reg.ForgetImported(name); err != nil {
 		return err
 	}
-	fmt.Fprintf(g.stdout, "imported %s: %d constraints, %d public inputs, pk sha256 %s, key version %d\n", name, r1cs.GetNbConstraints(), compiled.NbPublic()-1, row.PKDigest[:16], version)
+	fmt.Fprintf(g.stdout, "imported %s: %d constraints, %d public inputs, pk digest %s, key version %d\n", name, r1cs.GetNbConstraints(), compiled.NbPublic()-1, row.PKDigest[:16], version)
 	return nil
 }
 
