@@ -252,3 +252,14 @@ func gather(dst, w []fr.Element, idx []int32) []fr.Element {
 	}
 	return dst
 }
+
+// KeyHostBytes implements HostMemory: a key's buffers of LoadKey (the private
+// witness with h, the FFT scratch, the A and B witness gathers and their indexes).
+func (c *CPU) KeyHostBytes(nbWires, nbPublic, domain int) int64 {
+	const f = fr.Bytes
+	w, n := int64(nbWires), int64(domain)
+	return (w-int64(nbPublic)+n)*f + 2*n*f + 2*w*f + 2*w*4
+}
+
+// HostBytes implements HostMemory: the CPU backend holds nothing beside its keys.
+func (c *CPU) HostBytes() int64 { return 0 }

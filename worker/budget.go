@@ -297,3 +297,13 @@ func (r *Reservation) Shrink(keep int64) {
 
 // Release gives everything back; it is safe to call more than once.
 func (r *Reservation) Release() { r.Shrink(0) }
+
+// EachKind calls f with each kind's bytes held now and at most (Kinds), for metrics.
+func (b *Budget) EachKind(f func(kind string, bytes, peak int64)) {
+	for _, k := range b.Kinds() {
+		f(k.Kind, k.Bytes, k.Peak)
+	}
+}
+
+// PeakBytes is the most bytes the budget has held at once (Peak().Bytes).
+func (b *Budget) PeakBytes() int64 { return b.Peak().Bytes }

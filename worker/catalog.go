@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/bits"
 	"slices"
 	"sync"
 	"time"
@@ -22,8 +23,10 @@ import (
 // circuit and key once and keep it resident until a backend runs out of memory for
 // another key or loses its device; calls are safe for concurrent use.
 type Catalog interface {
-	// Circuit returns the compiled constraint system of a circuit.
-	Circuit(ctx context.Context, name string) (*synth.Compiled, error)
+	// Circuit returns the compiled constraint system of a circuit and a func that ends
+	// this use of it. A circuit no use holds may be unloaded to make room in the
+	// worker's memory budget, least recently used first.
+	Circuit(ctx context.Context, name string) (c *synth.Compiled, release func(), err error)
 	// Prepare reads the circuit's proving key into memory (no device yet), or waits
 	// for the read in progress; waited is the time this call spent on it, 0 when the
 	// key was in memory. A batch calls it before it takes a device, so that a device
@@ -126,23 +129,44 @@ type KeyLoader func(ctx context.Context, circuit string, progress func(read, tot
 // CircuitLoader returns a compiled circuit by name (built-in or imported).
 type CircuitLoader func(ctx context.Context, name string) (*synth.Compiled, error)
 
+// CatalogOption adds to what NewCatalog makes.
+type CatalogOption func(*catalog)
+
+// UnloadCircuit is how the catalog lets go of a compiled circuit that it unloads to
+// make room in the memory budget: the loader's own cache must drop it too (for
+// example synth.Registry.Unload), or its memory is never freed.
+func UnloadCircuit(unload func(name string)) CatalogOption {
+	return func(c *catalog) { c.unload = unload }
+}
+
 // NewCatalog is a Catalog that loads circuits and keys on first use and keeps them
 // resident: one load per key and backend, however many requests ask at once. When a
 // backend's LoadKey runs out of device memory, the catalog frees the least recently
 // used key of that backend not in use and tries again. It logs evictions and device
 // resets to log (nil: slog's default).
-func NewCatalog(circuits CircuitLoader, keys KeyLoader, log *slog.Logger) Catalog {
+func NewCatalog(circuits CircuitLoader, keys KeyLoader, log *slog.Logger, opts ...CatalogOption) Catalog {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &catalog{circuits: circuits, keys: keys, log: log, states: map[string]*KeyState{},
-		keysBy: map[string]*ResidentKey{}, resets: map[string]int{}, freed: make(chan struct{})}
+	c := &catalog{circuits: circuits, keys: keys, log: log, states: map[string]*KeyState{},
+		keysBy: map[string]*ResidentKey{}, resets: map[string]int{}, freed: make(chan struct{}),
+		held: map[string]*heldCircuit{}}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
 }
 
 type catalog struct {
 	circuits CircuitLoader
 	keys     KeyLoader
 	log      *slog.Logger
+	unload   func(name string) // the loader's cache drops a compiled circuit (UnloadCircuit)
+	// budget, when set (useBudget), counts the compiled circuits held, the proving keys'
+	// host copies and their backends' host buffers.
+	budget   *Budget
+	backends []prover.Backend
+	keyRes   loadOnce[*Reservation] // a key's host copy, by circuit
 
 	resident loadOnce[*ResidentKey] // by circuit + "\x00" + backend name
 	gnark    loadOnce[gnarkKeys]    // by circuit
@@ -154,6 +178,7 @@ type catalog struct {
 	// freed is closed (and replaced) whenever a key's last use ends, for a load that
 	// waits for a key in use to become evictable.
 	freed chan struct{}
+	held  map[string]*heldCircuit // compiled circuits counted in the budget, by name
 }
 
 type gnarkKeys struct {
@@ -244,8 +269,142 @@ func recovered[V any](ctx context.Context, load func(context.Context) (V, error)
 	return load(ctx)
 }
 
-func (c *catalog) Circuit(ctx context.Context, name string) (*synth.Compiled, error) {
-	return c.circuits(ctx, name)
+func (c *catalog) Circuit(ctx context.Context, name string) (*synth.Compiled, func(), error) {
+	comp, err := c.circuits(ctx, name)
+	if err != nil || c.budget == nil {
+		return comp, func() {}, err
+	}
+	if h := c.useCircuit(name, comp, nil); h != nil {
+		return comp, c.circuitReleaser(h), nil
+	}
+	// Loaded (or unloaded and loaded again) without a reservation: count it now.
+	res, err := c.budget.ReserveFor(ctx, KindCircuit, comp.HeldBytes())
+	if err != nil {
+		return nil, nil, fmt.Errorf("memory for compiled circuit %s: %w", name, err)
+	}
+	return comp, c.circuitReleaser(c.useCircuit(name, comp, res)), nil
+}
+
+// heldCircuit is a compiled circuit counted in the budget.
+type heldCircuit struct {
+	name    string
+	c       *synth.Compiled
+	res     *Reservation
+	users   int       // uses not yet released; guarded by catalog.mu, as is lastUse
+	lastUse time.Time // for LRU unloading
+}
+
+// useCircuit begins a use of comp, counted in the budget: with res nil, when it is
+// counted already (else it returns nil); with res, counting it with res unless
+// another call counted it meanwhile (res is then given back).
+func (c *catalog) useCircuit(name string, comp *synth.Compiled, res *Reservation) *heldCircuit {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := c.held[name]
+	switch {
+	case h != nil && h.c == comp:
+		if res != nil {
+			res.Release()
+		}
+	case res == nil:
+		return nil
+	default:
+		if h != nil { // a circuit set up again under the same name: the old one goes
+			h.res.Release()
+		}
+		h = &heldCircuit{name: name, c: comp, res: res}
+		c.held[name] = h
+	}
+	h.users++
+	h.lastUse = time.Now()
+	return h
+}
+
+func (c *catalog) circuitReleaser(h *heldCircuit) func() {
+	return sync.OnceFunc(func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		h.users--
+		h.lastUse = time.Now()
+	})
+}
+
+// reclaim unloads compiled circuits that no use holds, least recently used first,
+// until need bytes are freed or none is left (Budget.SetReclaimer).
+func (c *catalog) reclaim(need int64) {
+	c.mu.Lock()
+	var idle []*heldCircuit
+	for _, h := range c.held {
+		if h.users == 0 {
+			idle = append(idle, h)
+		}
+	}
+	slices.SortFunc(idle, func(a, b *heldCircuit) int { return a.lastUse.Compare(b.lastUse) })
+	var freed int64
+	var gone []*heldCircuit
+	for _, h := range idle {
+		if freed >= need {
+			break
+		}
+		delete(c.held, h.name)
+		freed += h.res.Bytes()
+		gone = append(gone, h)
+	}
+	c.mu.Unlock()
+	for _, h := range gone {
+		if c.unload != nil {
+			c.unload(h.name)
+		}
+		c.log.Info("compiled circuit unloaded to make room in the memory budget", "circuit", h.name,
+			"bytes", h.res.Bytes(), "idle_ms", time.Since(h.lastUse).Milliseconds())
+		h.res.Release()
+	}
+}
+
+// useBudget makes the catalog count what it holds in b and unload idle compiled
+// circuits when b needs room.
+// Each key also holds the host buffers that each of backends makes for it
+// (prover.HostMemory).
+func (c *catalog) useBudget(b *Budget, backends []prover.Backend) {
+	c.budget = b
+	c.backends = backends
+	b.SetReclaimer(c.reclaim)
+}
+
+// reserveKey counts circuit's proving key's host copy in the budget before the key is
+// read, once per circuit: a request calls it before it reserves its synthesis, so that
+// the key of a request that holds memory never waits for memory.
+func (c *catalog) reserveKey(ctx context.Context, name string, comp *synth.Compiled) error {
+	if c.budget == nil {
+		return nil
+	}
+	_, _, err := c.keyRes.get(ctx, name, func(ctx context.Context) (*Reservation, error) {
+		return c.budget.ReserveFor(ctx, KindKey, c.keyHostBytes(comp))
+	})
+	if err != nil {
+		return fmt.Errorf("memory for the proving key of %s: %w", name, err)
+	}
+	return nil
+}
+
+// keyHostBytes is the host memory of a circuit's proving key as prover.NewProvingKey
+// holds it: G1 bases A and B per wire, G2 B per wire, K per private wire and Z per
+// domain point, its infinity markers, and K and Z copied into one slice (KZ), whose
+// old copies are garbage once it is made.
+//
+// Each backend's buffers for the key (prover.HostMemory) are added.
+func (c *catalog) keyHostBytes(comp *synth.Compiled) int64 {
+	const g1, g2 = 96, 192
+	wires := int64(comp.NbWires())
+	priv := wires - int64(comp.NbPublic())
+	domain := int64(1) << bits.Len64(uint64(comp.NbConstraints())-1)
+	n := 2*wires*g1 + wires*g2 + 2*(priv+domain)*g1 + 2*wires
+	for _, b := range c.backends {
+		if h, ok := b.(prover.HostMemory); ok {
+			n += h.KeyHostBytes(int(wires), comp.NbPublic(), int(domain))
+		}
+	}
+	return n
 }
 
 func (c *catalog) Prepare(ctx context.Context, name string) (time.Duration, error) {
@@ -463,6 +622,16 @@ func (c *catalog) close(k *ResidentKey) {
 func (c *catalog) buildKey(ctx context.Context, name string) (ppk *prover.ProvingKey, vk *groth16bls.VerifyingKey, err error) {
 	st := c.begin(name, "")
 	defer func() { c.end(st, err) }()
+	if c.budget != nil {
+		// Counted before it is read (a preload reads keys that no request reserved).
+		comp, err := c.circuits(ctx, name)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := c.reserveKey(ctx, name, comp); err != nil {
+			return nil, nil, err
+		}
+	}
 	pk, vk, err := c.keys(ctx, name, func(read, total int64) {
 		c.mu.Lock()
 		st.Bytes, st.Total = read, total

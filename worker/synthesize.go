@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -75,7 +76,11 @@ func (w *Worker) startBatch(b *batch) {
 			return
 		}
 		b.items = solved
-		w.proveCh <- b // blocks when the provers are behind: backpressure
+		ch := w.proveCh
+		if slices.ContainsFunc(b.items, (*item).urgent) {
+			ch = w.urgentCh // ahead of the batches already waiting
+		}
+		ch <- b // blocks when the provers are behind: backpressure
 		for _, it := range b.items {
 			if it.queued != nil {
 				close(it.queued)
@@ -85,11 +90,11 @@ func (w *Worker) startBatch(b *batch) {
 }
 
 func (w *Worker) synthesize(it *item) error {
-	compiled, err := w.catalog.Circuit(it.ctx, it.req.Circuit)
+	compiled, release, err := w.catalog.Circuit(it.ctx, it.req.Circuit)
 	if err != nil {
 		return fmt.Errorf("load circuit %q: %w", it.req.Circuit, err)
 	}
-	it.compiled = compiled
+	defer release() // the solution is all that is needed of the circuit after Solve
 
 	// Until synthesis starts the request holds only its claim: a shutdown hands it
 	// back at once (errHandBack) rather than keep the worker past its grace period.
@@ -102,13 +107,13 @@ func (w *Worker) synthesize(it *item) error {
 
 	need := synth.EstimateBytes(compiled)
 	t := time.Now()
-	res, err := w.budget.Reserve(waitCtx, need)
+	res, err := w.reserveSynthesis(waitCtx, it, compiled, need)
 	it.times.Set(phase.MemWait, time.Since(t))
 	if err != nil {
 		if errors.Is(context.Cause(waitCtx), errHandBack) {
 			return errHandBack
 		}
-		return fmt.Errorf("reserve %d bytes: %w", need, err)
+		return err
 	}
 	it.res = res
 	it.att.MemReservedBytes = need
@@ -136,3 +141,38 @@ func (w *Worker) synthesize(it *item) error {
 	it.sol = sol
 	return nil
 }
+
+// reserveSynthesis reserves the memory of it's synthesis (need bytes), after its
+// proving key's host copy, which is read once per circuit and kept: the key of a
+// request that holds memory must never wait for memory. A request that the budget can
+// never hold beside what stays (the process, staging buffers, its circuit and key)
+// fails at once with a *TooLargeError; an urgent one (priority 1) waits only behind
+// other urgent ones.
+func (w *Worker) reserveSynthesis(ctx context.Context, it *item, compiled *synth.Compiled, need int64) (*Reservation, error) {
+	if kr, ok := w.catalog.(interface {
+		reserveKey(context.Context, string, *synth.Compiled) error
+		keyHostBytes(*synth.Compiled) int64
+	}); ok {
+		key, circuit := kr.keyHostBytes(compiled), compiled.HeldBytes()
+		if room := w.budget.Room(); need+key+circuit > room {
+			return nil, fmt.Errorf("synthesis %d, compiled circuit %d and proving key %d bytes: %w", need, circuit, key,
+				&TooLargeError{Need: need + key + circuit, Total: w.budget.Total(), Held: w.budget.Total() - room})
+		}
+		if err := kr.reserveKey(ctx, it.req.Circuit, compiled); err != nil {
+			return nil, err
+		}
+	}
+	reserve := w.budget.ReserveFor
+	if it.req.Priority == urgentPriority {
+		reserve = w.budget.ReserveUrgent
+	}
+	res, err := reserve(ctx, KindSynthesis, need)
+	if err != nil {
+		return nil, fmt.Errorf("reserve %d bytes: %w", need, err)
+	}
+	return res, nil
+}
+
+// urgentPriority is the priority of urgent requests (operators only): they overtake
+// every other request at the memory budget, the provers and partition boundaries.
+const urgentPriority = 1

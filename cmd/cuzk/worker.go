@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -133,17 +134,19 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 		}
 		pk, vk, _, err := kd.LoadWith(name, d, keys.LoadOptions{Log: g.log, Progress: progress})
 		return pk, vk, err
-	}, g.log)
+	}, g.log, worker.UnloadCircuit(reg.Unload))
 	obs.keys = cat
 	if c.PreloadKeys != "" {
 		if cfg.PreloadKeys, err = preloadNames(ctx, c.PreloadKeys, pool, kd); err != nil {
 			g.log.Warn("preloading proving keys", "err", err)
 		}
 	}
+	cfg.BaseBytes = residentBytes()
 	w, err := worker.New(pool, cfg, cat, devices, g.log)
 	if err != nil {
 		return usageError{err.Error()}
 	}
+	setMemoryLimit(w.Budget(), g.log)
 	if err := obs.watchWorker(w); err != nil {
 		return err
 	}
@@ -298,6 +301,45 @@ func memBudget(spec string, log *slog.Logger) (int64, error) {
 	budget := max(avail-margin, 256<<20)
 	log.Info("memory budget", "budget", humanize.IBytes(uint64(budget)), "from", source, "available", humanize.IBytes(uint64(avail)))
 	return budget, nil
+}
+
+// residentBytes is the process's resident memory now (VmRSS), 0 where unknown.
+func residentBytes() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int64
+			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// setMemoryLimit makes the Go runtime collect garbage as its memory nears what the
+// budget leaves it (the budget less the backends' staging buffers and what the
+// process holds outside the Go runtime), rather than let the heap grow to twice
+// what is live: the budget counts live bytes, and without the limit garbage could
+// take the process's memory well past it. GOMEMLIMIT, when set, is left as it is.
+func setMemoryLimit(b *worker.Budget, log *slog.Logger) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	outside := max(residentBytes()-int64(ms.Sys-ms.HeapReleased), 0)
+	limit := b.Total() - outside
+	for _, k := range b.Kinds() {
+		if k.Kind == worker.KindStaging {
+			limit -= k.Bytes
+		}
+	}
+	limit = max(limit, b.Total()/2)
+	debug.SetMemoryLimit(limit)
+	log.Debug("go memory limit", "bytes", limit, "outside_go", outside)
 }
 
 func availableMemory() (int64, string) {
