@@ -1,8 +1,31 @@
 package worker
 
-import "context"
+import (
+	"context"
+
+	"github.com/cuzk/cuzk/prover"
+	"github.com/cuzk/cuzk/synth"
+)
 
 // WithoutEviction is the context a preload loads keys under (tests only).
 func WithoutEviction(ctx context.Context) context.Context {
 	return context.WithValue(ctx, noEviction{}, true)
+}
+
+// HeldBytes is what a worker proving on the CPU holds in its budget for circuit c
+// beside its syntheses: the compiled circuit and the proving key's host copy with the
+// CPU backend's buffers for it (tests only).
+func HeldBytes(c *synth.Compiled) int64 {
+	cat := &catalog{backends: []prover.Backend{prover.NewCPU()}}
+	return c.HeldBytes() + cat.keyHostBytes(c)
+}
+
+// KindBytes is what reservations of kind hold now and held at most (tests only).
+func (b *Budget) KindBytes(kind string) (now, peak int64) {
+	for _, k := range b.Kinds() {
+		if k.Kind == kind {
+			return k.Bytes, k.Peak
+		}
+	}
+	return 0, 0
 }

@@ -336,12 +336,15 @@ func (h *heldProve) Prove(ctx context.Context, k prover.Key, sols []*synth.Solut
 
 // partitionDB is a database with partitionCircuit registered, and the bytes one of
 // its partitions reserves.
-func partitionDB(t *testing.T) (*pgtest.DB, int64) {
+// partitionDB is a database with partitionCircuit registered; need is the memory one
+// partition's synthesis reserves, held what the worker's budget holds beside it
+// (circuit, key).
+func partitionDB(t *testing.T) (db *pgtest.DB, need, held int64) {
 	t.Helper()
-	db := pgtest.New(t)
+	db = pgtest.New(t)
 	register(t, db.Pool, partitionCircuit)
 	compiled, _, _ := keys.setup(t, partitionCircuit)
-	return db, synth.EstimateBytes(compiled)
+	return db, synth.EstimateBytes(compiled), worker.HeldBytes(compiled)
 }
 
 // proveAllPartitions submits rid as n partitions and fails the test unless its first
@@ -375,20 +378,21 @@ func submitPartitions(t *testing.T, db *pgtest.DB, rid string, n int) (string, s
 // (partition 2, which starts only then, waits for the budget), which can only happen
 // if the two overlap.
 func TestPartitionsOverlapUnderBudgetForTwo(t *testing.T) {
-	db, need := partitionDB(t)
+	db, need, fixed := partitionDB(t)
 	held := &heldProve{Backend: prover.NewCPU(), cond: func(b *worker.Budget) bool {
-		return b.Reserved() >= 2*need && b.Waiting() > 0
+		synthesis, _ := b.KindBytes(worker.KindSynthesis)
+		return synthesis >= 2*need && b.Waiting() > 0
 	}}
 	rw := startWorkerWith(t, db.Pool, []worker.Prover{{Backend: held}}, nil, func(c *worker.Config) {
-		c.MemBudget = 2*need + need/8 // two partitions and the remainders of proven ones
+		c.MemBudget = fixed + 2*need + need/8 // two partitions and the remainders of proven ones
 	})
 	held.budget.Store(rw.w.Budget())
 	proveAllPartitions(t, db, "two", 3)
 	if !held.met.Load() {
 		t.Error("partition 1 was never synthesized while partition 0 was proven")
 	}
-	if peak := rw.w.Budget().Peak(); peak.Bytes < 2*need || peak.Bytes > rw.w.Budget().Total() {
-		t.Errorf("budget peak %d bytes, want two partitions' %d and at most the budget %d", peak.Bytes, 2*need, rw.w.Budget().Total())
+	if _, peak := rw.w.Budget().KindBytes(worker.KindSynthesis); peak < 2*need || peak > rw.w.Budget().Total()-fixed {
+		t.Errorf("synthesis peak %d bytes, want two partitions' %d and at most the budget's room %d", peak, 2*need, rw.w.Budget().Total()-fixed)
 	}
 	// In the rows: partition 1 entered the pipeline before partition 0 was stored.
 	if got := scalarString(t, db.Pool, `SELECT ((SELECT started_at FROM cuzk.partition_attempts WHERE request_id = 'two' AND partition = 1)
@@ -400,23 +404,28 @@ func TestPartitionsOverlapUnderBudgetForTwo(t *testing.T) {
 // A budget that holds exactly one partition still proves the request, one partition
 // at a time: never two reservations at once, so never a synthesis beside a proof.
 func TestPartitionsBudgetForOneRunsOneAtATime(t *testing.T) {
-	db, need := partitionDB(t)
-	rw := startWorker(t, db.Pool, func(c *worker.Config) { c.MemBudget = need })
+	db, need, held := partitionDB(t)
+	rw := startWorker(t, db.Pool, func(c *worker.Config) { c.MemBudget = held + need })
 	proveAllPartitions(t, db, "one", 3)
-	if peak := rw.w.Budget().Peak(); peak.Reservations != 1 || peak.Bytes != need {
-		t.Errorf("budget peak %+v, want 1 reservation of %d bytes", peak, need)
+	if _, peak := rw.w.Budget().KindBytes(worker.KindSynthesis); peak != need {
+		t.Errorf("synthesis peak %d bytes, want one partition's %d", peak, need)
+	}
+	if peak := rw.w.Budget().Peak(); peak.Bytes != held+need {
+		t.Errorf("budget peak %d bytes, want the circuit, its key and one partition: %d", peak.Bytes, held+need)
 	}
 }
 
-// A budget smaller than one partition fails the request at once, naming the bytes one
-// partition needs; nothing is reserved and it is not retried.
+// A budget smaller than one partition (with its circuit and key) fails the request at
+// once, naming the bytes one partition needs and the budget; nothing is reserved and
+// it is not retried.
 func TestPartitionLargerThanBudgetFailsAtOnce(t *testing.T) {
-	db, need := partitionDB(t)
-	rw := startWorker(t, db.Pool, func(c *worker.Config) { c.MemBudget = need - 1 })
+	db, need, held := partitionDB(t)
+	rw := startWorker(t, db.Pool, func(c *worker.Config) { c.MemBudget = held + need - 1 })
 	st, le := submitPartitions(t, db, "big", 3)
-	want := fmt.Sprintf("partition 0 of 3: reserve %d bytes: needs %d bytes of memory, more than the whole budget of %d bytes", need, need, need-1)
-	if st != "failed" || !strings.HasPrefix(le, want) {
-		t.Fatalf("big: %s %q, want failed with %q", st, le, want)
+	want := fmt.Sprintf("partition 0 of 3: synthesis %d, compiled circuit ", need)
+	want2 := fmt.Sprintf("bytes: needs %d bytes of memory, more than the whole budget of %d bytes", held+need, held+need-1)
+	if st != "failed" || !strings.HasPrefix(le, want) || !strings.Contains(le, want2) {
+		t.Fatalf("big: %s %q, want failed with %q ... %q", st, le, want, want2)
 	}
 	if got := fmt.Sprint(partitionRows(t, db.Pool, "big", 1)); got != "map[failed:[0]]" {
 		t.Errorf("partition rows: %s, want partition 0 failed and no other started", got)
@@ -424,7 +433,9 @@ func TestPartitionLargerThanBudgetFailsAtOnce(t *testing.T) {
 	if n := scalar(t, db.Pool, `SELECT count(*) FROM cuzk.proof_attempts WHERE request_id = 'big'`); n != 1 {
 		t.Errorf("%d attempts, want 1 (not retried)", n)
 	}
-	if peak := rw.w.Budget().Peak(); peak != (worker.BudgetPeak{}) {
-		t.Errorf("budget peak %+v, want nothing ever reserved", peak)
+	for _, kind := range []string{worker.KindSynthesis, worker.KindKey} {
+		if _, peak := rw.w.Budget().KindBytes(kind); peak != 0 {
+			t.Errorf("%s peak %d bytes, want nothing ever reserved", kind, peak)
+		}
 	}
 }

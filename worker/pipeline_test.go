@@ -242,7 +242,7 @@ func TestPipelineRequestLargerThanMemoryFailsAtOnce(t *testing.T) {
 	db := pgtest.New(t)
 	register(t, db.Pool, circuit)
 	compiled, _, _ := keys.setup(t, circuit)
-	need := synth.EstimateBytes(compiled)
+	need := synth.EstimateBytes(compiled) + worker.HeldBytes(compiled)
 	startWorker(t, db.Pool, func(c *worker.Config) { c.MemBudget = need - 1 })
 	insertRequests(t, db.Pool, "huge", circuit, 1, 2)
 
@@ -294,14 +294,15 @@ func TestPipelineMemoryForOneSynthesisSerializes(t *testing.T) {
 	need := synth.EstimateBytes(compiled)
 	insertRequests(t, db.Pool, "mem", circuit, n, 2)
 	rw := startWorker(t, db.Pool, func(c *worker.Config) {
-		c.MemBudget = need + need/2
+		c.MemBudget = worker.HeldBytes(compiled) + need + need/2
 		c.MaxBatch, c.SynthConcurrency, c.QueueDepth = 1, 2, 2
 	})
 	waitSucceeded(t, db.Pool, "mem", n)
 	// Every reservation is given back once its proof is stored (just after the commit).
-	for deadline := time.Now().Add(10 * time.Second); rw.w.Budget().Reserved() != 0; time.Sleep(10 * time.Millisecond) {
+	synthesis := func() int64 { n, _ := rw.w.Budget().KindBytes(worker.KindSynthesis); return n }
+	for deadline := time.Now().Add(10 * time.Second); synthesis() != 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d bytes still reserved after every proof was stored", rw.w.Budget().Reserved())
+			t.Fatalf("%d bytes of synthesis still reserved after every proof was stored", synthesis())
 		}
 	}
 
