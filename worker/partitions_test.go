@@ -433,9 +433,7 @@ func TestPartitionLargerThanBudgetFailsAtOnce(t *testing.T) {
 	if n := scalar(t, db.Pool, `SELECT count(*) FROM cuzk.proof_attempts WHERE request_id = 'big'`); n != 1 {
 		t.Errorf("%d attempts, want 1 (not retried)", n)
 	}
-	for _, kind := range []string{worker.KindSynthesis, worker.KindKey} {
-		if _, peak := rw.w.Budget().KindBytes(kind); peak != 0 {
-			t.Errorf("%s peak %d bytes, want nothing ever reserved", kind, peak)
-		}
+	if _, peak := rw.w.Budget().KindBytes(worker.KindSynthesis); peak != 0 {
+		t.Errorf("synthesis peak %d bytes, want none ever reserved", peak)
 	}
 }
