@@ -186,7 +186,15 @@ func (b *Budget) reserve(ctx context.Context, kind string, n int64, urgent bool)
 		b.urgentChangedLocked()
 	}
 	b.wakeLocked() // an urgent waiter at the head may fit where the old head did not
-	reclaim, lack := b.reclaim, b.reserved+n-b.total
+	// What it lacks counts the waiters served before it.
+	lack := b.reserved - b.total
+	for _, x := range b.waiters {
+		lack += x.n
+		if x == w {
+			break
+		}
+	}
+	reclaim := b.reclaim
 	b.mu.Unlock()
 	if reclaim != nil && lack > 0 {
 		reclaim(lack)
