@@ -187,11 +187,11 @@ func (b *Budget) reserve(ctx context.Context, kind string, n int64, urgent bool)
 	}
 	b.wakeLocked() // an urgent waiter at the head may fit where the old head did not
 	// What it lacks counts the waiters served before it.
-	lack := b.reserved - b.total
-	for _, x := range b.waiters {
-		lack += x.n
-		if x == w {
-			break
+	lack := int64(0)
+	if i := slices.Index(b.waiters, w); i >= 0 {
+		lack = b.reserved - b.total
+		for _, x := range b.waiters[:i+1] {
+			lack += x.n
 		}
 	}
 	reclaim := b.reclaim
