@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
 
 	"github.com/cuzk/cuzk/prover"
@@ -389,7 +390,7 @@ func (c *catalog) reserveKey(ctx context.Context, name string, comp *synth.Compi
 
 // keyHostBytes is the host memory of a circuit's proving key as prover.NewProvingKey
 // holds it: G1 bases A and B per wire, G2 B per wire, K per private wire and Z per
-// domain point, its infinity markers, and K and Z copied into one slice (KZ), whose
+// domain point, its infinity markers, the domain's twiddles, and K and Z copied into one slice (KZ), whose
 // old copies are garbage once it is made.
 //
 // Each backend's buffers for the key (prover.HostMemory) are added.
@@ -398,7 +399,8 @@ func (c *catalog) keyHostBytes(comp *synth.Compiled) int64 {
 	wires := int64(comp.NbWires())
 	priv := wires - int64(comp.NbPublic())
 	domain := int64(1) << bits.Len64(uint64(comp.NbConstraints())-1)
-	n := 2*wires*g1 + wires*g2 + 2*(priv+domain)*g1 + 2*wires
+	// The domain's precomputed twiddles: about a field element per point.
+	n := 2*wires*g1 + wires*g2 + 2*(priv+domain)*g1 + 2*wires + domain*fr.Bytes
 	for _, b := range c.backends {
 		if h, ok := b.(prover.HostMemory); ok {
 			n += h.KeyHostBytes(int(wires), comp.NbPublic(), int(domain))

@@ -141,12 +141,13 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 			g.log.Warn("preloading proving keys", "err", err)
 		}
 	}
-	cfg.BaseBytes = residentBytes()
+	base, outsideGo := processMemory(budget)
+	cfg.BaseBytes = base
 	w, err := worker.New(pool, cfg, cat, devices, g.log)
 	if err != nil {
 		return usageError{err.Error()}
 	}
-	setMemoryLimit(w.Budget(), g.log)
+	setMemoryLimit(w.Budget(), outsideGo, g.log)
 	if err := obs.watchWorker(w); err != nil {
 		return err
 	}
@@ -303,20 +304,48 @@ func memBudget(spec string, log *slog.Logger) (int64, error) {
 	return budget, nil
 }
 
-// residentBytes is the process's resident memory now (VmRSS), 0 where unknown.
-func residentBytes() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			var kb int64
-			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &kb)
-			return kb << 10
+// processMemory is what the process holds at start that its memory budget counts as
+// the process's own (worker.KindProcess): its anonymous resident memory, every file it
+// maps in full (its code and libraries, whose pages it touches as it runs), and 1/32
+// of the budget for the Go runtime's overhead (collector metadata, fragmentation) as
+// the heap grows. outsideGo is the part of it that the Go runtime does not count (the
+// files, memory of C libraries), which the Go memory limit leaves out.
+func processMemory(budget int64) (base, outsideGo int64) {
+	anon, files := procMemory()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	outsideGo = files + max(anon-int64(ms.Sys-ms.HeapReleased), 0)
+	return anon + files + budget/32, outsideGo
+}
+
+// procMemory reads the process's anonymous resident memory (RssAnon) and the size of
+// its file mappings (/proc/self/smaps), 0 where unknown.
+func procMemory() (anon, files int64) {
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "RssAnon:"); ok {
+				fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &anon)
+				anon <<= 10
+			}
 		}
 	}
-	return 0
+	b, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		return anon, 0
+	}
+	file := false
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 5 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":") {
+			file = len(f) >= 6 && strings.HasPrefix(f[5], "/")
+			continue
+		}
+		if v, ok := strings.CutPrefix(line, "Size:"); ok && file {
+			var kb int64
+			fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &kb)
+			files += kb << 10
+		}
+	}
+	return anon, files
 }
 
 // setMemoryLimit makes the Go runtime collect garbage as its memory nears what the
@@ -324,22 +353,19 @@ func residentBytes() int64 {
 // process holds outside the Go runtime), rather than let the heap grow to twice
 // what is live: the budget counts live bytes, and without the limit garbage could
 // take the process's memory well past it. GOMEMLIMIT, when set, is left as it is.
-func setMemoryLimit(b *worker.Budget, log *slog.Logger) {
+func setMemoryLimit(b *worker.Budget, outsideGo int64, log *slog.Logger) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	outside := max(residentBytes()-int64(ms.Sys-ms.HeapReleased), 0)
-	limit := b.Total() - outside
+	limit := b.Total() - outsideGo
 	for _, k := range b.Kinds() {
 		if k.Kind == worker.KindStaging {
 			limit -= k.Bytes
 		}
 	}
-	limit = max(limit, b.Total()/2)
+	limit = max(limit, b.Total()/4)
 	debug.SetMemoryLimit(limit)
-	log.Debug("go memory limit", "bytes", limit, "outside_go", outside)
+	log.Info("go memory limit", "bytes", limit, "outside_go", outsideGo)
 }
 
 func availableMemory() (int64, string) {
