@@ -28,10 +28,14 @@ func (e *env) setupPorep() {
 	e.cuzk("setup", "--circuit", porep, "--backend", "cpu", "--keys-dir", e.keys, "--cache-dir", sh.cache)
 }
 
-// submitPartitioned inserts request id of circuit as n partitions with plain SQL.
+// submitPartitioned inserts request id of circuit as n partitions with plain SQL;
+// n = 1 is a single proof.
 func (e *env) submitPartitioned(id, circuit string, n, priority int) {
 	e.t.Helper()
-	inputs := e.cuzk("inputs", "--circuit", circuit, "--partitions", strconv.Itoa(n))
+	inputs := sh.inputs[circuit]
+	if n > 1 || inputs == "" {
+		inputs = e.cuzk("inputs", "--circuit", circuit, "--partitions", strconv.Itoa(n))
+	}
 	if _, err := e.pool.Exec(context.Background(),
 		`INSERT INTO cuzk.proof_requests (request_id, circuit, inputs, priority) VALUES ($1, $2, $3::jsonb, $4)`,
 		id, circuit, inputs, priority); err != nil {
@@ -217,5 +221,70 @@ func TestMemoryBudgetBoundsResidentMemory(t *testing.T) {
 	}
 	if n := scalar[int](t, e.pool, `SELECT attempts FROM cuzk.proof_requests WHERE request_id = 'none'`); n != 1 {
 		t.Errorf("none used %d attempts, want 1 (no retry)", n)
+	}
+}
+
+// requestTimes is when request id was created and finished, and its latency.
+func (e *env) requestTimes(id string) (created, finished time.Time, latency time.Duration) {
+	e.t.Helper()
+	err := e.pool.QueryRow(context.Background(),
+		`SELECT created_at, finished_at FROM cuzk.proof_status WHERE request_id = $1`, id).Scan(&created, &finished)
+	if err != nil {
+		e.t.Fatalf("times of %s: %v", id, err)
+	}
+	return created, finished, finished.Sub(created)
+}
+
+// An urgent request (priority 1) submitted while a worker is busy with a long request
+// of 10 partitions finishes long before it: it is claimed beside the long request,
+// goes first at the provers, and the long request starts no partition while it is on
+// its way. Its latency is bounded by its own time alone (measured first, in the same
+// test) and one partition's proof, the work it cannot interrupt.
+func TestUrgentRequestOvertakesPartitionedRequest(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.setupPorep()
+	e.start("w")
+
+	// Alone, warm (its key loaded by the first).
+	var solo time.Duration
+	for i := range 2 {
+		id := fmt.Sprintf("solo-%d", i)
+		e.submitPartitioned(id, small, 1, 1)
+		e.waitStates(time.Minute, "succeeded", []string{id})
+		_, _, solo = e.requestTimes(id)
+	}
+
+	e.submitPartitioned("long", porep, 10, 2)
+	e.waitFor(2*time.Minute, "two partitions of long stored", func(ctx context.Context) (bool, string, error) {
+		var n int
+		err := e.pool.QueryRow(ctx, `SELECT count(*) FROM cuzk.partition_proofs WHERE request_id = 'long'`).Scan(&n)
+		return n >= 2, fmt.Sprintf("%d stored", n), err
+	})
+	e.submitPartitioned("urgent", small, 1, 1)
+	e.waitStates(2*time.Minute, "succeeded", []string{"urgent"})
+	e.waitStates(5*time.Minute, "succeeded", []string{"long"})
+
+	_, urgentDone, urgent := e.requestTimes("urgent")
+	_, longDone, _ := e.requestTimes("long")
+	var stored int
+	var partition float64 // the longest partition's synthesis and proof, ms
+	if err := e.pool.QueryRow(context.Background(), `
+		SELECT (SELECT count(*) FROM cuzk.partition_proofs WHERE request_id = 'long' AND created_at < $1),
+		       (SELECT max(synth_ms + prove_ms) FROM cuzk.partition_attempts WHERE request_id = 'long')`, urgentDone).
+		Scan(&stored, &partition); err != nil {
+		t.Fatal(err)
+	}
+	bound := 2*solo + time.Duration(partition*float64(time.Millisecond))
+	t.Logf("urgent: %s (%.1f times its %s alone), bound %s (twice alone and the longest partition's %.0f ms); long's partitions stored before it: %d of 10",
+		urgent, float64(urgent)/float64(solo), solo, bound, partition, stored)
+	if !urgentDone.Before(longDone) {
+		t.Errorf("urgent finished at %s, not before long (%s)", urgentDone, longDone)
+	}
+	if urgent > bound {
+		t.Errorf("urgent took %s, more than twice its time alone (%s) and one partition's synthesis and proof (%.0f ms)", urgent, solo, partition)
+	}
+	if stored >= 10 {
+		t.Errorf("every partition of long was stored before urgent finished")
 	}
 }
