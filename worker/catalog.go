@@ -275,6 +275,9 @@ func (c *catalog) Circuit(ctx context.Context, name string) (*synth.Compiled, fu
 	if err != nil || c.budget == nil {
 		return comp, func() {}, err
 	}
+	if err := c.fits(comp); err != nil {
+		return nil, nil, err
+	}
 	if h := c.useCircuit(name, comp, nil); h != nil {
 		return comp, c.circuitReleaser(h), nil
 	}
@@ -284,6 +287,18 @@ func (c *catalog) Circuit(ctx context.Context, name string) (*synth.Compiled, fu
 		return nil, nil, fmt.Errorf("memory for compiled circuit %s: %w", name, err)
 	}
 	return comp, c.circuitReleaser(c.useCircuit(name, comp, res)), nil
+}
+
+// fits fails with a *TooLargeError when the budget can never hold a synthesis of comp
+// beside what stays while it runs: the process, staging buffers, the compiled circuit
+// and its proving key.
+func (c *catalog) fits(comp *synth.Compiled) error {
+	need, circuit, key := synth.EstimateBytes(comp), comp.HeldBytes(), c.keyHostBytes(comp)
+	if room := c.budget.Room(); need+circuit+key > room {
+		return fmt.Errorf("synthesis %d, compiled circuit %d and proving key %d bytes: %w", need, circuit, key,
+			&TooLargeError{Need: need + circuit + key, Total: c.budget.Total(), Held: c.budget.Total() - room})
+	}
+	return nil
 }
 
 // heldCircuit is a compiled circuit counted in the budget.

@@ -12,11 +12,14 @@ func WithoutEviction(ctx context.Context) context.Context {
 	return context.WithValue(ctx, noEviction{}, true)
 }
 
-// HeldBytes is what a worker proving on the CPU holds in its budget for circuit c
-// beside its syntheses: the compiled circuit and the proving key's host copy with the
-// CPU backend's buffers for it (tests only).
-func HeldBytes(c *synth.Compiled) int64 {
-	cat := &catalog{backends: []prover.Backend{prover.NewCPU()}}
+// HeldBytes is what a worker proving on b (the CPU when nil) holds in its budget for
+// circuit c beside its syntheses: the compiled circuit and the proving key's host copy
+// with b's buffers for it (tests only).
+func HeldBytes(c *synth.Compiled, b prover.Backend) int64 {
+	if b == nil {
+		b = prover.NewCPU()
+	}
+	cat := &catalog{backends: []prover.Backend{b}}
 	return c.HeldBytes() + cat.keyHostBytes(c)
 }
 

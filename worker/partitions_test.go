@@ -344,7 +344,15 @@ func partitionDB(t *testing.T) (db *pgtest.DB, need, held int64) {
 	db = pgtest.New(t)
 	register(t, db.Pool, partitionCircuit)
 	compiled, _, _ := keys.setup(t, partitionCircuit)
-	return db, synth.EstimateBytes(compiled), worker.HeldBytes(compiled)
+	return db, synth.EstimateBytes(compiled), worker.HeldBytes(compiled, nil)
+}
+
+// heldBytesOn is what a worker proving on b holds for partitionCircuit beside its
+// syntheses.
+func heldBytesOn(t *testing.T, b prover.Backend) int64 {
+	t.Helper()
+	compiled, _, _ := keys.setup(t, partitionCircuit)
+	return worker.HeldBytes(compiled, b)
 }
 
 // proveAllPartitions submits rid as n partitions and fails the test unless its first
@@ -378,11 +386,12 @@ func submitPartitions(t *testing.T, db *pgtest.DB, rid string, n int) (string, s
 // (partition 2, which starts only then, waits for the budget), which can only happen
 // if the two overlap.
 func TestPartitionsOverlapUnderBudgetForTwo(t *testing.T) {
-	db, need, fixed := partitionDB(t)
+	db, need, _ := partitionDB(t)
 	held := &heldProve{Backend: prover.NewCPU(), cond: func(b *worker.Budget) bool {
 		synthesis, _ := b.KindBytes(worker.KindSynthesis)
 		return synthesis >= 2*need && b.Waiting() > 0
 	}}
+	fixed := heldBytesOn(t, held)
 	rw := startWorkerWith(t, db.Pool, []worker.Prover{{Backend: held}}, nil, func(c *worker.Config) {
 		c.MemBudget = fixed + 2*need + need/8 // two partitions and the remainders of proven ones
 	})

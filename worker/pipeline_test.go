@@ -242,7 +242,7 @@ func TestPipelineRequestLargerThanMemoryFailsAtOnce(t *testing.T) {
 	db := pgtest.New(t)
 	register(t, db.Pool, circuit)
 	compiled, _, _ := keys.setup(t, circuit)
-	need := synth.EstimateBytes(compiled) + worker.HeldBytes(compiled)
+	need := synth.EstimateBytes(compiled) + worker.HeldBytes(compiled, nil)
 	startWorker(t, db.Pool, func(c *worker.Config) { c.MemBudget = need - 1 })
 	insertRequests(t, db.Pool, "huge", circuit, 1, 2)
 
@@ -294,7 +294,7 @@ func TestPipelineMemoryForOneSynthesisSerializes(t *testing.T) {
 	need := synth.EstimateBytes(compiled)
 	insertRequests(t, db.Pool, "mem", circuit, n, 2)
 	rw := startWorker(t, db.Pool, func(c *worker.Config) {
-		c.MemBudget = worker.HeldBytes(compiled) + need + need/2
+		c.MemBudget = worker.HeldBytes(compiled, nil) + need + need/2
 		c.MaxBatch, c.SynthConcurrency, c.QueueDepth = 1, 2, 2
 	})
 	waitSucceeded(t, db.Pool, "mem", n)

@@ -91,7 +91,12 @@ func (w *Worker) startBatch(b *batch) {
 
 func (w *Worker) synthesize(it *item) error {
 	compiled, release, err := w.catalog.Circuit(it.ctx, it.req.Circuit)
-	if err != nil {
+	var tooLarge *TooLargeError
+	switch {
+	case errors.As(err, &tooLarge):
+		it.times.Set(phase.MemWait, 0) // it never waits for memory
+		return err                     // it says what the request needs
+	case err != nil:
 		return fmt.Errorf("load circuit %q: %w", it.req.Circuit, err)
 	}
 	defer release() // the solution is all that is needed of the circuit after Solve
@@ -144,20 +149,12 @@ func (w *Worker) synthesize(it *item) error {
 
 // reserveSynthesis reserves the memory of it's synthesis (need bytes), after its
 // proving key's host copy, which is read once per circuit and kept: the key of a
-// request that holds memory must never wait for memory. A request that the budget can
-// never hold beside what stays (the process, staging buffers, its circuit and key)
-// fails at once with a *TooLargeError; an urgent one (priority 1) waits only behind
-// other urgent ones.
+// request that holds memory must never wait for memory. An urgent request (priority
+// 1) waits only behind other urgent ones.
 func (w *Worker) reserveSynthesis(ctx context.Context, it *item, compiled *synth.Compiled, need int64) (*Reservation, error) {
 	if kr, ok := w.catalog.(interface {
 		reserveKey(context.Context, string, *synth.Compiled) error
-		keyHostBytes(*synth.Compiled) int64
 	}); ok {
-		key, circuit := kr.keyHostBytes(compiled), compiled.HeldBytes()
-		if room := w.budget.Room(); need+key+circuit > room {
-			return nil, fmt.Errorf("synthesis %d, compiled circuit %d and proving key %d bytes: %w", need, circuit, key,
-				&TooLargeError{Need: need + key + circuit, Total: w.budget.Total(), Held: w.budget.Total() - room})
-		}
 		if err := kr.reserveKey(ctx, it.req.Circuit, compiled); err != nil {
 			return nil, err
 		}
