@@ -103,7 +103,9 @@ func (w *Worker) work(ctx context.Context, job *river.Job[jobs.ProveArgs]) error
 	if need, ok := w.memNeeds.Load(job.Args.Circuit); ok && need.(int64) > w.budget.Room() {
 		// Put back before an attempt begins, so that the bounce leaves no attempt row;
 		// the attempt fails below with the budget's error when no worker could take it.
-		if snooze := w.budgetSnooze(ctx, job, need.(int64), log); snooze != nil {
+		// Other workers advertise whole budgets: count what this one holds anyway.
+		held := w.budget.Total() - w.budget.Room()
+		if snooze := w.budgetSnooze(ctx, job, need.(int64)+held, log); snooze != nil {
 			return snooze
 		}
 	}

@@ -30,7 +30,7 @@ type workerCmd struct {
 	httpFlags
 	Backend          string        `env:"CUZK_BACKEND" enum:"cpu,cuda,auto" default:"auto" help:"Prover backend: cpu, cuda, or auto (cuda when a GPU is usable, else cpu)."`
 	Devices          string        `env:"CUZK_DEVICES" default:"all" help:"GPUs to use: all, or indices/UUIDs/ranges like 0,2 or 0-3."`
-	MemBudget        string        `name:"mem-budget" env:"CUZK_MEM_BUDGET" help:"Memory for requests in flight, in bytes or with a unit (20GiB). Default: cgroup limit or MemAvailable, minus a safety margin."`
+	MemBudget        string        `name:"mem-budget" env:"CUZK_MEM_BUDGET" help:"Memory for everything the worker holds (requests' working sets, compiled circuits, proving keys' host copies, staging buffers, the process itself), in bytes or with a unit (20GiB). Default: cgroup limit or MemAvailable, minus a safety margin."`
 	MaxBatch         int           `name:"max-batch" env:"CUZK_MAX_BATCH" default:"1" help:"Most requests of one circuit proven together."`
 	BatchWait        time.Duration `name:"batch-wait" env:"CUZK_BATCH_WAIT" default:"50ms" help:"Longest a request waits for its batch to fill."`
 	SynthConcurrency int           `name:"synth-concurrency" env:"CUZK_SYNTH_CONCURRENCY" default:"0" help:"Concurrent syntheses (0: half the CPUs, at least 1)."`
@@ -298,7 +298,7 @@ func memBudget(spec string, log *slog.Logger) (int64, error) {
 	if avail <= 0 {
 		return 0, errors.New("cannot determine available memory: set --mem-budget")
 	}
-	margin := max(avail/10, 1<<30) // leave 10% (at least 1 GiB) to the OS and keys
+	margin := max(avail/10, 1<<30) // leave 10% (at least 1 GiB) to the OS
 	budget := max(avail-margin, 256<<20)
 	log.Info("memory budget", "budget", humanize.IBytes(uint64(budget)), "from", source, "available", humanize.IBytes(uint64(avail)))
 	return budget, nil
