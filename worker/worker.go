@@ -60,8 +60,8 @@ type Worker struct {
 	collector     *collector
 	synthSem      chan struct{}
 	proveCh       chan *batch
-	urgentCh      chan *batch // batches with an urgent request: provers take them first
-	urgent        urgentGate  // urgent requests not yet queued for a prover
+	urgentCh      chan *batch    // batches with an urgent request: provers take them first
+	urgent        urgentGate     // urgent requests not yet queued for a prover
 	assembling    sync.WaitGroup // batches' proofs being assembled after their device work (prove.go)
 
 	timeouts        sync.Map      // circuit -> time.Duration (claim.go)
