@@ -319,3 +319,34 @@ func TestBudgetReclaimerFreesRoom(t *testing.T) {
 	}
 	r.Release()
 }
+
+// The urgent gate holds waiters while an urgent request is on its way and lets them go
+// when none is; a waiter whose context ends returns its cause.
+func TestUrgentGate(t *testing.T) {
+	var g urgentGate
+	if err := g.wait(context.Background()); err != nil {
+		t.Fatalf("wait with no urgent request: %v", err)
+	}
+	g.enter()
+	g.enter()
+	done := make(chan error, 1)
+	go func() { done <- g.wait(context.Background()) }()
+	g.leave()
+	select {
+	case err := <-done:
+		t.Fatalf("wait returned (%v) while an urgent request is still on its way", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	g.leave()
+	if err := <-done; err != nil {
+		t.Fatalf("wait once none is on its way: %v", err)
+	}
+	g.enter()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cause := errors.New("stopping")
+	cancel(cause)
+	if err := g.wait(ctx); !errors.Is(err, cause) {
+		t.Errorf("wait with an ended context: %v, want its cause", err)
+	}
+	g.leave()
+}

@@ -231,8 +231,17 @@ func TestPipelineBatchFlushesInAttemptRows(t *testing.T) {
 		t.Errorf("priority: the waiting request was flushed after %.1f ms, not at once when the urgent one came (--batch-wait %.0f ms)",
 			*low[0].batchWait, waitMs)
 	}
-	t.Logf("batch_wait_ms: full %.1f, alone %.1f, low %.1f, high %.1f",
-		*full[0].batchWait, *alone[0].batchWait, *low[0].batchWait, *high[0].batchWait)
+
+	// An urgent request alone does not wait for company.
+	insertRequests(t, db.Pool, "urgent", circuit, 1, 1)
+	waitSucceeded(t, db.Pool, "urgent", 1)
+	urgent := loadAttempts(t, db.Pool, "urgent")
+	requireTimed(t, urgent, 1)
+	if *urgent[0].batchWait >= waitMs {
+		t.Errorf("urgent: alone, flushed after %.1f ms, not at once (--batch-wait %.0f ms)", *urgent[0].batchWait, waitMs)
+	}
+	t.Logf("batch_wait_ms: full %.1f, alone %.1f, low %.1f, high %.1f, urgent %.1f",
+		*full[0].batchWait, *alone[0].batchWait, *low[0].batchWait, *high[0].batchWait, *urgent[0].batchWait)
 }
 
 // A request whose memory estimate exceeds the whole budget fails at once, says so, and
