@@ -282,7 +282,7 @@ func (c *catalog) Circuit(ctx context.Context, name string) (*synth.Compiled, fu
 		return comp, c.circuitReleaser(h), nil
 	}
 	// Loaded (or unloaded and loaded again) without a reservation: count it now.
-	res, err := c.budget.ReserveFor(ctx, KindCircuit, comp.HeldBytes())
+	res, err := reserveAs(ctx, c.budget, KindCircuit, comp.HeldBytes())
 	if err != nil {
 		return nil, nil, fmt.Errorf("memory for compiled circuit %s: %w", name, err)
 	}
@@ -395,7 +395,7 @@ func (c *catalog) reserveKey(ctx context.Context, name string, comp *synth.Compi
 		return nil
 	}
 	_, _, err := c.keyRes.get(ctx, name, func(ctx context.Context) (*Reservation, error) {
-		return c.budget.ReserveFor(ctx, KindKey, c.keyHostBytes(comp))
+		return reserveAs(ctx, c.budget, KindKey, c.keyHostBytes(comp))
 	})
 	if err != nil {
 		return fmt.Errorf("memory for the proving key of %s: %w", name, err)

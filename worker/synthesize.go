@@ -90,7 +90,11 @@ func (w *Worker) startBatch(b *batch) {
 }
 
 func (w *Worker) synthesize(it *item) error {
-	compiled, release, err := w.catalog.Circuit(it.ctx, it.req.Circuit)
+	ctx := it.ctx
+	if it.urgent() {
+		ctx = context.WithValue(ctx, urgentRequest{}, true) // its circuit and key go first too
+	}
+	compiled, release, err := w.catalog.Circuit(ctx, it.req.Circuit)
 	var tooLarge *TooLargeError
 	switch {
 	case errors.As(err, &tooLarge):
@@ -103,7 +107,7 @@ func (w *Worker) synthesize(it *item) error {
 
 	// Until synthesis starts the request holds only its claim: a shutdown hands it
 	// back at once (errHandBack) rather than keep the worker past its grace period.
-	waitCtx, stopWait := context.WithCancelCause(it.ctx)
+	waitCtx, stopWait := context.WithCancelCause(ctx)
 	defer stopWait(nil)
 	defer context.AfterFunc(w.drainCtx, func() { stopWait(errHandBack) })()
 	if w.drainCtx.Err() != nil {
@@ -159,17 +163,9 @@ func (w *Worker) reserveSynthesis(ctx context.Context, it *item, compiled *synth
 			return nil, err
 		}
 	}
-	reserve := w.budget.ReserveFor
-	if it.req.Priority == urgentPriority {
-		reserve = w.budget.ReserveUrgent
-	}
-	res, err := reserve(ctx, KindSynthesis, need)
+	res, err := reserveAs(ctx, w.budget, KindSynthesis, need)
 	if err != nil {
 		return nil, fmt.Errorf("reserve %d bytes: %w", need, err)
 	}
 	return res, nil
 }
-
-// urgentPriority is the priority of urgent requests (operators only): they overtake
-// every other request at the memory budget, the provers and partition boundaries.
-const urgentPriority = 1

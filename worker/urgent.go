@@ -11,6 +11,9 @@ import (
 // request is on its way to a prover (urgentGate). What is already running (a
 // partition's synthesis or proof) is not interrupted.
 
+// urgentPriority is the priority of urgent requests (operators only).
+const urgentPriority = 1
+
 // urgent says whether the item's request is urgent.
 func (it *item) urgent() bool { return it.req.Priority == urgentPriority }
 
@@ -73,4 +76,17 @@ func (w *Worker) enqueue(it *item) {
 		}()
 	}
 	w.collector.add(it)
+}
+
+// urgentRequest, as a context value, marks the reservations made under the context
+// for an urgent request by code that does not see the request (the catalog's).
+type urgentRequest struct{}
+
+// reserveAs reserves n bytes of kind in b, as an urgent reservation when ctx is an
+// urgent request's.
+func reserveAs(ctx context.Context, b *Budget, kind string, n int64) (*Reservation, error) {
+	if ctx.Value(urgentRequest{}) != nil {
+		return b.ReserveUrgent(ctx, kind, n)
+	}
+	return b.ReserveFor(ctx, kind, n)
 }
