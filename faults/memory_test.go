@@ -81,6 +81,36 @@ func budgetKinds(t *testing.T, addr string) (now, peak map[string]int64) {
 	return now, peak
 }
 
+// budgets returns budgetFor, the --mem-budget whose room holds that many syntheses of
+// circuit beside what a worker holds anyway: the process, the proving key and the
+// compiled circuit, as a probe worker on the test's database reports them on /readyz
+// once it has proven a request of circuit (probe-CIRCUIT), with 2 MiB to spare for a
+// process that starts a little larger; and one synthesis's bytes.
+func (e *env) budgets(circuit string) (budgetFor func(syntheses float64) int64, synthesis int64) {
+	e.t.Helper()
+	const probeBudget = 2 << 30
+	addr := freeAddr(e.t)
+	probe := e.start("probe", "--mem-budget", strconv.Itoa(probeBudget), "--http", addr)
+	id := "probe-" + circuit
+	e.submitPartitioned(id, circuit, 1, 2)
+	e.waitStates(2*time.Minute, "succeeded", []string{id})
+	now, peak := budgetKinds(e.t, addr)
+	probe.signal(e.t, syscall.SIGTERM)
+	if code := probe.wait(e.t, time.Minute); code != 0 {
+		e.t.Fatalf("probe exited %d", code)
+	}
+	synthesis = scalar[int64](e.t, e.pool, `SELECT mem_estimate_bytes FROM cuzk.circuits WHERE name = $1`, circuit)
+	// The process's share is its memory at start and 1/32 of the budget (cuzk worker).
+	base := now["process"] - probeBudget/32
+	held := now["key"] + now["circuit"]
+	if peak["synthesis"] < synthesis || base <= 0 || held <= 0 {
+		e.t.Fatalf("probe's budget: now %v, peak %v; want process, key, circuit and a synthesis of %d bytes", now, peak, synthesis)
+	}
+	return func(syntheses float64) int64 {
+		return int64(float64(base+2<<20+held+int64(syntheses*float64(synthesis))) / (1 - 1.0/32))
+	}, synthesis
+}
+
 // memSampler samples a process's resident memory until stopped; peak is the most it
 // saw, with the kernel's high-water mark (VmHWM) read last.
 type memSampler struct {
@@ -155,38 +185,15 @@ func TestMemoryBudgetBoundsResidentMemory(t *testing.T) {
 	e := newEnv(t)
 	e.setupPorep()
 
-	// What a worker holds beside partitions, and what one partition needs.
-	const probeBudget = 2 << 30
-	addr := freeAddr(t)
-	probe := e.start("probe", "--mem-budget", strconv.Itoa(probeBudget), "--http", addr)
-	e.submitPartitioned("probe", porep, 1, 2)
-	e.waitStates(2*time.Minute, "succeeded", []string{"probe"})
-	now, peak := budgetKinds(t, addr)
-	probe.signal(t, syscall.SIGTERM)
-	if code := probe.wait(t, time.Minute); code != 0 {
-		t.Fatalf("probe exited %d", code)
-	}
-	partition := scalar[int64](t, e.pool, `SELECT mem_estimate_bytes FROM cuzk.circuits WHERE name = $1`, porep)
-	// The process's share is its memory at start and 1/32 of the budget (cuzk worker).
-	base := now["process"] - probeBudget/32
-	held := now["key"] + now["circuit"]
-	if peak["synthesis"] < partition || base <= 0 || held <= 0 {
-		t.Fatalf("probe's budget: now %v, peak %v; want process, key, circuit and a partition's %d bytes of synthesis", now, peak, partition)
-	}
-	// A budget whose room holds the key, the circuit and the given partitions, with
-	// 2 MiB to spare for a process that starts a little larger.
-	budgetFor := func(partitions float64) int64 {
-		return int64((float64(base+2<<20) + float64(held) + partitions*float64(partition)) / (1 - 1.0/32))
-	}
-
+	budgetFor, partition := e.budgets(porep)
 	budget := budgetFor(1.5)
-	addr = freeAddr(t)
+	addr := freeAddr(t)
 	w := e.start("tight", "--mem-budget", strconv.FormatInt(budget, 10), "--http", addr)
 	mem := sampleMemory(w.cmd.Process.Pid)
 	e.submitPartitioned("ten", porep, 10, 2)
 	e.waitStates(5*time.Minute, "succeeded", []string{"ten"})
 	rss := mem.end(t)
-	_, peak = budgetKinds(t, addr)
+	_, peak := budgetKinds(t, addr)
 	t.Logf("budget %d bytes: peak resident %d bytes (%.3f of the budget); budget peaks %v", budget, rss, float64(rss)/float64(budget), peak)
 	if rss > budget+budget/20 {
 		t.Errorf("peak resident memory %d bytes, more than the budget %d and 5%%", rss, budget)
