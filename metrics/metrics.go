@@ -102,7 +102,7 @@ var (
 	budgetPeakDesc = prometheus.NewDesc("cuzk_mem_budget_peak_bytes",
 		"Most bytes of the memory budget reserved at once since the worker started.", nil, nil)
 	budgetKindDesc = prometheus.NewDesc("cuzk_mem_budget_kind_bytes",
-		"Bytes of the memory budget reserved by kind: synthesis (working sets), circuit (compiled circuits), key (host copies of proving keys), staging (pinned staging buffers), process (the process at start), other.",
+		"Bytes of the memory budget reserved by kind: synthesis (working sets), circuit (compiled circuits), key (host copies of proving keys), staging (pinned staging buffers), pinned (other memory outside the Go heap), process (the process at start), other.",
 		[]string{"kind"}, nil)
 	budgetKindPeakDesc = prometheus.NewDesc("cuzk_mem_budget_kind_peak_bytes",
 		"Most bytes of the memory budget one kind has held at once since the worker started.", []string{"kind"}, nil)

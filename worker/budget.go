@@ -15,6 +15,7 @@ const (
 	KindKey       = "key"       // host copies of proving keys
 	KindStaging   = "staging"   // pinned host staging buffers of the GPU backends
 	KindProcess   = "process"   // the process itself at start: runtime, code, connection pools
+	KindPinned    = "pinned"    // other host memory outside the Go heap (pinned key copies), while held
 	KindOther     = "other"     // reservations made with Reserve, which names no kind
 )
 
@@ -41,6 +42,7 @@ type Budget struct {
 	fixed    int64 // bytes of kinds held for the process's life (staging, process)
 	waiters  []*budgetWaiter
 	reclaim  func(need int64)
+	onPinned func(bytes int64) // told what KindStaging and KindPinned hold when it changes
 	urgent   chan struct{} // closed and replaced whenever the urgent waiters change
 }
 
@@ -129,6 +131,31 @@ func (b *Budget) SetReclaimer(f func(need int64)) {
 	b.reclaim = f
 }
 
+// OnPinned sets f, called (without the budget's lock, from the goroutine that made
+// the change) with what reservations of KindStaging and KindPinned hold together,
+// memory outside the Go heap, each time that changes, and once now: the process
+// lowers the Go runtime's memory limit by it.
+func (b *Budget) OnPinned(f func(bytes int64)) {
+	b.mu.Lock()
+	b.onPinned = f
+	n := b.byKind[KindStaging] + b.byKind[KindPinned]
+	b.mu.Unlock()
+	f(n)
+}
+
+// pinnedChanged tells OnPinned's f what kind now means, when kind is outside the Go heap.
+func (b *Budget) pinnedChanged(kind string) {
+	if kind != KindStaging && kind != KindPinned {
+		return
+	}
+	b.mu.Lock()
+	f, n := b.onPinned, b.byKind[KindStaging]+b.byKind[KindPinned]
+	b.mu.Unlock()
+	if f != nil {
+		f(n)
+	}
+}
+
 // TooLargeError says a reservation can never fit the budget; it fails at once rather
 // than waiting forever. Held is what the budget holds for the process's life (staging
 // buffers, the process itself), which no reservation can use.
@@ -171,6 +198,7 @@ func (b *Budget) reserve(ctx context.Context, kind string, n int64, urgent bool)
 	if len(b.waiters) == 0 && b.reserved+n <= b.total {
 		b.grantLocked(kind, n)
 		b.mu.Unlock()
+		b.pinnedChanged(kind)
 		return &Reservation{b: b, kind: kind, n: n}, nil
 	}
 	w := &budgetWaiter{kind: kind, n: n, urgent: urgent, ready: make(chan struct{})}
@@ -202,6 +230,7 @@ func (b *Budget) reserve(ctx context.Context, kind string, n int64, urgent bool)
 
 	select {
 	case <-w.ready:
+		b.pinnedChanged(kind)
 		return &Reservation{b: b, kind: kind, n: n}, nil
 	case <-ctx.Done():
 		b.mu.Lock()
@@ -228,8 +257,9 @@ func (b *Budget) reserve(ctx context.Context, kind string, n int64, urgent bool)
 // release gives back n bytes of a reservation of kind; last says it holds none after.
 func (b *Budget) release(kind string, n int64, last bool) {
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	b.releaseLocked(kind, n, last)
+	b.mu.Unlock()
+	b.pinnedChanged(kind)
 }
 
 func (b *Budget) releaseLocked(kind string, n int64, last bool) {

@@ -350,3 +350,28 @@ func TestUrgentGate(t *testing.T) {
 	}
 	g.leave()
 }
+
+// OnPinned hears what staging buffers and pinned memory (outside the Go heap) hold,
+// at once and on each change, and nothing of other kinds.
+func TestBudgetOnPinned(t *testing.T) {
+	b := NewBudget(1000)
+	if _, err := b.ReserveFor(context.Background(), KindStaging, 100); err != nil {
+		t.Fatal(err)
+	}
+	var heard []int64
+	b.OnPinned(func(n int64) { heard = append(heard, n) })
+	p, err := b.ReserveFor(context.Background(), KindPinned, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := b.ReserveFor(context.Background(), KindSynthesis, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Release()
+	p.Shrink(20)
+	p.Release()
+	if got := fmt.Sprint(heard); got != "[100 150 120 100]" {
+		t.Errorf("heard %s, want [100 150 120 100]", got)
+	}
+}

@@ -349,23 +349,20 @@ func procMemory() (anon, files int64) {
 }
 
 // setMemoryLimit makes the Go runtime collect garbage as its memory nears what the
-// budget leaves it (the budget less the backends' staging buffers and what the
-// process holds outside the Go runtime), rather than let the heap grow to twice
-// what is live: the budget counts live bytes, and without the limit garbage could
-// take the process's memory well past it. GOMEMLIMIT, when set, is left as it is.
+// budget leaves it (the budget less what the process holds outside the Go runtime and
+// the host memory reserved outside the Go heap: staging buffers, pinned copies), rather
+// than let the heap grow to twice what is live: the budget counts live bytes, and
+// without the limit garbage could take the process's memory well past it. GOMEMLIMIT,
+// when set, is left as it is.
 func setMemoryLimit(b *worker.Budget, outsideGo int64, log *slog.Logger) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
-	limit := b.Total() - outsideGo
-	for _, k := range b.Kinds() {
-		if k.Kind == worker.KindStaging {
-			limit -= k.Bytes
-		}
-	}
-	limit = max(limit, b.Total()/4)
-	debug.SetMemoryLimit(limit)
-	log.Info("go memory limit", "bytes", limit, "outside_go", outsideGo)
+	b.OnPinned(func(pinned int64) {
+		limit := max(b.Total()-outsideGo-pinned, b.Total()/4)
+		debug.SetMemoryLimit(limit)
+		log.Debug("go memory limit", "bytes", limit, "outside_go", outsideGo, "pinned", pinned)
+	})
 }
 
 func availableMemory() (int64, string) {
