@@ -43,7 +43,7 @@ type Budget struct {
 	waiters  []*budgetWaiter
 	reclaim  func(need int64)
 	onPinned func(bytes int64) // told what KindStaging and KindPinned hold when it changes
-	urgent   chan struct{} // closed and replaced whenever the urgent waiters change
+	urgent   chan struct{}     // closed and replaced whenever the urgent waiters change
 }
 
 // BudgetPeak is the most a budget has held at once since it was made.
