@@ -43,7 +43,6 @@ type Budget struct {
 	waiters  []*budgetWaiter
 	reclaim  func(need int64)
 	onPinned func(bytes int64) // told what KindStaging and KindPinned hold when it changes
-	urgent   chan struct{}     // closed and replaced whenever the urgent waiters change
 }
 
 // BudgetPeak is the most a budget has held at once since it was made.
@@ -67,7 +66,7 @@ type budgetWaiter struct {
 
 // NewBudget returns a budget of total bytes.
 func NewBudget(total int64) *Budget {
-	return &Budget{total: total, byKind: map[string]int64{}, peakKind: map[string]int64{}, urgent: make(chan struct{})}
+	return &Budget{total: total, byKind: map[string]int64{}, peakKind: map[string]int64{}}
 }
 
 // Total is the budget's size in bytes.
@@ -112,14 +111,6 @@ func (b *Budget) Waiting() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return len(b.waiters)
-}
-
-// UrgentWaiting says whether an urgent reservation is waiting for bytes, and returns
-// a channel closed when that may have changed.
-func (b *Budget) UrgentWaiting() (bool, <-chan struct{}) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return len(b.waiters) > 0 && b.waiters[0].urgent, b.urgent
 }
 
 // SetReclaimer sets f, which a reservation that must wait calls (without the budget's
@@ -210,9 +201,6 @@ func (b *Budget) reserve(ctx context.Context, kind string, n int64, urgent bool)
 		}
 	}
 	b.waiters = slices.Insert(b.waiters, at, w)
-	if urgent {
-		b.urgentChangedLocked()
-	}
 	b.wakeLocked() // an urgent waiter at the head may fit where the old head did not
 	// What it lacks counts the waiters served before it.
 	lack := int64(0)
@@ -244,9 +232,6 @@ func (b *Budget) reserve(ctx context.Context, kind string, n int64, urgent bool)
 					b.waiters = append(b.waiters[:i], b.waiters[i+1:]...)
 					break
 				}
-			}
-			if urgent {
-				b.urgentChangedLocked()
 			}
 			b.wakeLocked() // we may have been blocking the head of the line
 		}
@@ -294,15 +279,7 @@ func (b *Budget) wakeLocked() {
 		b.waiters = b.waiters[1:]
 		b.grantLocked(w.kind, w.n)
 		close(w.ready)
-		if w.urgent {
-			b.urgentChangedLocked()
-		}
 	}
-}
-
-func (b *Budget) urgentChangedLocked() {
-	close(b.urgent)
-	b.urgent = make(chan struct{})
 }
 
 // Reservation is bytes held in a Budget.
