@@ -108,6 +108,11 @@ func TestWorkerHTTPEndpoints(t *testing.T) {
 	if code != 200 || !strings.Contains(body, "database reachable, backend cpu") {
 		t.Errorf("/readyz: %d %q", code, body)
 	}
+	// The memory budget: what the process, the key and the circuit hold, and the
+	// request's synthesis, given back.
+	if !regexp.MustCompile(`\nmemory budget 1073741824 bytes: \d+ reserved \(peak \d+\), waiting 0; circuit [1-9]\d* \(peak \d+\), key [1-9]\d* \(peak \d+\), process [1-9]\d* \(peak \d+\), synthesis 0 \(peak [1-9]\d*\)\n`).MatchString(body) {
+		t.Errorf("/readyz has no memory budget line with the kinds a proof leaves: %q", body)
+	}
 	// The keys the worker loaded, read from disk and resident on its device.
 	if !regexp.MustCompile(`\nkey synthetic-k6 files: resident \d+ bytes, \S+\nkey synthetic-k6 on cpu: resident \d+ bytes, \S+; \d+ bytes on the device, 0 of them precomputed\n`).MatchString(body) {
 		t.Errorf("/readyz does not list synthetic-k6's key as resident: %q", body)
@@ -128,6 +133,7 @@ func TestWorkerHTTPEndpoints(t *testing.T) {
 		`cuzk_phase_duration_seconds_count{circuit="synthetic-k6",phase="synth"} 1`,
 		`cuzk_phase_duration_seconds_count{circuit="synthetic-k6",phase="queue"} 1`,
 		`cuzk_mem_budget_total_bytes 1.073741824e+09`,
+		`cuzk_mem_budget_kind_bytes{kind="synthesis"} 0`,
 		`cuzk_queue_up 1`,
 		`cuzk_build_info{build="` + worker.BuildString() + `"} 1`,
 		`cuzk_queue_jobs{state="available"} 0`,
