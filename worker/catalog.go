@@ -430,7 +430,7 @@ func (c *catalog) useBudget(b *Budget, backends []prover.Backend) {
 // is held: the copy as prover.NewProvingKey holds it (G1 bases A and B per wire, G2 B
 // per wire, K per private wire and Z per domain point, its infinity markers, the
 // domain's twiddles, and K and Z copied into one slice (KZ), whose old copies are
-// garbage once it is made), at least HostKeyBound, and each backend's buffers for the
+// garbage once it is made), at least hostKeyBound, and each backend's buffers for the
 // key (keyBuffers). It is known before the key is read.
 func (c *catalog) keyHostBytes(comp *synth.Compiled) int64 {
 	const g1, g2 = 96, 192
@@ -439,7 +439,7 @@ func (c *catalog) keyHostBytes(comp *synth.Compiled) int64 {
 	domain := int64(1) << bits.Len64(uint64(comp.NbConstraints())-1)
 	// The domain's precomputed twiddles: about a field element per point.
 	n := 2*wires*g1 + wires*g2 + 2*(priv+domain)*g1 + 2*wires + domain*fr.Bytes
-	return max(n, HostKeyBound(wires, int64(comp.NbConstraints()))) + c.keyBuffers(comp)
+	return max(n, hostKeyBound(wires, int64(comp.NbConstraints()))) + c.keyBuffers(comp)
 }
 
 // keyBuffers is the host memory the backends' LoadKey allocates for a key of comp
@@ -495,11 +495,11 @@ func (c *catalog) reserveHost(ctx context.Context, name string) error {
 	return nil
 }
 
-// HostKeyBound bounds the host memory of the proving key of a circuit of wires wires
+// hostKeyBound bounds the host memory of the proving key of a circuit of wires wires
 // and constraints constraints, known before the key is read: every wire with A, B (G1
 // and G2) and K bases and two infinity markers, and a Z base per point of the domain
 // (prover.ProvingKey.HostBytes once read).
-func HostKeyBound(wires, constraints int64) int64 {
+func hostKeyBound(wires, constraints int64) int64 {
 	const g1, g2 = 96, 192
 	domain := int64(1)
 	for domain < constraints {
