@@ -3,28 +3,14 @@ package faults
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/cuzk/cuzk/worker"
 )
-
-// memFor is a --mem-budget that fits circuit's proving key and one request of it at a
-// time, so the other requests a worker has claimed wait before synthesis.
-func memFor(t *testing.T, circuit string) string {
-	t.Helper()
-	for _, c := range sh.circuits {
-		if c.Name == circuit && c.MemEstimateBytes != nil {
-			return fmt.Sprint(worker.HostKeyBound(c.Wires, c.Constraints) + *c.MemEstimateBytes*3/2)
-		}
-	}
-	t.Fatalf("no memory estimate for %s", circuit)
-	return ""
-}
 
 // handedBack is a request's state after a shutdown handed it back.
 type handedBack struct {
@@ -66,9 +52,15 @@ func (e *env) attemptsOf(worker string, ids []string) map[string]handedBack {
 func TestSIGTERMFinishesInFlightAndHandsBackTheRest(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	ids := e.submit("term", big, 3, 5)
+	// A budget for one synthesis at a time: the other two wait for it, not started.
+	e.setupPorep()
+	budgetFor, _ := e.budgets(porep)
+	ids := []string{"term-1", "term-2", "term-3"}
+	for _, id := range ids {
+		e.submitPartitioned(id, porep, 1, 2)
+	}
 	release := e.holdProofs() // all three claimed and none stored yet, however fast the machine
-	a := e.start("term-a", "--mem-budget", memFor(t, big), "--shutdown-grace", "60s")
+	a := e.start("term-a", "--mem-budget", strconv.FormatInt(budgetFor(1.5), 10), "--shutdown-grace", "60s")
 	e.waitFor(time.Minute, "term-a claimed all three", func(ctx context.Context) (bool, string, error) {
 		var n int
 		err := e.pool.QueryRow(ctx, `SELECT count(*) FROM cuzk.proof_attempts WHERE worker = 'term-a' AND outcome = 'running'`).Scan(&n)

@@ -172,6 +172,24 @@ func (b *CUDA) SetKnobs(k Knobs) error {
 // per device). Calls of single proofs take the device one at a time.
 func (b *CUDA) ProveLanes() int { return deviceLanes }
 
+// HostBytes implements prover.HostMemory: the pinned staging buffers of the
+// backend's three streams.
+func (b *CUDA) HostBytes() int64 {
+	staging := int64(b.stagingOpt)
+	if staging == 0 {
+		staging = defaultStagingBytes
+	}
+	return 3 * staging
+}
+
+// defaultStagingBytes is the library's staging buffer per stream when
+// Options.StagingBytes is 0.
+const defaultStagingBytes = 64 << 20
+
+// KeyHostBytes implements prover.HostMemory: a key's host memory beside the
+// ProvingKey is counted where it is made (streamed bases' pinned copies).
+func (b *CUDA) KeyHostBytes(nbWires, nbPublic, domain int) int64 { return 0 }
+
 // Name implements prover.Backend.
 func (b *CUDA) Name() string { return fmt.Sprintf("cuda:%d", b.ordinal) }
 

@@ -85,6 +85,9 @@ func Phases(a *store.Attempt) []Phase {
 type BudgetReader interface {
 	Reserved() int64
 	Total() int64
+	PeakBytes() int64
+	// EachKind calls f with each kind of reservation's bytes held now and at most.
+	EachKind(f func(kind string, bytes, peak int64))
 }
 
 // WatchBudget adds gauges of the memory budget, read at scrape time.
@@ -94,9 +97,16 @@ func (m *Metrics) WatchBudget(b BudgetReader) error {
 
 var (
 	budgetReservedDesc = prometheus.NewDesc("cuzk_mem_budget_reserved_bytes",
-		"Bytes of the memory budget reserved by requests in flight.", nil, nil)
+		"Bytes of the memory budget reserved, of every kind.", nil, nil)
 	budgetTotalDesc = prometheus.NewDesc("cuzk_mem_budget_total_bytes",
 		"Size of the worker's memory budget.", nil, nil)
+	budgetPeakDesc = prometheus.NewDesc("cuzk_mem_budget_peak_bytes",
+		"Most bytes of the memory budget reserved at once since the worker started.", nil, nil)
+	budgetKindDesc = prometheus.NewDesc("cuzk_mem_budget_kind_bytes",
+		"Bytes of the memory budget reserved by kind: synthesis (working sets), circuit (compiled circuits), key (host copies of proving keys), staging (pinned staging buffers), pinned (other memory outside the Go heap), process (the process at start), other.",
+		[]string{"kind"}, nil)
+	budgetKindPeakDesc = prometheus.NewDesc("cuzk_mem_budget_kind_peak_bytes",
+		"Most bytes of the memory budget one kind has held at once since the worker started.", []string{"kind"}, nil)
 )
 
 type budgetCollector struct{ b BudgetReader }
@@ -104,11 +114,19 @@ type budgetCollector struct{ b BudgetReader }
 func (c budgetCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- budgetReservedDesc
 	ch <- budgetTotalDesc
+	ch <- budgetPeakDesc
+	ch <- budgetKindDesc
+	ch <- budgetKindPeakDesc
 }
 
 func (c budgetCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(budgetReservedDesc, prometheus.GaugeValue, float64(c.b.Reserved()))
 	ch <- prometheus.MustNewConstMetric(budgetTotalDesc, prometheus.GaugeValue, float64(c.b.Total()))
+	ch <- prometheus.MustNewConstMetric(budgetPeakDesc, prometheus.GaugeValue, float64(c.b.PeakBytes()))
+	c.b.EachKind(func(kind string, bytes, peak int64) {
+		ch <- prometheus.MustNewConstMetric(budgetKindDesc, prometheus.GaugeValue, float64(bytes), kind)
+		ch <- prometheus.MustNewConstMetric(budgetKindPeakDesc, prometheus.GaugeValue, float64(peak), kind)
+	})
 }
 
 // WatchBuild adds cuzk_build_info{build} = 1, so dashboards can split timings by the

@@ -99,14 +99,22 @@ func TestBudgetGauges(t *testing.T) {
 	if err := m.WatchBudget(b); err != nil {
 		t.Fatal(err)
 	}
-	r, err := b.Reserve(context.Background(), 256<<20)
+	r, err := b.ReserveFor(context.Background(), worker.KindSynthesis, 256<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := b.ReserveFor(context.Background(), worker.KindKey, 64<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantLines(t, scrape(t, m.Handler()),
-		"cuzk_mem_budget_reserved_bytes 2.68435456e+08", "cuzk_mem_budget_total_bytes 1.073741824e+09")
+		"cuzk_mem_budget_reserved_bytes 3.3554432e+08", "cuzk_mem_budget_total_bytes 1.073741824e+09",
+		`cuzk_mem_budget_kind_bytes{kind="synthesis"} 2.68435456e+08`, `cuzk_mem_budget_kind_bytes{kind="key"} 6.7108864e+07`)
 	r.Release()
-	wantLines(t, scrape(t, m.Handler()), "cuzk_mem_budget_reserved_bytes 0")
+	wantLines(t, scrape(t, m.Handler()), "cuzk_mem_budget_reserved_bytes 6.7108864e+07",
+		`cuzk_mem_budget_kind_bytes{kind="synthesis"} 0`, `cuzk_mem_budget_kind_peak_bytes{kind="synthesis"} 2.68435456e+08`,
+		"cuzk_mem_budget_peak_bytes 3.3554432e+08")
+	k.Release()
 }
 
 func TestQueueDepthFromDatabase(t *testing.T) {

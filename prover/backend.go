@@ -112,3 +112,15 @@ type HostFreeKey interface {
 	Key
 	UseShell(shell *ProvingKey)
 }
+
+// HostMemory is implemented by a backend that holds host memory of its own: buffers
+// made for each resident key, and buffers the backend keeps for its life (GPU
+// backends' pinned staging). A memory budget counts both.
+type HostMemory interface {
+	// KeyHostBytes bounds the host memory LoadKey allocates for a key of a circuit
+	// of nbWires wires (nbPublic of them public) and an FFT domain of domain points,
+	// beside the ProvingKey itself.
+	KeyHostBytes(nbWires, nbPublic, domain int) int64
+	// HostBytes is the host memory the backend holds for its life.
+	HostBytes() int64
+}

@@ -23,6 +23,7 @@ type Compiled struct {
 	Builtin bool
 
 	est    MemEstimate
+	held   int64
 	schema *inputSchema
 }
 
@@ -89,6 +90,7 @@ func newCompiled(name string, sys *cs.R1CS, builtin bool) (*Compiled, error) {
 	c := &Compiled{Name: name, CS: sys, Builtin: builtin}
 	c.schema = newInputSchema(sys.Public[1:], sys.Secret)
 	c.est = estimate(c)
+	c.held = heldBytes(c)
 	return c, nil
 }
 

@@ -2,6 +2,7 @@ package synth
 
 import (
 	"context"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"testing"
@@ -50,6 +51,34 @@ func TestEstimateBytes(t *testing.T) {
 			if got > 1<<20 && ratio > 1.3 {
 				t.Errorf("%s (%s): estimate %d more than 1.3x measured %d", name, form, est, got)
 			}
+		}
+	}
+}
+
+// TestEstimateBytesAtSize is TestEstimateBytes at the sizes where memory matters, up
+// to 2^20 constraints, with each circuit's HeldBytes beside its measured heap. It
+// compiles circuits of a million constraints: set CUZK_SIZE_TESTS=1 to run it.
+func TestEstimateBytesAtSize(t *testing.T) {
+	if os.Getenv("CUZK_SIZE_TESTS") == "" {
+		t.Skip("set CUZK_SIZE_TESTS=1 to compile and solve circuits of up to 2^20 constraints")
+	}
+	for _, name := range []string{"porep-k17", "porep-k18", "porep-k19", "porep-k20", "synthetic-k18", "synthetic-k20"} {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		c := mustCompile(t, name)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		in := mustInputs(t, name, 1)
+		est := EstimateBytes(c)
+		got := measureSolve(t, c, in)
+		t.Logf("%-14s constraints=%8d estimate=%11d measured=%11d ratio=%.3f held=%11d heap after compile=%11d",
+			name, c.NbConstraints(), est, got, float64(est)/float64(got), c.HeldBytes(), int64(after.HeapAlloc)-int64(before.HeapAlloc))
+		if est < got {
+			t.Errorf("%s: estimate %d below measured %d", name, est, got)
+		}
+		if float64(est) > 1.3*float64(got) {
+			t.Errorf("%s: estimate %d more than 1.3x measured %d", name, est, got)
 		}
 	}
 }

@@ -209,3 +209,20 @@ func digestR1CS(sys *cs.R1CS) ([sha256.Size]byte, error) {
 	copy(d[:], h.Sum(nil))
 	return d, nil
 }
+
+// Unload drops the registry's hold on name's compiled circuit, loaded and not in
+// progress, so that its memory is freed once its users are done; the next Get reads
+// it again from the disk cache (compiling a built-in anew when there is none).
+func (r *Registry) Unload(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e, ok := r.entries[name]
+	if !ok {
+		return
+	}
+	select {
+	case <-e.done:
+		delete(r.entries, name)
+	default:
+	}
+}

@@ -3,12 +3,15 @@ package worker
 import (
 	"context"
 	"errors"
-	"github.com/cuzk/cuzk/phase"
-	"github.com/cuzk/cuzk/store"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/cuzk/cuzk/phase"
+	"github.com/cuzk/cuzk/store"
 )
 
 func TestBudgetNeverOvercommitsUnderConcurrency(t *testing.T) {
@@ -202,5 +205,173 @@ func TestBudgetPeakAndWaiting(t *testing.T) {
 	}
 	if b.Reserved() != 0 || b.live != 0 || b.Waiting() != 0 {
 		t.Fatalf("after every release: %d bytes in %d reservations, %d waiting", b.Reserved(), b.live, b.Waiting())
+	}
+}
+
+// An urgent reservation waits only behind other urgent ones: it is granted before
+// reservations that were waiting before it came, in arrival order among the urgent.
+func TestBudgetUrgentGoesFirst(t *testing.T) {
+	b := NewBudget(100)
+	hold, err := b.ReserveFor(context.Background(), KindSynthesis, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var order []string
+	var wg sync.WaitGroup
+	reserve := func(name string, urgent bool) {
+		defer wg.Done()
+		f := b.ReserveFor
+		if urgent {
+			f = b.ReserveUrgent
+		}
+		r, err := f(context.Background(), KindSynthesis, 60)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		mu.Lock()
+		order = append(order, name)
+		mu.Unlock()
+		r.Release()
+	}
+	for i, w := range []struct {
+		name   string
+		urgent bool
+	}{{"normal-1", false}, {"normal-2", false}, {"urgent-1", true}, {"urgent-2", true}} {
+		wg.Add(1)
+		go reserve(w.name, w.urgent)
+		for b.Waiting() != i+1 { // in this arrival order
+			time.Sleep(time.Millisecond)
+		}
+	}
+	hold.Release()
+	wg.Wait()
+	if got := fmt.Sprint(order); got != "[urgent-1 urgent-2 normal-1 normal-2]" {
+		t.Errorf("granted in order %s, want the urgent ones first, each kind in arrival order", got)
+	}
+}
+
+// Each kind's bytes and peak are counted apart; a fixed kind (staging, process)
+// shrinks the room of every reservation, and one larger than the room fails at once
+// naming what is held.
+func TestBudgetKindsAndRoom(t *testing.T) {
+	b := NewBudget(1000)
+	if _, err := b.ReserveFor(context.Background(), KindProcess, 300); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ReserveFor(context.Background(), KindStaging, 100); err != nil {
+		t.Fatal(err)
+	}
+	if b.Room() != 600 {
+		t.Errorf("room %d, want 600", b.Room())
+	}
+	var tl *TooLargeError
+	_, err := b.ReserveFor(context.Background(), KindSynthesis, 601)
+	if !errors.As(err, &tl) || tl.Held != 400 {
+		t.Fatalf("reserve beyond the room: %v, want TooLargeError holding 400", err)
+	}
+	if want := "needs 601 bytes of memory, more than the budget of 1000 bytes leaves (600 bytes, beside 400 held by the process and its staging buffers"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q does not say %q", err, want)
+	}
+	s, err := b.ReserveFor(context.Background(), KindSynthesis, 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Shrink(100)
+	k, err := b.Reserve(context.Background(), 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(b.Kinds())
+	want := "[{other 50 50} {process 300 300} {staging 100 100} {synthesis 100 500}]"
+	if got != want {
+		t.Errorf("kinds %s, want %s", got, want)
+	}
+	k.Release()
+	s.Release()
+	if b.Reserved() != 400 || b.PeakBytes() != 900 {
+		t.Errorf("reserved %d, peak %d; want 400 (process and staging), 900", b.Reserved(), b.PeakBytes())
+	}
+}
+
+// A reservation that must wait asks the reclaimer for what it lacks; what the
+// reclaimer releases lets it through.
+func TestBudgetReclaimerFreesRoom(t *testing.T) {
+	b := NewBudget(100)
+	idle, err := b.ReserveFor(context.Background(), KindCircuit, 70)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked atomic.Int64
+	b.SetReclaimer(func(need int64) {
+		asked.Store(need)
+		idle.Release()
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := b.ReserveFor(ctx, KindSynthesis, 50)
+	if err != nil {
+		t.Fatalf("reserve with an idle circuit to reclaim: %v", err)
+	}
+	if asked.Load() != 20 {
+		t.Errorf("reclaimer asked for %d bytes, want the 20 lacking", asked.Load())
+	}
+	r.Release()
+}
+
+// The urgent gate holds waiters while an urgent request is on its way and lets them go
+// when none is; a waiter whose context ends returns its cause.
+func TestUrgentGate(t *testing.T) {
+	var g urgentGate
+	if err := g.wait(context.Background()); err != nil {
+		t.Fatalf("wait with no urgent request: %v", err)
+	}
+	g.enter()
+	g.enter()
+	done := make(chan error, 1)
+	go func() { done <- g.wait(context.Background()) }()
+	g.leave()
+	select {
+	case err := <-done:
+		t.Fatalf("wait returned (%v) while an urgent request is still on its way", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	g.leave()
+	if err := <-done; err != nil {
+		t.Fatalf("wait once none is on its way: %v", err)
+	}
+	g.enter()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cause := errors.New("stopping")
+	cancel(cause)
+	if err := g.wait(ctx); !errors.Is(err, cause) {
+		t.Errorf("wait with an ended context: %v, want its cause", err)
+	}
+	g.leave()
+}
+
+// OnPinned hears what staging buffers and pinned memory (outside the Go heap) hold,
+// at once and on each change, and nothing of other kinds.
+func TestBudgetOnPinned(t *testing.T) {
+	b := NewBudget(1000)
+	if _, err := b.ReserveFor(context.Background(), KindStaging, 100); err != nil {
+		t.Fatal(err)
+	}
+	var heard []int64
+	b.OnPinned(func(n int64) { heard = append(heard, n) })
+	p, err := b.ReserveFor(context.Background(), KindPinned, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := b.ReserveFor(context.Background(), KindSynthesis, 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Release()
+	p.Shrink(20)
+	p.Release()
+	if got := fmt.Sprint(heard); got != "[100 150 120 100]" {
+		t.Errorf("heard %s, want [100 150 120 100]", got)
 	}
 }

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/bits"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
 
 	"github.com/cuzk/cuzk/prover"
@@ -22,8 +24,10 @@ import (
 // circuit and key once and keep it resident until a backend runs out of memory for
 // another key or loses its device; calls are safe for concurrent use.
 type Catalog interface {
-	// Circuit returns the compiled constraint system of a circuit.
-	Circuit(ctx context.Context, name string) (*synth.Compiled, error)
+	// Circuit returns the compiled constraint system of a circuit and a func that ends
+	// this use of it. A circuit no use holds may be unloaded to make room in the
+	// worker's memory budget, least recently used first.
+	Circuit(ctx context.Context, name string) (c *synth.Compiled, release func(), err error)
 	// Prepare reads the circuit's proving key into memory (no device yet), or waits
 	// for the read in progress; waited is the time this call spent on it, 0 when the
 	// key was in memory. A batch calls it before it takes a device, so that a device
@@ -139,7 +143,7 @@ func NewCatalog(circuits CircuitLoader, keys KeyLoader, log *slog.Logger) Catalo
 	return NewCatalogWith(circuits, keys, log, CatalogOptions{})
 }
 
-// CatalogOptions tune a catalog's key tiers.
+// CatalogOptions tune a catalog's key tiers and compiled circuits.
 type CatalogOptions struct {
 	// HostKeyMemory is the most bytes the keys' host copies (the pinned tier) may
 	// hold together; past it the least recently used copy not in use is dropped (when
@@ -148,16 +152,21 @@ type CatalogOptions struct {
 	// and its key is read from its files again when next needed. 0: half of the
 	// worker's memory budget (no limit for a catalog outside a worker).
 	HostKeyMemory int64
+	// Unload is how the catalog lets go of a compiled circuit that it unloads to make
+	// room in the memory budget: the loader's own cache must drop it too (for example
+	// synth.Registry.Unload), or its memory is never freed.
+	Unload func(name string)
 }
 
 // NewCatalogWith is NewCatalog with options. A worker built on the catalog counts the
-// host copies of its keys in its memory budget.
+// compiled circuits it holds and the host copies of its keys in its memory budget.
 func NewCatalogWith(circuits CircuitLoader, keys KeyLoader, log *slog.Logger, o CatalogOptions) Catalog {
 	if log == nil {
 		log = slog.Default()
 	}
 	c := &catalog{circuits: circuits, keys: keys, log: log, states: map[string]*KeyState{},
-		keysBy: map[string]*ResidentKey{}, resets: map[string]int{}, freed: make(chan struct{})}
+		keysBy: map[string]*ResidentKey{}, resets: map[string]int{}, freed: make(chan struct{}),
+		held: map[string]*heldCircuit{}, unload: o.Unload}
 	c.host = newHostTier(o.HostKeyMemory, c.freeDevice)
 	return c
 }
@@ -188,13 +197,15 @@ func (c *catalog) freeDevice(ctx context.Context, keep string) bool {
 	return true
 }
 
-// countIn makes the catalog reserve its keys' host copies in b (Worker does it).
-func (c *catalog) countIn(b *Budget) { c.host.countIn(b) }
-
 type catalog struct {
 	circuits CircuitLoader
 	keys     KeyLoader
 	log      *slog.Logger
+	unload   func(name string) // the loader's cache drops a compiled circuit (UnloadCircuit)
+	// budget, when set (useBudget), counts the compiled circuits held, the proving keys'
+	// host copies and their backends' host buffers.
+	budget   *Budget
+	backends []prover.Backend
 
 	resident loadOnce[*ResidentKey] // by circuit + "\x00" + backend name
 	gnark    loadOnce[gnarkKeys]    // by circuit: the host copies (see host)
@@ -207,6 +218,7 @@ type catalog struct {
 	// freed is closed (and replaced) whenever a key's last use ends, for a load that
 	// waits for a key in use to become evictable.
 	freed chan struct{}
+	held  map[string]*heldCircuit // compiled circuits counted in the budget, by name
 }
 
 type gnarkKeys struct {
@@ -297,8 +309,150 @@ func recovered[V any](ctx context.Context, load func(context.Context) (V, error)
 	return load(ctx)
 }
 
-func (c *catalog) Circuit(ctx context.Context, name string) (*synth.Compiled, error) {
-	return c.circuits(ctx, name)
+func (c *catalog) Circuit(ctx context.Context, name string) (*synth.Compiled, func(), error) {
+	comp, err := c.circuits(ctx, name)
+	if err != nil || c.budget == nil {
+		return comp, func() {}, err
+	}
+	if err := c.fits(comp); err != nil {
+		return nil, nil, err
+	}
+	if h := c.useCircuit(name, comp, nil); h != nil {
+		return comp, c.circuitReleaser(h), nil
+	}
+	// Loaded (or unloaded and loaded again) without a reservation: count it now.
+	res, err := reserveAs(ctx, c.budget, KindCircuit, comp.HeldBytes())
+	if err != nil {
+		return nil, nil, fmt.Errorf("memory for compiled circuit %s: %w", name, err)
+	}
+	return comp, c.circuitReleaser(c.useCircuit(name, comp, res)), nil
+}
+
+// fits fails with a *TooLargeError when the budget can never hold a synthesis of comp
+// beside what stays while it runs: the process, staging buffers, the compiled circuit
+// and its proving key.
+func (c *catalog) fits(comp *synth.Compiled) error {
+	need, circuit, key := synth.EstimateBytes(comp), comp.HeldBytes(), c.keyHostBytes(comp)
+	if room := c.budget.Room(); need+circuit+key > room {
+		return fmt.Errorf("synthesis %d, compiled circuit %d and proving key %d bytes: %w", need, circuit, key,
+			&TooLargeError{Need: need + circuit + key, Total: c.budget.Total(), Held: c.budget.Total() - room})
+	}
+	return nil
+}
+
+// heldCircuit is a compiled circuit counted in the budget.
+type heldCircuit struct {
+	name    string
+	c       *synth.Compiled
+	res     *Reservation
+	users   int       // uses not yet released; guarded by catalog.mu, as is lastUse
+	lastUse time.Time // for LRU unloading
+}
+
+// useCircuit begins a use of comp, counted in the budget: with res nil, when it is
+// counted already (else it returns nil); with res, counting it with res unless
+// another call counted it meanwhile (res is then given back).
+func (c *catalog) useCircuit(name string, comp *synth.Compiled, res *Reservation) *heldCircuit {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := c.held[name]
+	switch {
+	case h != nil && h.c == comp:
+		if res != nil {
+			res.Release()
+		}
+	case res == nil:
+		return nil
+	default:
+		if h != nil { // a circuit set up again under the same name: the old one goes
+			h.res.Release()
+		}
+		h = &heldCircuit{name: name, c: comp, res: res}
+		c.held[name] = h
+	}
+	h.users++
+	h.lastUse = time.Now()
+	return h
+}
+
+func (c *catalog) circuitReleaser(h *heldCircuit) func() {
+	return sync.OnceFunc(func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		h.users--
+		h.lastUse = time.Now()
+	})
+}
+
+// reclaim unloads compiled circuits that no use holds, least recently used first,
+// until need bytes are freed or none is left (Budget.SetReclaimer).
+func (c *catalog) reclaim(need int64) {
+	c.mu.Lock()
+	var idle []*heldCircuit
+	for _, h := range c.held {
+		if h.users == 0 {
+			idle = append(idle, h)
+		}
+	}
+	slices.SortFunc(idle, func(a, b *heldCircuit) int { return a.lastUse.Compare(b.lastUse) })
+	var freed int64
+	var gone []*heldCircuit
+	for _, h := range idle {
+		if freed >= need {
+			break
+		}
+		delete(c.held, h.name)
+		freed += h.res.Bytes()
+		gone = append(gone, h)
+	}
+	c.mu.Unlock()
+	for _, h := range gone {
+		if c.unload != nil {
+			c.unload(h.name)
+		}
+		c.log.Info("compiled circuit unloaded to make room in the memory budget", "circuit", h.name,
+			"bytes", h.res.Bytes(), "idle_ms", time.Since(h.lastUse).Milliseconds())
+		h.res.Release()
+	}
+}
+
+// useBudget makes the catalog count what it holds in b: the compiled circuits held
+// (unloading idle ones when b needs room) and the keys' host copies (hostTier), each
+// with the host buffers that each of backends makes for it (prover.HostMemory).
+func (c *catalog) useBudget(b *Budget, backends []prover.Backend) {
+	c.budget = b
+	c.backends = backends
+	b.SetReclaimer(c.reclaim)
+	c.host.countIn(b)
+}
+
+// keyHostBytes is what a circuit's proving key holds in the budget while its host copy
+// is held: the copy as prover.NewProvingKey holds it (G1 bases A and B per wire, G2 B
+// per wire, K per private wire and Z per domain point, its infinity markers, the
+// domain's twiddles, and K and Z copied into one slice (KZ), whose old copies are
+// garbage once it is made), at least hostKeyBound, and each backend's buffers for the
+// key (keyBuffers). It is known before the key is read.
+func (c *catalog) keyHostBytes(comp *synth.Compiled) int64 {
+	const g1, g2 = 96, 192
+	wires := int64(comp.NbWires())
+	priv := wires - int64(comp.NbPublic())
+	domain := int64(1) << bits.Len64(uint64(comp.NbConstraints())-1)
+	// The domain's precomputed twiddles: about a field element per point.
+	n := 2*wires*g1 + wires*g2 + 2*(priv+domain)*g1 + 2*wires + domain*fr.Bytes
+	return max(n, hostKeyBound(wires, int64(comp.NbConstraints()))) + c.keyBuffers(comp)
+}
+
+// keyBuffers is the host memory the backends' LoadKey allocates for a key of comp
+// beside the ProvingKey (prover.HostMemory).
+func (c *catalog) keyBuffers(comp *synth.Compiled) int64 {
+	domain := 1 << bits.Len64(uint64(comp.NbConstraints())-1)
+	var n int64
+	for _, b := range c.backends {
+		if h, ok := b.(prover.HostMemory); ok {
+			n += h.KeyHostBytes(comp.NbWires(), comp.NbPublic(), domain)
+		}
+	}
+	return n
 }
 
 func (c *catalog) Prepare(ctx context.Context, name string) (time.Duration, error) {
@@ -316,7 +470,11 @@ func (c *catalog) prepare(ctx context.Context, name string) (gnarkKeys, bool, er
 		if err != nil {
 			return gnarkKeys{}, err
 		}
-		if err := c.host.admit(ctx, name, pk.HostBytes(), func() { c.dropHost(name) }); err != nil {
+		comp, err := c.circuits(ctx, name)
+		if err != nil {
+			return gnarkKeys{}, err
+		}
+		if err := c.host.admit(ctx, name, pk.HostBytes(), c.keyHostBytes(comp), func() { c.dropHost(name) }); err != nil {
 			return gnarkKeys{}, fmt.Errorf("memory for the host copy of the proving key of %s: %w", name, err)
 		}
 		return gnarkKeys{pk, vk}, nil
@@ -324,24 +482,24 @@ func (c *catalog) prepare(ctx context.Context, name string) (gnarkKeys, bool, er
 }
 
 // reserveHost reserves the memory of name's host copy before it is read, unless it
-// is held or reserved already (hostTier.reserveAhead), at HostKeyBound; the read
-// gives back what it does not use.
+// is held or reserved already (hostTier.reserveAhead), at keyHostBytes, which the read
+// then holds: the one reservation of a key ahead of its syntheses.
 func (c *catalog) reserveHost(ctx context.Context, name string) error {
 	compiled, err := c.circuits(ctx, name)
 	if err != nil {
 		return err
 	}
-	if err := c.host.reserveAhead(ctx, name, HostKeyBound(int64(compiled.NbWires()), int64(compiled.NbConstraints()))); err != nil {
+	if err := c.host.reserveAhead(ctx, name, c.keyHostBytes(compiled)); err != nil {
 		return fmt.Errorf("memory for the host copy of the proving key of %s: %w", name, err)
 	}
 	return nil
 }
 
-// HostKeyBound bounds the host memory of the proving key of a circuit of wires wires
+// hostKeyBound bounds the host memory of the proving key of a circuit of wires wires
 // and constraints constraints, known before the key is read: every wire with A, B (G1
 // and G2) and K bases and two infinity markers, and a Z base per point of the domain
 // (prover.ProvingKey.HostBytes once read).
-func HostKeyBound(wires, constraints int64) int64 {
+func hostKeyBound(wires, constraints int64) int64 {
 	const g1, g2 = 96, 192
 	domain := int64(1)
 	for domain < constraints {

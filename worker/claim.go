@@ -26,7 +26,6 @@ type item struct {
 	times Timings
 
 	collectedAt time.Time
-	compiled    *synth.Compiled
 	res         *Reservation
 	sol         *synth.Solution
 	queued      chan struct{} // when not nil, closed once the item is in the provers' queue
@@ -103,10 +102,12 @@ func (w *Worker) work(ctx context.Context, job *river.Job[jobs.ProveArgs]) error
 	if t, ok := waitedSince(job.JobRow); ok && t.Before(queuedAt) {
 		queuedAt = t
 	}
-	if need, ok := w.memNeeds.Load(job.Args.Circuit); ok && need.(int64) > w.budget.Total() {
+	if need, ok := w.memNeeds.Load(job.Args.Circuit); ok && need.(int64) > w.budget.Room() {
 		// Put back before an attempt begins, so that the bounce leaves no attempt row;
 		// the attempt fails below with the budget's error when no worker could take it.
-		if snooze := w.budgetSnooze(ctx, job, need.(int64), log); snooze != nil {
+		// Other workers advertise whole budgets: count what this one holds anyway.
+		held := w.budget.Total() - w.budget.Room()
+		if snooze := w.budgetSnooze(ctx, job, need.(int64)+held, log); snooze != nil {
 			return snooze
 		}
 	}
@@ -133,7 +134,7 @@ func (w *Worker) work(ctx context.Context, job *river.Job[jobs.ProveArgs]) error
 
 	it := &item{ctx: ctx, job: job, req: req, start: start, done: make(chan struct{})}
 	it.att = store.Attempt{RequestID: req.RequestID, Circuit: req.Circuit, Attempt: req.Attempt, QueueMs: &req.QueueMs}
-	w.collector.add(it)
+	w.enqueue(it)
 	<-it.done // every stage delivers, also when ctx ends
 	if it.res != nil {
 		defer it.res.Release()

@@ -19,7 +19,7 @@ type batch struct {
 // collector groups claimed requests by circuit. A group is flushed when it reaches
 // maxBatch, when its oldest request has waited `wait`, or at once when a request more
 // urgent than everything in the group arrives (it rides with the group rather than
-// waiting behind it).
+// waiting behind it) or an urgent one (priority 1) does.
 type collector struct {
 	maxBatch int
 	wait     time.Duration
@@ -58,6 +58,8 @@ func (c *collector) add(it *item) {
 		g.priority = it.req.Priority
 	}
 	g.items = append(g.items, it)
+	// An urgent request does not wait for company either.
+	urgent = urgent || it.urgent()
 	full := len(g.items) >= c.maxBatch
 	c.mu.Unlock()
 

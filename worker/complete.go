@@ -110,7 +110,8 @@ func (w *Worker) fail(ctx context.Context, it *item, log *slog.Logger) error {
 	// recorded estimate did not already put it back in work) goes back for that one.
 	var snooze error
 	if tooLarge != nil && cause == nil {
-		snooze = w.budgetSnooze(ctx, it.job, tooLarge.Need, log)
+		// Other workers advertise whole budgets: count what this one holds anyway.
+		snooze = w.budgetSnooze(ctx, it.job, tooLarge.Need+tooLarge.Held, log)
 	}
 	final := permanent || it.job.Attempt >= it.job.MaxAttempts
 	handBack := false

@@ -11,7 +11,8 @@ import (
 // Config are the worker's settings. The CLI fills them from flags and CUZK_* variables.
 type Config struct {
 	Name             string        // identity in attempt rows; default host/pid
-	MemBudget        int64         // bytes for all requests in flight
+	MemBudget        int64         // bytes for everything the worker holds (Budget)
+	BaseBytes        int64         // memory the process holds before any work, counted in MemBudget
 	MaxBatch         int           // proofs of one circuit proven together
 	BatchWait        time.Duration // longest a request waits for its batch to fill
 	SynthConcurrency int           // concurrent syntheses

@@ -1,8 +1,34 @@
 package worker
 
-import "context"
+import (
+	"context"
+
+	"github.com/cuzk/cuzk/prover"
+	"github.com/cuzk/cuzk/synth"
+)
 
 // WithoutEviction is the context a preload loads keys under (tests only).
 func WithoutEviction(ctx context.Context) context.Context {
 	return context.WithValue(ctx, noEviction{}, true)
+}
+
+// HeldBytes is what a worker proving on b (the CPU when nil) holds in its budget for
+// circuit c beside its syntheses: the compiled circuit and the proving key's host copy
+// with b's buffers for it (tests only).
+func HeldBytes(c *synth.Compiled, b prover.Backend) int64 {
+	if b == nil {
+		b = prover.NewCPU()
+	}
+	cat := &catalog{backends: []prover.Backend{b}}
+	return c.HeldBytes() + cat.keyHostBytes(c)
+}
+
+// KindBytes is what reservations of kind hold now and held at most (tests only).
+func (b *Budget) KindBytes(kind string) (now, peak int64) {
+	for _, k := range b.Kinds() {
+		if k.Kind == kind {
+			return k.Bytes, k.Peak
+		}
+	}
+	return 0, 0
 }

@@ -38,7 +38,7 @@ func (w *Worker) budgetSnooze(ctx context.Context, job *river.Job[jobs.ProveArgs
 	}
 	d := budgetSnoozeDelay(job.Metadata)
 	log.Info("request needs more memory than this worker's budget: put back for a worker whose budget holds it",
-		"need_bytes", need, "mem_budget", w.budget.Total(), "back_in", d)
+		"need_bytes", need, "mem_budget", w.budget.Total(), "room", w.budget.Room(), "back_in", d)
 	return river.JobSnooze(d)
 }
 

@@ -53,7 +53,7 @@ type KeyTierReporter interface {
 }
 
 // hostTier keeps the host copies of proving keys (the pinned tier): at most one per
-// circuit, each reserved in the worker's memory budget, together held under a limit.
+// circuit, each reserved in the worker's memory budget (KindKey), together held under a limit.
 // A copy is in use while a load reads it or a device key that proves from it lives
 // (the CPU backend's; a prover.HostFreeKey, as the CUDA backend's, does not); when the
 // tier is over its limit, the least recently used copy not in use is dropped (its key
@@ -101,10 +101,11 @@ func (h *hostTier) countIn(b *Budget) {
 }
 
 // admit records circuit's new host copy of n bytes, read from its files, with drop
-// to forget it, making room for it as reserve does. A reservation made for the copy
-// ahead of its read (reserveAhead) is taken over and shrunk to n, or topped up when n
-// passes it.
-func (h *hostTier) admit(ctx context.Context, circuit string, n int64, drop func()) error {
+// to forget it, reserving want bytes of the budget for it (the copy with what goes
+// with it: the backends' buffers) and making room as reserve does. A reservation made
+// for the copy ahead of its read (reserveAhead) is taken over and shrunk to want, or
+// topped up when want passes it.
+func (h *hostTier) admit(ctx context.Context, circuit string, n, want int64, drop func()) error {
 	h.mu.Lock()
 	var res []*Reservation
 	if r := h.ahead[circuit]; r != nil {
@@ -112,12 +113,12 @@ func (h *hostTier) admit(ctx context.Context, circuit string, n int64, drop func
 	}
 	delete(h.ahead, circuit)
 	h.mu.Unlock()
-	if held := reserved(res); held >= n {
-		if held > n {
-			res[0].Shrink(n)
+	if held := reserved(res); held >= want {
+		if held > want {
+			res[0].Shrink(want)
 		}
 	} else {
-		more, err := h.reserve(ctx, circuit, n-held)
+		more, err := h.reserve(ctx, circuit, want-held)
 		if err != nil {
 			release(res)
 			return err
@@ -168,11 +169,11 @@ func (h *hostTier) reserve(ctx context.Context, circuit string, n int64) (*Reser
 	if budget == nil {
 		return nil, nil
 	}
-	if n > budget.Total() {
-		return budget.Reserve(ctx, n) // refused at once: nothing to drop for it
+	if n > budget.Room() {
+		return reserveAs(ctx, budget, KindKey, n) // refused at once: nothing to drop for it
 	}
 	for {
-		if res, err := budget.Reserve(doneContext, n); err == nil {
+		if res, err := budget.ReserveFor(doneContext, KindKey, n); err == nil {
 			return res, nil
 		}
 		if budget.Reserved()+n <= budget.Total() {
@@ -185,7 +186,7 @@ func (h *hostTier) reserve(ctx context.Context, circuit string, n int64) (*Reser
 			break
 		}
 	}
-	return budget.Reserve(ctx, n)
+	return reserveAs(ctx, budget, KindKey, n)
 }
 
 // reserveAhead reserves up to bound bytes for circuit's copy before it is read, unless
@@ -240,7 +241,7 @@ func release(rs []*Reservation) {
 	}
 }
 
-// doneContext makes Budget.Reserve a try: it grants at once or gives up.
+// doneContext makes Budget.ReserveFor a try: it grants at once or gives up.
 var doneContext = func() context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -34,6 +34,8 @@ import (
 // for any request: its bulk once its proof is made, the rest once that proof is stored.
 // Proofs are stored in partition order. After a partition fails no further partition
 // starts; those already started finish, and those of them that succeed are stored.
+// While an urgent request is on its way to a prover, no further partition of a request
+// that is not urgent starts (urgent.go).
 func (w *Worker) workPartitions(ctx context.Context, job *river.Job[jobs.ProveArgs], req *store.Request, start time.Time, log *slog.Logger) error {
 	all := &item{ctx: ctx, job: job, req: req, start: start, done: make(chan struct{})}
 	all.att = store.Attempt{RequestID: req.RequestID, Circuit: req.Circuit, Attempt: req.Attempt, QueueMs: &req.QueueMs}
@@ -72,6 +74,13 @@ func (w *Worker) workPartitions(ctx context.Context, job *river.Job[jobs.ProveAr
 		}
 		if stopping.Load() {
 			break
+		}
+		if !all.urgent() {
+			// Partition boundaries are where an urgent request overtakes a long one.
+			if err := w.urgent.wait(ctx); err != nil {
+				endErr = err
+				break
+			}
 		}
 		it := w.startPartition(ctx, all, in)
 		settled := make(chan struct{})
@@ -158,7 +167,7 @@ func (w *Worker) startPartition(ctx context.Context, all *item, inputs []byte) *
 	it := &item{ctx: ctx, job: all.job, req: &req, start: time.Now(), done: make(chan struct{}),
 		queued: make(chan struct{}), synthStart: make(chan struct{})}
 	it.att = store.Attempt{RequestID: req.RequestID, Circuit: req.Circuit, Attempt: req.Attempt}
-	w.collector.add(it)
+	w.enqueue(it)
 	return it
 }
 

@@ -342,22 +342,23 @@ func (h *heldProve) Prove(ctx context.Context, k prover.Key, sols []*synth.Solut
 	return h.Backend.Prove(ctx, k, sols)
 }
 
-// partitionDB is a database with partitionCircuit registered, and the bytes one of
-// its partitions reserves.
-func partitionDB(t *testing.T) (*pgtest.DB, int64) {
+// partitionDB is a database with partitionCircuit registered; need is the memory one
+// partition's synthesis reserves, held what the worker's budget holds beside it
+// (circuit, key).
+func partitionDB(t *testing.T) (db *pgtest.DB, need, held int64) {
 	t.Helper()
-	db := pgtest.New(t)
+	db = pgtest.New(t)
 	register(t, db.Pool, partitionCircuit)
 	compiled, _, _ := keys.setup(t, partitionCircuit)
-	return db, synth.EstimateBytes(compiled)
+	return db, synth.EstimateBytes(compiled), worker.HeldBytes(compiled, nil)
 }
 
-// keyBudget is the budget partitionCircuit's proving key takes: its bound while it is
-// read, its host copy after.
-func keyBudget(t *testing.T) (bound, held int64) {
+// heldBytesOn is what a worker proving on b holds for partitionCircuit beside its
+// syntheses.
+func heldBytesOn(t *testing.T, b prover.Backend) int64 {
 	t.Helper()
 	compiled, _, _ := keys.setup(t, partitionCircuit)
-	return worker.HostKeyBound(int64(compiled.NbWires()), int64(compiled.NbConstraints())), hostBytes(t, partitionCircuit)
+	return worker.HeldBytes(compiled, b)
 }
 
 // proveAllPartitions submits rid as n partitions and fails the test unless its first
@@ -391,23 +392,22 @@ func submitPartitions(t *testing.T, db *pgtest.DB, rid string, n int) (string, s
 // (partition 2, which starts only then, waits for the budget), which can only happen
 // if the two overlap.
 func TestPartitionsOverlapUnderBudgetForTwo(t *testing.T) {
-	db, need := partitionDB(t)
-	bound, key := keyBudget(t)
+	db, need, _ := partitionDB(t)
 	held := &heldProve{Backend: prover.NewCPU(), cond: func(b *worker.Budget) bool {
-		return b.Reserved() >= key+2*need && b.Waiting() > 0
+		synthesis, _ := b.KindBytes(worker.KindSynthesis)
+		return synthesis >= 2*need && b.Waiting() > 0
 	}}
+	fixed := heldBytesOn(t, held)
 	rw := startWorkerWith(t, db.Pool, []worker.Prover{{Backend: held}}, nil, func(c *worker.Config) {
-		// The key, two partitions and the remainders of proven ones.
-		c.MemBudget = bound + 2*need + need/8
+		c.MemBudget = fixed + 2*need + need/8 // two partitions and the remainders of proven ones
 	})
 	held.budget.Store(rw.w.Budget())
 	proveAllPartitions(t, db, "two", 3)
 	if !held.met.Load() {
 		t.Error("partition 1 was never synthesized while partition 0 was proven")
 	}
-	if peak := rw.w.Budget().Peak(); peak.Bytes < key+2*need || peak.Bytes > rw.w.Budget().Total() {
-		t.Errorf("budget peak %d bytes, want the key's %d and two partitions' %d and at most the budget %d",
-			peak.Bytes, key, 2*need, rw.w.Budget().Total())
+	if _, peak := rw.w.Budget().KindBytes(worker.KindSynthesis); peak < 2*need || peak > rw.w.Budget().Total()-fixed {
+		t.Errorf("synthesis peak %d bytes, want two partitions' %d and at most the budget's room %d", peak, 2*need, rw.w.Budget().Total()-fixed)
 	}
 	// In the rows: partition 1 entered the pipeline before partition 0 was stored.
 	if got := scalarString(t, db.Pool, `SELECT ((SELECT started_at FROM cuzk.partition_attempts WHERE request_id = 'two' AND partition = 1)
@@ -419,36 +419,28 @@ func TestPartitionsOverlapUnderBudgetForTwo(t *testing.T) {
 // A budget that holds exactly one partition still proves the request, one partition
 // at a time: never two reservations at once, so never a synthesis beside a proof.
 func TestPartitionsBudgetForOneRunsOneAtATime(t *testing.T) {
-	db, need := partitionDB(t)
-	bound, key := keyBudget(t)
-	if bound-key >= need {
-		t.Fatalf("the key's bound %d passes its host copy %d by a partition's %d: the test needs a tighter bound", bound, key, need)
-	}
-	rw := startWorker(t, db.Pool, func(c *worker.Config) { c.MemBudget = bound + need })
+	db, need, held := partitionDB(t)
+	rw := startWorker(t, db.Pool, func(c *worker.Config) { c.MemBudget = held + need })
 	proveAllPartitions(t, db, "one", 3)
-	// Two reservations: the key's host copy (its bound until it was read) and one
-	// partition.
-	if peak := rw.w.Budget().Peak(); peak.Reservations != 2 || peak.Bytes < key+need || peak.Bytes > bound+need {
-		t.Errorf("budget peak %+v, want 2 reservations of %d to %d bytes: the key's %d (bound %d) and a partition's %d",
-			peak, key+need, bound+need, key, bound, need)
+	if _, peak := rw.w.Budget().KindBytes(worker.KindSynthesis); peak != need {
+		t.Errorf("synthesis peak %d bytes, want one partition's %d", peak, need)
+	}
+	if peak := rw.w.Budget().Peak(); peak.Bytes != held+need {
+		t.Errorf("budget peak %d bytes, want the circuit, its key and one partition: %d", peak.Bytes, held+need)
 	}
 }
 
-// A budget smaller than one partition (and than the circuit's key, whose memory is
-// reserved first) fails the request at once, naming the bytes the key needs; nothing
-// is reserved and it is not retried.
+// A budget smaller than one partition (with its circuit and key) fails the request at
+// once, naming the bytes one partition needs and the budget; nothing is reserved and
+// it is not retried.
 func TestPartitionLargerThanBudgetFailsAtOnce(t *testing.T) {
-	db, need := partitionDB(t)
-	bound, _ := keyBudget(t)
-	if bound <= need-1 {
-		t.Fatalf("the key's bound %d fits a budget of %d: the test needs a key larger than a partition", bound, need-1)
-	}
-	rw := startWorker(t, db.Pool, func(c *worker.Config) { c.MemBudget = need - 1 })
+	db, need, held := partitionDB(t)
+	rw := startWorker(t, db.Pool, func(c *worker.Config) { c.MemBudget = held + need - 1 })
 	st, le := submitPartitions(t, db, "big", 3)
-	want := fmt.Sprintf("partition 0 of 3: load proving key of %q: memory for the host copy of the proving key of %s: needs %d bytes of memory, more than the whole budget of %d bytes",
-		partitionCircuit, partitionCircuit, bound, need-1)
-	if st != "failed" || !strings.HasPrefix(le, want) {
-		t.Fatalf("big: %s %q, want failed with %q", st, le, want)
+	want := fmt.Sprintf("partition 0 of 3: synthesis %d, compiled circuit ", need)
+	want2 := fmt.Sprintf("bytes: needs %d bytes of memory, more than the whole budget of %d bytes", held+need, held+need-1)
+	if st != "failed" || !strings.HasPrefix(le, want) || !strings.Contains(le, want2) {
+		t.Fatalf("big: %s %q, want failed with %q ... %q", st, le, want, want2)
 	}
 	if got := fmt.Sprint(partitionRows(t, db.Pool, "big", 1)); got != "map[failed:[0]]" {
 		t.Errorf("partition rows: %s, want partition 0 failed and no other started", got)
@@ -456,8 +448,8 @@ func TestPartitionLargerThanBudgetFailsAtOnce(t *testing.T) {
 	if n := scalar(t, db.Pool, `SELECT count(*) FROM cuzk.proof_attempts WHERE request_id = 'big'`); n != 1 {
 		t.Errorf("%d attempts, want 1 (not retried)", n)
 	}
-	if peak := rw.w.Budget().Peak(); peak != (worker.BudgetPeak{}) {
-		t.Errorf("budget peak %+v, want nothing ever reserved", peak)
+	if _, peak := rw.w.Budget().KindBytes(worker.KindSynthesis); peak != 0 {
+		t.Errorf("synthesis peak %d bytes, want none ever reserved", peak)
 	}
 }
 
@@ -467,8 +459,11 @@ func TestPartitionLargerThanBudgetFailsAtOnce(t *testing.T) {
 // once (one proving, one queued, one waiting for the queue, one synthesized); one after
 // the other, partition 3 would wait for the queue to move.
 func TestPartitionsSideBySideWithSynthSplit(t *testing.T) {
-	db, need := partitionDB(t)
-	held := &heldProve{Backend: prover.NewCPU(), cond: func(b *worker.Budget) bool { return b.Reserved() >= 4*need }}
+	db, need, _ := partitionDB(t)
+	held := &heldProve{Backend: prover.NewCPU(), cond: func(b *worker.Budget) bool {
+		synthesis, _ := b.KindBytes(worker.KindSynthesis)
+		return synthesis >= 4*need
+	}}
 	rw := startWorkerWith(t, db.Pool, []worker.Prover{{Backend: held}}, nil, func(c *worker.Config) {
 		c.SynthSplit, c.QueueDepth, c.SynthConcurrency = true, 1, 2
 	})

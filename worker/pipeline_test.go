@@ -231,8 +231,17 @@ func TestPipelineBatchFlushesInAttemptRows(t *testing.T) {
 		t.Errorf("priority: the waiting request was flushed after %.1f ms, not at once when the urgent one came (--batch-wait %.0f ms)",
 			*low[0].batchWait, waitMs)
 	}
-	t.Logf("batch_wait_ms: full %.1f, alone %.1f, low %.1f, high %.1f",
-		*full[0].batchWait, *alone[0].batchWait, *low[0].batchWait, *high[0].batchWait)
+
+	// An urgent request alone does not wait for company.
+	insertRequests(t, db.Pool, "urgent", circuit, 1, 1)
+	waitSucceeded(t, db.Pool, "urgent", 1)
+	urgent := loadAttempts(t, db.Pool, "urgent")
+	requireTimed(t, urgent, 1)
+	if *urgent[0].batchWait >= waitMs {
+		t.Errorf("urgent: alone, flushed after %.1f ms, not at once (--batch-wait %.0f ms)", *urgent[0].batchWait, waitMs)
+	}
+	t.Logf("batch_wait_ms: full %.1f, alone %.1f, low %.1f, high %.1f, urgent %.1f",
+		*full[0].batchWait, *alone[0].batchWait, *low[0].batchWait, *high[0].batchWait, *urgent[0].batchWait)
 }
 
 // A request whose memory estimate exceeds the whole budget fails at once, says so, and
@@ -242,11 +251,8 @@ func TestPipelineRequestLargerThanMemoryFailsAtOnce(t *testing.T) {
 	db := pgtest.New(t)
 	register(t, db.Pool, circuit)
 	compiled, _, _ := keys.setup(t, circuit)
-	need := synth.EstimateBytes(compiled)
-	// The key's memory is left out of the budget here (a catalog that does not count
-	// it): its own refusal comes first otherwise (TestPartitionLargerThanBudgetFailsAtOnce).
-	uncounted := struct{ worker.Catalog }{worker.NewCatalog(keys.reg.Get, keys.load, nil)}
-	startWorkerCatalog(t, db.Pool, uncounted, nil, nil, func(c *worker.Config) { c.MemBudget = need - 1 })
+	need := synth.EstimateBytes(compiled) + worker.HeldBytes(compiled, nil)
+	startWorker(t, db.Pool, func(c *worker.Config) { c.MemBudget = need - 1 })
 	insertRequests(t, db.Pool, "huge", circuit, 1, 2)
 
 	state, lastErr := waitState(t, db.Pool, "huge-1", "failed", "succeeded")
@@ -296,17 +302,16 @@ func TestPipelineMemoryForOneSynthesisSerializes(t *testing.T) {
 	compiled, _, _ := keys.setup(t, circuit)
 	need := synth.EstimateBytes(compiled)
 	insertRequests(t, db.Pool, "mem", circuit, n, 2)
-	key := hostBytes(t, circuit)
 	rw := startWorker(t, db.Pool, func(c *worker.Config) {
-		c.MemBudget = worker.HostKeyBound(int64(compiled.NbWires()), int64(compiled.NbConstraints())) + need + need/2 // the key and one synthesis
+		c.MemBudget = worker.HeldBytes(compiled, nil) + need + need/2
 		c.MaxBatch, c.SynthConcurrency, c.QueueDepth = 1, 2, 2
 	})
 	waitSucceeded(t, db.Pool, "mem", n)
-	// Every reservation is given back once its proof is stored (just after the commit);
-	// the key's host copy stays.
-	for deadline := time.Now().Add(10 * time.Second); rw.w.Budget().Reserved() != key; time.Sleep(10 * time.Millisecond) {
+	// Every reservation is given back once its proof is stored (just after the commit).
+	synthesis := func() int64 { n, _ := rw.w.Budget().KindBytes(worker.KindSynthesis); return n }
+	for deadline := time.Now().Add(10 * time.Second); synthesis() != 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d bytes still reserved after every proof was stored, want the key's %d", rw.w.Budget().Reserved(), key)
+			t.Fatalf("%d bytes of synthesis still reserved after every proof was stored", synthesis())
 		}
 	}
 

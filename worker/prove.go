@@ -16,7 +16,11 @@ import (
 // lost.
 func (w *Worker) runProver(i int) {
 	d := &w.devices[i]
-	for b := range w.proveCh {
+	for {
+		b, ok := w.nextBatch()
+		if !ok {
+			return
+		}
 		if w.lost[i].Load() {
 			// Every device is lost (else this prover has returned) and the worker is
 			// stopping: what still waits for a prover goes back to the queue now.
@@ -30,6 +34,22 @@ func (w *Worker) runProver(i int) {
 		if w.lost[i].Load() && !w.allLost() {
 			return
 		}
+	}
+}
+
+// nextBatch is the next batch to prove: an urgent one when one waits, else the oldest
+// of the others; false once the provers' channel is closed.
+func (w *Worker) nextBatch() (*batch, bool) {
+	select {
+	case b := <-w.urgentCh:
+		return b, true
+	default:
+	}
+	select {
+	case b := <-w.urgentCh:
+		return b, true
+	case b, ok := <-w.proveCh:
+		return b, ok
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,6 +36,9 @@ func (w *Worker) startBatch(b *batch) {
 			t := time.Now()
 			// A shutdown hands the batch back while it waits here, as before synthesis.
 			waitCtx, stopWait := context.WithCancelCause(keyCtx)
+			if slices.ContainsFunc(b.items, (*item).urgent) {
+				waitCtx = context.WithValue(waitCtx, urgentRequest{}, true) // ahead of requests not urgent
+			}
 			stopDrain := context.AfterFunc(w.drainCtx, func() { stopWait(errHandBack) })
 			err := r.reserveHost(waitCtx, b.circuit)
 			stopDrain()
@@ -104,7 +108,11 @@ func (w *Worker) startBatch(b *batch) {
 			return
 		}
 		b.items = solved
-		w.proveCh <- b // blocks when the provers are behind: backpressure
+		ch := w.proveCh
+		if slices.ContainsFunc(b.items, (*item).urgent) {
+			ch = w.urgentCh // ahead of the batches already waiting
+		}
+		ch <- b // blocks when the provers are behind: backpressure
 		for _, it := range b.items {
 			if it.queued != nil {
 				close(it.queued)
@@ -114,15 +122,24 @@ func (w *Worker) startBatch(b *batch) {
 }
 
 func (w *Worker) synthesize(it *item) error {
-	compiled, err := w.catalog.Circuit(it.ctx, it.req.Circuit)
-	if err != nil {
+	ctx := it.ctx
+	if it.urgent() {
+		ctx = context.WithValue(ctx, urgentRequest{}, true) // its circuit and key go first too
+	}
+	compiled, release, err := w.catalog.Circuit(ctx, it.req.Circuit)
+	var tooLarge *TooLargeError
+	switch {
+	case errors.As(err, &tooLarge):
+		it.times.Set(phase.MemWait, 0) // it never waits for memory
+		return err                     // it says what the request needs
+	case err != nil:
 		return fmt.Errorf("load circuit %q: %w", it.req.Circuit, err)
 	}
-	it.compiled = compiled
+	defer release() // the solution is all that is needed of the circuit after Solve
 
 	// Until synthesis starts the request holds only its claim: a shutdown hands it
 	// back at once (errHandBack) rather than keep the worker past its grace period.
-	waitCtx, stopWait := context.WithCancelCause(it.ctx)
+	waitCtx, stopWait := context.WithCancelCause(ctx)
 	defer stopWait(nil)
 	defer context.AfterFunc(w.drainCtx, func() { stopWait(errHandBack) })()
 	if w.drainCtx.Err() != nil {
@@ -131,7 +148,7 @@ func (w *Worker) synthesize(it *item) error {
 
 	need := synth.EstimateBytes(compiled)
 	t := time.Now()
-	res, err := w.budget.Reserve(waitCtx, need)
+	res, err := reserveAs(waitCtx, w.budget, KindSynthesis, need)
 	it.times.Set(phase.MemWait, it.keyMemWait+time.Since(t))
 	if err != nil {
 		if errors.Is(context.Cause(waitCtx), errHandBack) {

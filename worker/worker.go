@@ -61,6 +61,8 @@ type Worker struct {
 	synthSem      chan struct{}
 	solving       atomic.Int32 // solves under way: each splits the cores with the others (synthesize.go)
 	proveCh       chan *batch
+	urgentCh      chan *batch    // batches with an urgent request: provers take them first
+	urgent        urgentGate     // urgent requests not yet queued for a prover
 	assembling    sync.WaitGroup // batches' proofs being assembled after their device work (prove.go)
 
 	timeouts        sync.Map      // circuit -> time.Duration (claim.go)
@@ -112,11 +114,12 @@ func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Prover, log 
 		budget:   NewBudget(cfg.MemBudget),
 		synthSem: make(chan struct{}, cfg.SynthConcurrency),
 		proveCh:  make(chan *batch, cfg.QueueDepth),
+		urgentCh: make(chan *batch, cfg.QueueDepth),
 
 		leaderTicks: make(chan struct{}, 1),
 	}
-	if c, ok := catalog.(interface{ countIn(*Budget) }); ok {
-		c.countIn(w.budget) // the keys' host copies hold memory as requests do
+	if err := w.reserveFixed(); err != nil {
+		return nil, err
 	}
 	w.origin = w.makeOrigin()
 	w.clientID = newClientID(cfg.Name)
@@ -154,6 +157,30 @@ func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Prover, log 
 	}
 	w.client = client
 	return w, nil
+}
+
+// reserveFixed counts in the budget what the worker holds for its life: the process
+// as it started (Config.BaseBytes) and the backends' own host buffers; and makes the
+// catalog count the circuits and keys it holds.
+func (w *Worker) reserveFixed() error {
+	backends := make([]prover.Backend, len(w.devices))
+	for i, d := range w.devices {
+		backends[i] = d.Backend
+	}
+	if c, ok := w.catalog.(*catalog); ok {
+		c.useBudget(w.budget, backends)
+	}
+	if _, err := w.budget.ReserveFor(context.Background(), KindProcess, w.cfg.BaseBytes); err != nil {
+		return fmt.Errorf("worker: the process itself: %w", err)
+	}
+	for _, b := range backends {
+		if h, ok := b.(prover.HostMemory); ok && h.HostBytes() > 0 {
+			if _, err := w.budget.ReserveFor(context.Background(), KindStaging, h.HostBytes()); err != nil {
+				return fmt.Errorf("worker: host buffers of %s: %w", b.Name(), err)
+			}
+		}
+	}
+	return nil
 }
 
 // fetchCooldown is the least time between two of River's fetches of jobs (see New).

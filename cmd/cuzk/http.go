@@ -102,6 +102,7 @@ type observability struct {
 	backends []string
 	keys     worker.KeyStates       // the worker's proving keys; nil before it has a catalog
 	tiers    worker.KeyTierReporter // where its keys are held; nil without a catalog that says
+	budget   *worker.Budget         // the worker's memory budget; nil before the worker exists
 }
 
 // watchKeys shows cat's keys: their loads (/readyz, the dashboard) and, when cat
@@ -162,6 +163,7 @@ func newObservability(pool *pgxpool.Pool, devices []worker.Prover, gpus devinfo.
 }
 
 func (o *observability) watchWorker(w *worker.Worker) error {
+	o.budget = w.Budget()
 	if err := o.metrics.WatchBudget(w.Budget()); err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}
@@ -208,6 +210,9 @@ func (o *observability) handler(ctx context.Context, f httpFlags, log *slog.Logg
 			return
 		}
 		fmt.Fprintf(w, "ready: database reachable, backend %s\n", strings.Join(o.backends, ", "))
+		if o.budget != nil {
+			fmt.Fprintln(w, budgetLine(o.budget))
+		}
 		if o.keys != nil {
 			for _, k := range o.keys.KeyStates() {
 				fmt.Fprintln(w, keyLine(k))
@@ -287,6 +292,19 @@ func (o *observability) serve(ctx context.Context, f httpFlags, log *slog.Logger
 	}()
 	log.Info("serving http", "addr", ln.Addr().String(), "riverui_writable", f.RiverUIWritable, "pprof", f.Pprof)
 	return srv, nil
+}
+
+// budgetLine is the memory budget on /readyz: what is reserved of it, its peak, and
+// each kind's bytes now and at most, e.g.
+//
+//	memory budget 2147483648 bytes: 1283457024 reserved (peak 1912602624), waiting 1; process 41943040 (peak 41943040), synthesis 1140850688 (peak 1769996288), ...
+func budgetLine(b *worker.Budget) string {
+	var kinds []string
+	for _, k := range b.Kinds() {
+		kinds = append(kinds, fmt.Sprintf("%s %d (peak %d)", k.Kind, k.Bytes, k.Peak))
+	}
+	return fmt.Sprintf("memory budget %d bytes: %d reserved (peak %d), waiting %d; %s",
+		b.Total(), b.Reserved(), b.PeakBytes(), b.Waiting(), strings.Join(kinds, ", "))
 }
 
 // keyLine is one proving key's state on /readyz, e.g.

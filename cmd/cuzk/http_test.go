@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -108,6 +109,11 @@ func TestWorkerHTTPEndpoints(t *testing.T) {
 	if code != 200 || !strings.Contains(body, "database reachable, backend cpu") {
 		t.Errorf("/readyz: %d %q", code, body)
 	}
+	// The memory budget: what the process, the key and the circuit hold, and the
+	// request's synthesis, given back.
+	if !regexp.MustCompile(`\nmemory budget 1073741824 bytes: \d+ reserved \(peak \d+\), waiting 0; circuit [1-9]\d* \(peak \d+\), key [1-9]\d* \(peak \d+\), process [1-9]\d* \(peak \d+\), synthesis 0 \(peak [1-9]\d*\)\n`).MatchString(body) {
+		t.Errorf("/readyz has no memory budget line with the kinds a proof leaves: %q", body)
+	}
 	// The keys the worker loaded, read from disk and resident on its device.
 	if !regexp.MustCompile(`\nkey synthetic-k6 files: resident \d+ bytes, \S+\nkey synthetic-k6 on cpu: resident \d+ bytes, \S+; \d+ bytes on the device, 0 of them precomputed\n`).MatchString(body) {
 		t.Errorf("/readyz does not list synthetic-k6's key as resident: %q", body)
@@ -128,6 +134,7 @@ func TestWorkerHTTPEndpoints(t *testing.T) {
 		`cuzk_phase_duration_seconds_count{circuit="synthetic-k6",phase="synth"} 1`,
 		`cuzk_phase_duration_seconds_count{circuit="synthetic-k6",phase="queue"} 1`,
 		`cuzk_mem_budget_total_bytes 1.073741824e+09`,
+		`cuzk_mem_budget_kind_bytes{kind="synthesis"} 0`,
 		`cuzk_queue_up 1`,
 		`cuzk_build_info{build="` + worker.BuildString() + `"} 1`,
 		`cuzk_queue_jobs{state="available"} 0`,
@@ -139,12 +146,15 @@ func TestWorkerHTTPEndpoints(t *testing.T) {
 	if strings.Contains(metrics, "cuzk_gpu_") {
 		t.Error("a CPU worker reports GPU metrics")
 	}
-	// The key is on the device (the CPU prover's key) and pinned; its host copy is all
-	// the budget holds once the request is done.
+	// The key is on the device (the CPU prover's key) and pinned; the budget's key
+	// reservation holds its host copy and the CPU backend's buffers for it.
 	pinned := regexp.MustCompile(`\ncuzk_key_bytes\{circuit="synthetic-k6",tier="pinned"\} (\S+)\n`).FindStringSubmatch(metrics)
-	reserved := regexp.MustCompile(`\ncuzk_mem_budget_reserved_bytes (\S+)\n`).FindStringSubmatch(metrics)
-	if pinned == nil || reserved == nil || pinned[1] != reserved[1] || pinned[1] == "0" {
-		t.Errorf("/metrics: pinned key bytes %q, budget reserved %q: want the same, not 0", pinned, reserved)
+	keyKind := regexp.MustCompile(`\ncuzk_mem_budget_kind_bytes\{kind="key"\} (\S+)\n`).FindStringSubmatch(metrics)
+	if pinned == nil || keyKind == nil {
+		t.Fatalf("/metrics: pinned key bytes %q, budget's key bytes %q: want both", pinned, keyKind)
+	}
+	if p, k := metricValue(t, pinned[1]), metricValue(t, keyKind[1]); p <= 0 || k < p {
+		t.Errorf("/metrics: pinned key bytes %v, budget's key bytes %v: want the copy, and at least it in the budget", p, k)
 	}
 	for _, re := range []string{
 		`\ncuzk_key_bytes\{circuit="synthetic-k6",tier="device"\} [1-9]\S*\n`,
@@ -398,4 +408,14 @@ func TestWorkerRefusesUnguardedEndpoints(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, r.code, r.stderr, c.want)
 		}
 	}
+}
+
+// metricValue parses a Prometheus text sample's value.
+func metricValue(t *testing.T, s string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatalf("metric value %q: %v", s, err)
+	}
+	return v
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -29,7 +30,7 @@ type workerCmd struct {
 	httpFlags
 	Backend          string        `env:"CUZK_BACKEND" enum:"cpu,cuda,auto" default:"auto" help:"Prover backend: cpu, cuda, or auto (cuda when a GPU is usable, else cpu)."`
 	Devices          string        `env:"CUZK_DEVICES" default:"all" help:"GPUs to use: all, or indices/UUIDs/ranges like 0,2 or 0-3."`
-	MemBudget        string        `name:"mem-budget" env:"CUZK_MEM_BUDGET" help:"Memory for requests in flight, in bytes or with a unit (20GiB). Default: cgroup limit or MemAvailable, minus a safety margin."`
+	MemBudget        string        `name:"mem-budget" env:"CUZK_MEM_BUDGET" help:"Memory for everything the worker holds (requests' working sets, compiled circuits, proving keys' host copies, staging buffers, the process itself), in bytes or with a unit (20GiB). Default: cgroup limit or MemAvailable, minus a safety margin."`
 	MaxBatch         int           `name:"max-batch" env:"CUZK_MAX_BATCH" default:"1" help:"Most requests of one circuit proven together."`
 	BatchWait        time.Duration `name:"batch-wait" env:"CUZK_BATCH_WAIT" default:"50ms" help:"Longest a request waits for its batch to fill."`
 	SynthConcurrency int           `name:"synth-concurrency" env:"CUZK_SYNTH_CONCURRENCY" default:"0" help:"Concurrent syntheses (0: half the CPUs, at least 1)."`
@@ -142,7 +143,7 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 		}
 		pk, vk, _, err := kd.LoadWith(name, d, keys.LoadOptions{Log: g.log, Progress: progress})
 		return pk, vk, err
-	}, g.log, worker.CatalogOptions{HostKeyMemory: int64(hostKeyMem)})
+	}, g.log, worker.CatalogOptions{HostKeyMemory: int64(hostKeyMem), Unload: reg.Unload})
 	if err := obs.watchKeys(cat); err != nil {
 		return err
 	}
@@ -151,10 +152,13 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 			g.log.Warn("preloading proving keys", "err", err)
 		}
 	}
+	base, outsideGo := processMemory(budget)
+	cfg.BaseBytes = base
 	w, err := worker.New(pool, cfg, cat, devices, g.log)
 	if err != nil {
 		return usageError{err.Error()}
 	}
+	setMemoryLimit(w.Budget(), outsideGo, g.log)
 	if err := obs.watchWorker(w); err != nil {
 		return err
 	}
@@ -305,10 +309,71 @@ func memBudget(spec string, log *slog.Logger) (int64, error) {
 	if avail <= 0 {
 		return 0, errors.New("cannot determine available memory: set --mem-budget")
 	}
-	margin := max(avail/10, 1<<30) // leave 10% (at least 1 GiB) to the OS and keys
+	margin := max(avail/10, 1<<30) // leave 10% (at least 1 GiB) to the OS
 	budget := max(avail-margin, 256<<20)
 	log.Info("memory budget", "budget", humanize.IBytes(uint64(budget)), "from", source, "available", humanize.IBytes(uint64(avail)))
 	return budget, nil
+}
+
+// processMemory is what the process holds at start that its memory budget counts as
+// the process's own (worker.KindProcess): its anonymous resident memory, every file it
+// maps in full (its code and libraries, whose pages it touches as it runs), and 1/32
+// of the budget for the Go runtime's overhead (collector metadata, fragmentation) as
+// the heap grows. outsideGo is the part of it that the Go runtime does not count (the
+// files, memory of C libraries), which the Go memory limit leaves out.
+func processMemory(budget int64) (base, outsideGo int64) {
+	anon, files := procMemory()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	outsideGo = files + max(anon-int64(ms.Sys-ms.HeapReleased), 0)
+	return anon + files + budget/32, outsideGo
+}
+
+// procMemory reads the process's anonymous resident memory (RssAnon) and the size of
+// its file mappings (/proc/self/smaps), 0 where unknown.
+func procMemory() (anon, files int64) {
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "RssAnon:"); ok {
+				fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &anon)
+				anon <<= 10
+			}
+		}
+	}
+	b, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		return anon, 0
+	}
+	file := false
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 5 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":") {
+			file = len(f) >= 6 && strings.HasPrefix(f[5], "/")
+			continue
+		}
+		if v, ok := strings.CutPrefix(line, "Size:"); ok && file {
+			var kb int64
+			fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &kb)
+			files += kb << 10
+		}
+	}
+	return anon, files
+}
+
+// setMemoryLimit makes the Go runtime collect garbage as its memory nears what the
+// budget leaves it (the budget less what the process holds outside the Go runtime and
+// the host memory reserved outside the Go heap: staging buffers, pinned copies), rather
+// than let the heap grow to twice what is live: the budget counts live bytes, and
+// without the limit garbage could take the process's memory well past it. GOMEMLIMIT,
+// when set, is left as it is.
+func setMemoryLimit(b *worker.Budget, outsideGo int64, log *slog.Logger) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	b.OnPinned(func(pinned int64) {
+		limit := max(b.Total()-outsideGo-pinned, b.Total()/4)
+		debug.SetMemoryLimit(limit)
+		log.Debug("go memory limit", "bytes", limit, "outside_go", outsideGo, "pinned", pinned)
+	})
 }
 
 func availableMemory() (int64, string) {
