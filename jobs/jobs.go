@@ -1,7 +1,8 @@
 // Package jobs holds the River job that stands for a proof request, in Go terms of the
 // SQL contract: cuzk.admit_locked (called by the proof_requests triggers on insert,
-// claim, cancel and retry) inserts a river_job row of Kind in Queue with args
-// {"request_id", "circuit"} and metadata {"queued_at"} for each request it admits.
+// claim, cancel and retry) inserts a river_job row of Kind with args
+// {"request_id", "circuit"} and metadata {"queued_at"} for each request it admits, in
+// the queue of the request's priority (QueueFor, cuzk.job_queue in SQL).
 package jobs
 
 import (
@@ -13,9 +14,26 @@ import (
 const (
 	// Kind is river_job.kind for proof requests.
 	Kind = "cuzk_prove"
-	// Queue is river_job.queue for proof requests.
+	// Queue is river_job.queue for proof requests of priority 2 to 4.
 	Queue = "cuzk"
+	// UrgentQueue is river_job.queue for urgent requests (priority 1): every worker
+	// keeps a few slots for it, so an urgent request is claimed while every slot of
+	// Queue holds a long request.
+	UrgentQueue = "cuzk_urgent"
+	// UrgentPriority is the priority of urgent requests.
+	UrgentPriority = 1
 )
+
+// Queues are the queues proof jobs are in.
+func Queues() []string { return []string{Queue, UrgentQueue} }
+
+// QueueFor is the queue of the job of a request of the given priority.
+func QueueFor(priority int) string {
+	if priority == UrgentPriority {
+		return UrgentQueue
+	}
+	return Queue
+}
 
 // ProveArgs are the args of a proof job. The request row is the source of truth; the
 // circuit is carried only so a worker can size the job's timeout without a query.
@@ -27,7 +45,8 @@ type ProveArgs struct {
 // Kind implements river.JobArgs.
 func (ProveArgs) Kind() string { return Kind }
 
-// InsertOpts implements river.JobArgsWithInsertOpts, for inserts made from Go.
+// InsertOpts implements river.JobArgsWithInsertOpts, for inserts made from Go: Queue,
+// the queue of priorities 2 to 4 (an urgent job goes in QueueFor(UrgentPriority)).
 func (ProveArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: Queue} }
 
 // Timeout is how long one attempt of a circuit of the given size may take, end to end

@@ -28,3 +28,14 @@ func TestBackoffDoublesFromItsBaseUpToTenMinutes(t *testing.T) {
 		t.Errorf("RetryBackoff is not Backoff from DefaultRetryBase")
 	}
 }
+
+func TestUrgentRequestsHaveTheirOwnQueue(t *testing.T) {
+	for p, want := range map[int]string{1: UrgentQueue, 2: Queue, 3: Queue, 4: Queue} {
+		if got := QueueFor(p); got != want {
+			t.Errorf("QueueFor(%d) = %q, want %q", p, got, want)
+		}
+	}
+	if q := Queues(); len(q) != 2 || q[0] != Queue || q[1] != UrgentQueue {
+		t.Errorf("Queues() = %q", q)
+	}
+}

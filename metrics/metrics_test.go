@@ -130,6 +130,7 @@ func TestQueueDepthFromDatabase(t *testing.T) {
 	for _, id := range []string{"a", "b", "c"} {
 		exec(`SELECT cuzk.submit_proof(request_id => $1, circuit => 'c1', inputs => '{}'::jsonb)`, id)
 	}
+	exec(`SELECT cuzk.submit_proof(request_id => 'u', circuit => 'c1', inputs => '{}'::jsonb, priority => 1)`)
 	// One of them is being worked on.
 	exec(`UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now()
 	       WHERE id = (SELECT min(id) FROM river_job WHERE queue = 'cuzk')`)
@@ -139,8 +140,9 @@ func TestQueueDepthFromDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantLines(t, scrape(t, m.Handler()),
-		`cuzk_queue_jobs{state="available"} 2`, `cuzk_queue_jobs{state="running"} 1`,
-		`cuzk_queue_jobs{state="retryable"} 0`, "cuzk_queue_up 1")
+		`cuzk_queue_jobs{queue="cuzk",state="available"} 2`, `cuzk_queue_jobs{queue="cuzk",state="running"} 1`,
+		`cuzk_queue_jobs{queue="cuzk",state="retryable"} 0`, `cuzk_queue_jobs{queue="cuzk_urgent",state="available"} 1`,
+		`cuzk_queue_jobs{queue="cuzk_urgent",state="running"} 0`, "cuzk_queue_up 1")
 
 	// With the database gone the scrape still answers, with the queue marked down.
 	down, err := pgxpool.New(ctx, "postgres://postgres@127.0.0.1:1/none?connect_timeout=1")

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,17 +15,19 @@ import (
 // scrape timeout (10s), so a slow database cannot hold the other metrics up.
 const QueueTimeout = 2 * time.Second
 
-// WatchQueue adds gauges of River's jobs in cuzk's queue by state, counted in the
-// database at scrape time, and cuzk_queue_up (0 when that count failed).
+// WatchQueue adds gauges of River's jobs in cuzk's queues (jobs.Queues) by queue and
+// state, counted in the database at scrape time, and cuzk_queue_up (0 when that count
+// failed).
 func (m *Metrics) WatchQueue(db store.DB) error {
 	return m.reg.Register(queueCollector{db})
 }
 
 var (
 	queueJobsDesc = prometheus.NewDesc("cuzk_queue_jobs",
-		"River jobs in queue "+jobs.Queue+" by state, counted at scrape time (all workers).", []string{"state"}, nil)
+		"River jobs of proof requests by queue ("+strings.Join(jobs.Queues(), ", ")+") and state, counted at scrape time (all workers).",
+		[]string{"queue", "state"}, nil)
 	queueUpDesc = prometheus.NewDesc("cuzk_queue_up",
-		"1 if the last scrape could count the queue in the database, else 0.", nil, nil)
+		"1 if the last scrape could count the queues in the database, else 0.", nil, nil)
 )
 
 type queueCollector struct{ db store.DB }
@@ -37,14 +40,20 @@ func (c queueCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c queueCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), QueueTimeout)
 	defer cancel()
-	counts, err := store.QueueJobs(ctx, c.db, jobs.Queue)
-	if err != nil {
-		ch <- prometheus.MustNewConstMetric(queueUpDesc, prometheus.GaugeValue, 0)
-		ch <- prometheus.NewInvalidMetric(queueJobsDesc, err)
-		return
+	var ms []prometheus.Metric
+	for _, q := range jobs.Queues() {
+		counts, err := store.QueueJobs(ctx, c.db, q)
+		if err != nil {
+			ch <- prometheus.MustNewConstMetric(queueUpDesc, prometheus.GaugeValue, 0)
+			ch <- prometheus.NewInvalidMetric(queueJobsDesc, err)
+			return
+		}
+		for _, n := range counts {
+			ms = append(ms, prometheus.MustNewConstMetric(queueJobsDesc, prometheus.GaugeValue, float64(n.N), q, n.State))
+		}
 	}
 	ch <- prometheus.MustNewConstMetric(queueUpDesc, prometheus.GaugeValue, 1)
-	for _, c := range counts {
-		ch <- prometheus.MustNewConstMetric(queueJobsDesc, prometheus.GaugeValue, float64(c.N), c.State)
+	for _, m := range ms {
+		ch <- m
 	}
 }

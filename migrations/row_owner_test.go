@@ -106,40 +106,43 @@ func TestRowsCarryTheirRequestsSubmitter(t *testing.T) {
 	}
 }
 
+// migrateTo migrates an empty database: River's migrations, then cuzk's up to
+// version v.
+func migrateTo(ctx context.Context, pool *pgxpool.Pool, v int32) error {
+	rm, err := rivermigrate.New(riverpgxv5.New(pool), nil)
+	if err != nil {
+		return err
+	}
+	if _, err := rm.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return err
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA cuzk"); err != nil {
+		return err
+	}
+	m, err := migrate.NewMigrator(ctx, conn.Conn(), "cuzk.schema_version")
+	if err != nil {
+		return err
+	}
+	files, err := fs.Sub(migrations.Files(), "cuzk")
+	if err != nil {
+		return err
+	}
+	if err := m.LoadMigrations(files); err != nil {
+		return err
+	}
+	return m.MigrateTo(ctx, v)
+}
+
 // Migration 018 fills the column in the rows written before it.
 func TestRowOwnerBackfilled(t *testing.T) {
 	db := pgtest.Empty(t)
 	ctx := context.Background()
-	rm, err := rivermigrate.New(riverpgxv5.New(db.Pool), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rm.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
-		t.Fatal(err)
-	}
-	to17 := func() error {
-		conn, err := db.Pool.Acquire(ctx)
-		if err != nil {
-			return err
-		}
-		defer conn.Release()
-		if _, err := conn.Exec(ctx, "CREATE SCHEMA cuzk"); err != nil {
-			return err
-		}
-		m, err := migrate.NewMigrator(ctx, conn.Conn(), "cuzk.schema_version")
-		if err != nil {
-			return err
-		}
-		files, err := fs.Sub(migrations.Files(), "cuzk")
-		if err != nil {
-			return err
-		}
-		if err := m.LoadMigrations(files); err != nil {
-			return err
-		}
-		return m.MigrateTo(ctx, 17)
-	}
-	if err := to17(); err != nil {
+	if err := migrateTo(ctx, db.Pool, 17); err != nil {
 		t.Fatalf("migrate to 017: %v", err)
 	}
 

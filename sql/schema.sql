@@ -64,7 +64,7 @@ BEGIN
     ), j AS (
         INSERT INTO public.river_job (args, kind, max_attempts, priority, queue, state, scheduled_at, metadata)
         SELECT jsonb_build_object('request_id', w.request_id, 'circuit', w.circuit),
-               'cuzk_prove', w.max_attempts, w.priority, 'cuzk', 'available', now(),
+               'cuzk_prove', w.max_attempts, w.priority, cuzk.job_queue(w.priority), 'available', now(),
                jsonb_build_object('queued_at', w.updated_at)
           FROM w ORDER BY w.id
         RETURNING id, args->>'request_id' AS request_id
@@ -75,7 +75,7 @@ BEGIN
     )
     SELECT count(*) INTO n FROM u;
     IF n > 0 THEN
-        PERFORM pg_notify('public.river_insert', json_build_object('queue', 'cuzk')::text);
+        PERFORM pg_notify('public.river_insert', json_build_object('queue', cuzk.job_queue(p))::text);
     END IF;
     RETURN n;
 END $$;
@@ -198,6 +198,7 @@ CREATE FUNCTION cuzk.cancel_proof(request_id text) RETURNS boolean
     AS $$
 DECLARE
     r cuzk.proof_requests;
+    q text;
 BEGIN
     r := cuzk.own_request(cancel_proof.request_id, 'cancel');
     IF r.state NOT IN ('queued', 'running') THEN
@@ -213,8 +214,10 @@ BEGIN
             metadata = jsonb_set(j.metadata, '{cancel_attempted_at}', to_jsonb(now()), true)
          WHERE j.id = r.job_id AND j.finalized_at IS NULL
            AND j.state NOT IN ('cancelled', 'completed', 'discarded');
+        SELECT j.queue INTO q FROM public.river_job j WHERE j.id = r.job_id;
         PERFORM pg_notify('public.river_control',
-                          json_build_object('action', 'cancel', 'job_id', r.job_id, 'queue', 'cuzk')::text);
+                          json_build_object('action', 'cancel', 'job_id', r.job_id,
+                                            'queue', coalesce(q, cuzk.job_queue(r.priority)))::text);
     END IF;
     RETURN true;
 END $$;
@@ -339,10 +342,10 @@ BEGIN
     SELECT * INTO STRICT r FROM cuzk.proof_requests WHERE request_id = req_id;
     INSERT INTO public.river_job (args, kind, max_attempts, priority, queue, state, scheduled_at, metadata)
     VALUES (jsonb_build_object('request_id', r.request_id, 'circuit', r.circuit),
-            'cuzk_prove', r.max_attempts, r.priority, 'cuzk', 'available', now(), '{}')
+            'cuzk_prove', r.max_attempts, r.priority, cuzk.job_queue(r.priority), 'available', now(), '{}')
     RETURNING id INTO jid;
     UPDATE cuzk.proof_requests SET job_id = jid, updated_at = now() WHERE id = r.id;
-    PERFORM pg_notify('public.river_insert', json_build_object('queue', 'cuzk')::text);
+    PERFORM pg_notify('public.river_insert', json_build_object('queue', cuzk.job_queue(r.priority))::text);
     RETURN jid;
 END $$;
 
@@ -382,6 +385,19 @@ CREATE FUNCTION cuzk.holds(role name) RETURNS boolean
     SELECT pg_has_role(session_user, role, 'MEMBER')
         OR pg_has_role(session_user, (SELECT n.nspowner FROM pg_namespace n WHERE n.nspname = 'cuzk'), 'MEMBER')
 $$;
+
+-- Name: job_queue(integer); Type: FUNCTION; Schema: cuzk; Owner: -
+
+CREATE FUNCTION cuzk.job_queue(priority integer) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'cuzk', 'pg_temp'
+    AS $$
+    SELECT CASE WHEN priority = 1 THEN 'cuzk_urgent' ELSE 'cuzk' END
+$$;
+
+-- Name: FUNCTION job_queue(priority integer); Type: COMMENT; Schema: cuzk; Owner: -
+
+COMMENT ON FUNCTION cuzk.job_queue(priority integer) IS 'The River queue of the job of a request of this priority: cuzk_urgent for 1 (urgent), cuzk for the others.';
 
 -- Name: submitters; Type: TABLE; Schema: cuzk; Owner: -
 
@@ -714,6 +730,27 @@ BEGIN
     RETURN NULL;
 END $$;
 
+-- Name: proof_requests_priority(); Type: FUNCTION; Schema: cuzk; Owner: -
+
+CREATE FUNCTION cuzk.proof_requests_priority() RETURNS trigger
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'cuzk', 'pg_temp'
+    AS $$
+BEGIN
+    IF NEW.job_id IS NOT NULL THEN
+        UPDATE public.river_job j SET queue = cuzk.job_queue(NEW.priority), priority = NEW.priority
+         WHERE j.id = NEW.job_id AND j.state IN ('available', 'scheduled', 'retryable', 'pending');
+        IF FOUND THEN
+            PERFORM pg_notify('public.river_insert', json_build_object('queue', cuzk.job_queue(NEW.priority))::text);
+        END IF;
+    END IF;
+    IF NEW.state = 'queued' THEN
+        PERFORM cuzk.lock_submitter(NEW.submitted_by);
+        PERFORM cuzk.admit_locked(NEW.submitted_by);
+    END IF;
+    RETURN NULL;
+END $$;
+
 -- Name: proof_requests_readmit(); Type: FUNCTION; Schema: cuzk; Owner: -
 
 CREATE FUNCTION cuzk.proof_requests_readmit() RETURNS trigger
@@ -804,13 +841,20 @@ BEGIN
                                              coalesce(b.job_state::text, 'deleted')) END
           FROM bad b WHERE r.id = b.id
         RETURNING r.request_id, b.job_id, CASE WHEN b.job_state = 'cancelled' THEN 'cancelled' ELSE 'requeued' END
+    ), moved AS (
+        UPDATE public.river_job j SET queue = cuzk.job_queue(r.priority), priority = r.priority
+          FROM cuzk.proof_requests r
+         WHERE r.job_id = j.id AND r.state = 'queued' AND j.kind = 'cuzk_prove'
+           AND j.state IN ('available', 'scheduled', 'retryable', 'pending')
+           AND j.queue IS DISTINCT FROM cuzk.job_queue(r.priority)
+        RETURNING r.request_id, j.id, 'moved'::text
     )
-    SELECT * FROM fixed;
+    SELECT * FROM fixed UNION ALL SELECT * FROM moved;
 END $$;
 
 -- Name: FUNCTION repair_jobs(); Type: COMMENT; Schema: cuzk; Owner: -
 
-COMMENT ON FUNCTION cuzk.repair_jobs() IS 'Queued requests whose River job was deleted or completed outside cuzk wait for a new one; those whose job was cancelled there are cancelled. The leader''s upkeep runs it.';
+COMMENT ON FUNCTION cuzk.repair_jobs() IS 'Queued requests whose River job was deleted or completed outside cuzk wait for a new one; those whose job was cancelled there are cancelled; a job waiting in the queue of another priority than its request''s (cuzk.job_queue) is moved to its own. The leader''s upkeep runs it.';
 
 -- Name: resolve_selector(text); Type: FUNCTION; Schema: cuzk; Owner: -
 
@@ -1769,6 +1813,10 @@ CREATE TRIGGER proof_requests_check BEFORE INSERT ON cuzk.proof_requests FOR EAC
 
 CREATE TRIGGER proof_requests_owner_moved AFTER UPDATE OF submitted_by ON cuzk.proof_requests FOR EACH ROW WHEN ((old.submitted_by IS DISTINCT FROM new.submitted_by)) EXECUTE FUNCTION cuzk.proof_requests_owner_moved();
 
+-- Name: proof_requests proof_requests_priority; Type: TRIGGER; Schema: cuzk; Owner: -
+
+CREATE TRIGGER proof_requests_priority AFTER UPDATE OF priority ON cuzk.proof_requests FOR EACH ROW WHEN ((old.priority IS DISTINCT FROM new.priority)) EXECUTE FUNCTION cuzk.proof_requests_priority();
+
 -- Name: proof_requests proof_requests_readmit; Type: TRIGGER; Schema: cuzk; Owner: -
 
 CREATE TRIGGER proof_requests_readmit AFTER UPDATE ON cuzk.proof_requests FOR EACH ROW WHEN ((((old.state = 'queued'::text) AND (old.job_id IS NOT NULL) AND ((new.state <> 'queued'::text) OR (new.job_id IS NULL))) OR ((new.state = 'queued'::text) AND (new.job_id IS NULL) AND ((old.state <> 'queued'::text) OR (old.job_id IS NOT NULL))))) EXECUTE FUNCTION cuzk.proof_requests_readmit();
@@ -1917,6 +1965,10 @@ GRANT ALL ON FUNCTION cuzk.cancel_proof(request_id text) TO cuzk_worker;
 
 REVOKE ALL ON FUNCTION cuzk.enqueue(req_id text) FROM PUBLIC;
 
+-- Name: FUNCTION job_queue(priority integer); Type: ACL; Schema: cuzk; Owner: -
+
+REVOKE ALL ON FUNCTION cuzk.job_queue(priority integer) FROM PUBLIC;
+
 -- Name: TABLE submitters; Type: ACL; Schema: cuzk; Owner: -
 
 GRANT SELECT,INSERT ON TABLE cuzk.submitters TO cuzk_operator;
@@ -2009,6 +2061,10 @@ REVOKE ALL ON FUNCTION cuzk.own_request(req_id text, verb text) FROM PUBLIC;
 -- Name: FUNCTION proof_requests_owner_moved(); Type: ACL; Schema: cuzk; Owner: -
 
 REVOKE ALL ON FUNCTION cuzk.proof_requests_owner_moved() FROM PUBLIC;
+
+-- Name: FUNCTION proof_requests_priority(); Type: ACL; Schema: cuzk; Owner: -
+
+REVOKE ALL ON FUNCTION cuzk.proof_requests_priority() FROM PUBLIC;
 
 -- Name: FUNCTION repair_jobs(); Type: ACL; Schema: cuzk; Owner: -
 

@@ -59,18 +59,18 @@ func TestRiverJobQueries(t *testing.T) {
 		RiverClientID: "client-1"}); err != nil {
 		t.Fatal(err)
 	}
-	if jobs, err := RescueDeadWorkers(ctx, p, "self", time.Hour, "cuzk"); err != nil || len(jobs) != 0 {
+	if jobs, err := RescueDeadWorkers(ctx, p, "self", time.Hour, []string{"cuzk"}); err != nil || len(jobs) != 0 {
 		t.Fatalf("rescue with a live worker: %v, %v", jobs, err)
 	}
 	exec(t, p, "UPDATE cuzk.workers SET last_seen_at = now() - interval '1 hour'")
-	if jobs, err := RescueDeadWorkers(ctx, p, "w", time.Minute, "cuzk"); err != nil || len(jobs) != 0 {
+	if jobs, err := RescueDeadWorkers(ctx, p, "w", time.Minute, []string{"cuzk"}); err != nil || len(jobs) != 0 {
 		t.Fatalf("rescue by the worker itself: %v, %v", jobs, err)
 	}
-	jobs, err := RescueDeadWorkers(ctx, p, "self", time.Minute, "cuzk")
+	jobs, err := RescueDeadWorkers(ctx, p, "self", time.Minute, []string{"cuzk"})
 	if err != nil || len(jobs) != 1 || jobs[0] != (RescuedJob{JobID: j1, Worker: "w"}) {
 		t.Fatalf("rescue of a dead worker: %+v, %v; want job %d of w, not discarded", jobs, err, j1)
 	}
-	if jobs, err := RescueDeadWorkers(ctx, p, "self", time.Minute, "cuzk"); err != nil || len(jobs) != 0 {
+	if jobs, err := RescueDeadWorkers(ctx, p, "self", time.Minute, []string{"cuzk"}); err != nil || len(jobs) != 0 {
 		t.Fatalf("second rescue: %v, %v; want none", jobs, err)
 	}
 	if counts, err := QueueJobs(ctx, p, "cuzk"); err != nil || counts[0].N != 2 || counts[1].N != 0 {

@@ -85,10 +85,10 @@ func TestReadingQueriesWithNoRows(t *testing.T) {
 	if n, err := PruneWorkers(ctx, p, 0); err != nil || n != 0 {
 		t.Errorf("PruneWorkers: %d, %v", n, err)
 	}
-	if jobs, err := RescueDeadWorkers(ctx, p, "self", time.Second, "cuzk"); err != nil || len(jobs) != 0 {
+	if jobs, err := RescueDeadWorkers(ctx, p, "self", time.Second, []string{"cuzk"}); err != nil || len(jobs) != 0 {
 		t.Errorf("RescueDeadWorkers: %v, %v", jobs, err)
 	}
-	if jobs, err := HandBackClientJobs(ctx, p, "nope", "cuzk", "restart"); err != nil || len(jobs) != 0 {
+	if jobs, err := HandBackClientJobs(ctx, p, "nope", []string{"cuzk"}, "restart"); err != nil || len(jobs) != 0 {
 		t.Errorf("HandBackClientJobs: %v, %v", jobs, err)
 	}
 	if err := MarkWorkerStopped(ctx, p, "nope", "nope"); err != nil {
@@ -145,8 +145,8 @@ func TestQueryErrorsSayWhatFailed(t *testing.T) {
 		"read cancel request of job 1":               func() error { _, err := CancelRequested(ctx, p, 1, "q"); return err },
 		"read pause state of queue q":                func() error { _, _, err := QueuePaused(ctx, p, "q"); return err },
 		"count River jobs in queue q":                func() error { _, err := QueueJobs(ctx, p, "q"); return err },
-		"rescue the jobs of dead workers":            func() error { _, err := RescueDeadWorkers(ctx, p, "w", time.Second, "q"); return err },
-		"hand back the jobs of the previous process": func() error { _, err := HandBackClientJobs(ctx, p, "c", "q", "e"); return err },
+		"rescue the jobs of dead workers":            func() error { _, err := RescueDeadWorkers(ctx, p, "w", time.Second, []string{"q"}); return err },
+		"hand back the jobs of the previous process": func() error { _, err := HandBackClientJobs(ctx, p, "c", []string{"q"}, "e"); return err },
 		"prune stopped workers":                      func() error { _, err := PruneWorkers(ctx, p, time.Hour); return err },
 		`heartbeat of worker "w"`:                    func() error { _, err := Heartbeat(ctx, p, &Beat{Worker: "w"}); return err },
 		`mark worker "w" stopped`:                    func() error { return MarkWorkerStopped(ctx, p, "w", "c") },

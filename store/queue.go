@@ -66,7 +66,8 @@ func QueueJobs(ctx context.Context, db DB, queue string) ([]JobCount, error) {
 }
 
 // RepairedJob is a queued request whose River job was changed outside cuzk, and what
-// cuzk.repair_jobs did about it: "requeued" (waiting for a new job) or "cancelled".
+// cuzk.repair_jobs did about it: "requeued" (waiting for a new job), "cancelled", or
+// "moved" (a waiting job put in the queue of its request's priority, cuzk.job_queue).
 type RepairedJob struct {
 	RequestID string
 	JobID     int64
@@ -75,7 +76,8 @@ type RepairedJob struct {
 
 // RepairJobs runs cuzk.repair_jobs: queued requests whose River job was deleted or
 // completed outside cuzk (River UI, River's API, SQL) wait for a new job, and those
-// whose job was cancelled there are cancelled, so that none stays queued forever.
+// whose job was cancelled there are cancelled, so that none stays queued forever; a
+// waiting job in the queue of another priority than its request's is moved to its own.
 func RepairJobs(ctx context.Context, db DB) ([]RepairedJob, error) {
 	rows, _ := db.Query(ctx, queries.SQL("RepairJobs"))
 	list, err := pgx.CollectRows(rows, pgx.RowToStructByPos[RepairedJob])

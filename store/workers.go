@@ -23,22 +23,22 @@ type RescuedJob struct {
 }
 
 // RescueDeadWorkers marks workers other than self whose heartbeat is older than
-// deadAfter as stopped and hands their running jobs in queue back: available again at
+// deadAfter as stopped and hands their running jobs in queues back: available again at
 // once when attempts remain (the dead attempt counts, as with River's own rescuer),
 // discarded otherwise. River's rescuer would do the same, but only after the job's
 // rescue-after, which must be longer than the longest proof; a heartbeat tells a dead
 // worker from a slow one much sooner. If the worker was alive after all (a network
 // partition), its late completion finds the job no longer running, and the one-proof
 // rules keep a second proof out.
-func RescueDeadWorkers(ctx context.Context, db DB, self string, deadAfter time.Duration, queue string) ([]RescuedJob, error) {
-	return handBack(ctx, db, "rescue the jobs of dead workers", queries.SQL("RescueDeadWorkers"), self, deadAfter.Seconds(), queue)
+func RescueDeadWorkers(ctx context.Context, db DB, self string, deadAfter time.Duration, queues []string) ([]RescuedJob, error) {
+	return handBack(ctx, db, "rescue the jobs of dead workers", queries.SQL("RescueDeadWorkers"), self, deadAfter.Seconds(), queues)
 }
 
-// HandBackClientJobs hands the running jobs in queue last claimed under River client
+// HandBackClientJobs hands the running jobs in queues last claimed under River client
 // clientID back, as RescueDeadWorkers does, with reason in each job's errors: for a
 // worker restarted under its name, whose previous process is known to be gone.
-func HandBackClientJobs(ctx context.Context, db DB, clientID, queue, reason string) ([]RescuedJob, error) {
-	return handBack(ctx, db, "hand back the jobs of the previous process", queries.SQL("ClientRunningJobs"), clientID, reason, queue)
+func HandBackClientJobs(ctx context.Context, db DB, clientID string, queues []string, reason string) ([]RescuedJob, error) {
+	return handBack(ctx, db, "hand back the jobs of the previous process", queries.SQL("ClientRunningJobs"), clientID, reason, queues)
 }
 
 // handBack runs the query (RescueDeadWorkers or ClientRunningJobs: the running jobs

@@ -22,6 +22,7 @@ type Config struct {
 	// instead of one after the other.
 	SynthSplit     bool
 	QueueDepth     int           // solved batches waiting for a prover, per device
+	UrgentSlots    int           // jobs of urgent requests held beside the others (jobs.UrgentQueue); 0: none
 	RescueAfter    time.Duration // a job 'running' this long without finishing is retried; also each attempt's time limit
 	ShutdownGrace  time.Duration // in-flight work gets this long to finish on stop
 	RetryBackoff   time.Duration // delay before the first retry, doubling each attempt (jobs.Backoff)
@@ -44,6 +45,7 @@ func DefaultConfig() Config {
 		BatchWait:        50 * time.Millisecond,
 		SynthConcurrency: 2,
 		QueueDepth:       2,
+		UrgentSlots:      2,
 		RescueAfter:      time.Hour,
 		ShutdownGrace:    2 * time.Minute,
 		RetryBackoff:     jobs.DefaultRetryBase,
@@ -73,6 +75,8 @@ func (c *Config) validate() error {
 		return fmt.Errorf("synthesis concurrency must be at least 1, got %d", c.SynthConcurrency)
 	case c.QueueDepth < 1:
 		return fmt.Errorf("queue depth must be at least 1, got %d", c.QueueDepth)
+	case c.UrgentSlots < 0:
+		return fmt.Errorf("urgent slots must not be negative, got %d", c.UrgentSlots)
 	case c.BatchWait < 0:
 		return fmt.Errorf("batch wait must not be negative, got %s", c.BatchWait)
 	case c.RescueAfter < time.Second:

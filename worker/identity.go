@@ -112,7 +112,7 @@ func (w *Worker) takeOver(ctx context.Context) string {
 	}
 	c, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	handed, err := store.HandBackClientJobs(c, w.pool, prev.clientID, jobs.Queue,
+	handed, err := store.HandBackClientJobs(c, w.pool, prev.clientID, jobs.Queues(),
 		fmt.Sprintf("worker %s restarted: its previous process (%s pid %d) %s (rescued)", w.cfg.Name, prev.host, prev.pid, gone))
 	if err != nil {
 		w.log.Warn("handing back the previous process's jobs", "worker", w.cfg.Name, "err", err)

@@ -67,7 +67,7 @@ func (w *Worker) rescueDead(ctx context.Context) {
 	}
 	c, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	rescued, err := store.RescueDeadWorkers(c, w.pool, w.cfg.Name, w.cfg.DeadAfter, jobs.Queue)
+	rescued, err := store.RescueDeadWorkers(c, w.pool, w.cfg.Name, w.cfg.DeadAfter, jobs.Queues())
 	if err != nil {
 		if ctx.Err() == nil {
 			w.log.Warn("rescuing the jobs of dead workers", "err", err)
@@ -105,6 +105,10 @@ func (w *Worker) mendQueue(ctx context.Context) {
 		w.log.Warn("repairing requests whose River job was changed outside cuzk", "err", err)
 	}
 	for _, r := range repaired {
+		if r.Action == "moved" {
+			w.log.Info("River job moved to the queue of its request's priority", "request_id", r.RequestID, "job_id", r.JobID)
+			continue
+		}
 		w.log.Warn("River job changed outside cuzk: request "+r.Action, "request_id", r.RequestID, "job_id", r.JobID)
 	}
 	if _, err := store.AdmitWaiting(ctx, w.pool); err != nil && ctx.Err() == nil {

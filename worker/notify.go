@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -110,7 +111,12 @@ func (l *trustedListener) trusted(ctx context.Context, n *riverdriver.Notificati
 // may act on it) and whether they contradict it (forged: nothing in the database asked
 // for it).
 func (l *trustedListener) backed(ctx context.Context, m *controlMessage) (ok, forged bool, err error) {
-	if m.Queue != jobs.Queue && !(m.Queue == "*" && (m.Action == "pause" || m.Action == "resume")) {
+	queue := m.Queue
+	switch {
+	case slices.Contains(jobs.Queues(), queue):
+	case queue == "*" && (m.Action == "pause" || m.Action == "resume"):
+		queue = jobs.Queue // every queue's row says the same after River's pause of all
+	default:
 		return false, true, nil
 	}
 	// Not the wait's context: River interrupts the wait every few seconds (to ping the
@@ -119,10 +125,10 @@ func (l *trustedListener) backed(ctx context.Context, m *controlMessage) (ok, fo
 	defer cancel()
 	switch m.Action {
 	case "cancel":
-		c, err := store.CancelRequested(ctx, l.pool, m.JobID, jobs.Queue)
+		c, err := store.CancelRequested(ctx, l.pool, m.JobID, queue)
 		return c.Requested && c.Running, !c.Requested, err
 	case "pause", "resume":
-		paused, found, err := store.QueuePaused(ctx, l.pool, jobs.Queue)
+		paused, found, err := store.QueuePaused(ctx, l.pool, queue)
 		ok := found && paused == (m.Action == "pause")
 		return ok, !ok, err
 	}

@@ -3,19 +3,19 @@ package worker
 import (
 	"context"
 	"sync"
+
+	"github.com/cuzk/cuzk/jobs"
 )
 
-// Urgent requests (priority 1) overtake the work of others wherever it waits: they go
+// Urgent requests (priority 1) overtake the work of others wherever it waits: they are
+// claimed through a queue of their own (jobs.UrgentQueue, Config.UrgentSlots), go
 // first at the memory budget (Budget.ReserveUrgent) and at the provers (Worker.urgentCh),
 // and a request of several partitions starts no further partition while an urgent
 // request is on its way to a prover (urgentGate). What is already running (a
 // partition's synthesis or proof) is not interrupted.
 
-// urgentPriority is the priority of urgent requests (operators only).
-const urgentPriority = 1
-
 // urgent says whether the item's request is urgent.
-func (it *item) urgent() bool { return it.req.Priority == urgentPriority }
+func (it *item) urgent() bool { return it.req.Priority == jobs.UrgentPriority }
 
 // urgentGate counts the urgent requests on their way to a prover (claimed, not yet
 // in a prover's queue); partitions of other requests wait at it until there is none.

@@ -134,17 +134,23 @@ func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Prover, log 
 	}
 	// River's control messages are acted on only when the database backs them (notify.go).
 	riverLog := slog.New(cancelAsInfo{quietTicks{log.Handler()}}).With("component", "river")
+	queues := map[string]river.QueueConfig{
+		// FetchCooldown: River fetches at most this often (default 100 ms), each fetch
+		// refilling the slots freed since the last. Small proofs in batches of 16 finish
+		// at ~400/s on one GPU, so 100 ms was 40 jobs drained between fetches, and the
+		// device waited on an empty channel for 5-12 ms at a time in an execution trace
+		// (docs/lab/BENCHMARKS.md). 20 ms caps a busy worker at 50 fetch queries/s.
+		jobs.Queue: {MaxWorkers: w.maxClaimed(), FetchPollInterval: cfg.PollInterval, FetchCooldown: fetchCooldown},
+	}
+	if cfg.UrgentSlots > 0 {
+		// Slots of their own: an urgent request is claimed while every slot above holds
+		// a long request; inside the pipeline it then goes first (urgent.go).
+		queues[jobs.UrgentQueue] = river.QueueConfig{MaxWorkers: cfg.UrgentSlots, FetchPollInterval: cfg.PollInterval, FetchCooldown: fetchCooldown}
+	}
 	client, err := river.NewClient[pgx.Tx](newTrustedDriver(pool, riverLog), &river.Config{
-		ID:     w.clientID,
-		Logger: riverLog,
-		Queues: map[string]river.QueueConfig{
-			// FetchCooldown: River fetches at most this often (default 100 ms), each fetch
-			// refilling the slots freed since the last. Small proofs in batches of 16 finish
-			// at ~400/s on one GPU, so 100 ms was 40 jobs drained between fetches, and the
-			// device waited on an empty channel for 5-12 ms at a time in an execution trace
-			// (docs/lab/BENCHMARKS.md). 20 ms caps a busy worker at 50 fetch queries/s.
-			jobs.Queue: {MaxWorkers: w.maxClaimed(), FetchPollInterval: cfg.PollInterval, FetchCooldown: fetchCooldown},
-		},
+		ID:                   w.clientID,
+		Logger:               riverLog,
+		Queues:               queues,
 		PeriodicJobs:         []*river.PeriodicJob{w.leaderTick()},
 		Workers:              workers,
 		RescueStuckJobsAfter: cfg.RescueAfter,
@@ -259,7 +265,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("worker: start river: %w", err)
 	}
 	w.log.Info("worker started", "worker", w.cfg.Name, "devices", len(w.devices),
-		"mem_budget", w.cfg.MemBudget, "max_batch", w.cfg.MaxBatch, "max_claimed", w.maxClaimed())
+		"mem_budget", w.cfg.MemBudget, "max_batch", w.cfg.MaxBatch, "max_claimed", w.maxClaimed(), "urgent_slots", w.cfg.UrgentSlots)
 
 	hbDone := make(chan struct{})
 	go func() {

@@ -89,7 +89,7 @@ func (c demoCmd) Run(ctx context.Context, g *globals) error {
 	say("proving with an in-process worker (cpu backend)")
 	wctx, stop := context.WithCancel(ctx)
 	wc := workerCmd{dirs: d, Backend: "cpu", Devices: "all", MemBudget: "4GiB", MaxBatch: 2, BatchWait: 20 * time.Millisecond,
-		SynthConcurrency: 1, QueueDepth: 2, RescueAfter: time.Hour, ShutdownGrace: 10 * time.Second, PollInterval: 200 * time.Millisecond,
+		SynthConcurrency: 1, QueueDepth: 2, UrgentSlots: 2, RescueAfter: time.Hour, ShutdownGrace: 10 * time.Second, PollInterval: 200 * time.Millisecond,
 		GPUPrecompute: "auto"}
 	wg := *g
 	wg.log = g.log.With("component", "worker")

@@ -137,7 +137,8 @@ func TestWorkerHTTPEndpoints(t *testing.T) {
 		`cuzk_mem_budget_kind_bytes{kind="synthesis"} 0`,
 		`cuzk_queue_up 1`,
 		`cuzk_build_info{build="` + worker.BuildString() + `"} 1`,
-		`cuzk_queue_jobs{state="available"} 0`,
+		`cuzk_queue_jobs{queue="cuzk",state="available"} 0`,
+		`cuzk_queue_jobs{queue="cuzk_urgent",state="available"} 0`,
 	} {
 		if !strings.Contains(metrics, "\n"+want+"\n") {
 			t.Errorf("/metrics lacks %q", want)

@@ -36,6 +36,7 @@ type workerCmd struct {
 	SynthConcurrency int           `name:"synth-concurrency" env:"CUZK_SYNTH_CONCURRENCY" default:"0" help:"Concurrent syntheses (0: half the CPUs, at least 1)."`
 	SynthSplit       bool          `name:"synth-split" env:"CUZK_SYNTH_SPLIT" help:"Solve a partitioned request's partitions side by side (up to --synth-concurrency at once) instead of one after the other, and let solves under way share the cores: each of N runs cores/N goroutines instead of one per core (cuzk bench --synth-only --synth-split both compares the two)."`
 	QueueDepth       int           `name:"queue-depth" env:"CUZK_QUEUE_DEPTH" default:"2" help:"Solved batches waiting for a prover."`
+	UrgentSlots      int           `name:"urgent-slots" env:"CUZK_URGENT_SLOTS" default:"2" help:"Urgent requests (priority 1) this worker holds beside its other work, in a River queue of their own (cuzk_urgent), so one is claimed at once even while every other slot holds a long request (0: urgent requests wait for one of the other slots)."`
 	RescueAfter      time.Duration `name:"rescue-after" env:"CUZK_RESCUE_AFTER" default:"1h" help:"A job running this long without finishing (its worker died) is retried; also the longest one attempt may run, so keep it above the slowest proof."`
 	RetryBackoff     time.Duration `name:"retry-backoff" env:"CUZK_RETRY_BACKOFF" default:"5s" help:"Delay before retrying a failed attempt, doubled for each further attempt (at most 10m)."`
 	ShutdownGrace    time.Duration `name:"shutdown-grace" env:"CUZK_SHUTDOWN_GRACE" default:"2m" help:"On SIGTERM, in-flight work gets this long to finish before it is handed back."`
@@ -116,6 +117,7 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 	}
 	cfg.SynthSplit = c.SynthSplit
 	cfg.QueueDepth = c.QueueDepth
+	cfg.UrgentSlots = c.UrgentSlots
 	cfg.RescueAfter = c.RescueAfter
 	cfg.ShutdownGrace = c.ShutdownGrace
 	cfg.RetryBackoff = c.RetryBackoff

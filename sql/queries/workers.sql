@@ -3,7 +3,7 @@
 
 -- name: RescueDeadWorkers :many
 -- Workers other than $1 silent for $2 seconds are marked stopped; their running jobs in
--- queue $3 (those their River client claimed last) are locked until the hand-back
+-- the queues $3 (those their River client claimed last) are locked until the hand-back
 -- commits, so that none finishes in between.
 WITH dead AS (
     UPDATE cuzk.workers SET stopped_at = now()
@@ -13,16 +13,16 @@ WITH dead AS (
               'worker ' || worker || ' stopped heartbeating during the attempt (rescued)' AS reason)
 SELECT j.id, d.worker, d.reason, j.attempt, j.max_attempts, now()
   FROM public.river_job j JOIN dead d ON j.attempted_by[array_upper(j.attempted_by, 1)] = d.river_client_id
- WHERE j.state = 'running' AND j.queue = $3
+ WHERE j.state = 'running' AND j.queue = ANY($3::text[])
    FOR UPDATE OF j;
 
 -- name: ClientRunningJobs :many
--- The running jobs in queue $3 that River client $1 claimed last, locked as in
+-- The running jobs in the queues $3 that River client $1 claimed last, locked as in
 -- RescueDeadWorkers, with $2 as the reason.
 WITH dead AS (SELECT ''::text AS worker, $1::text AS river_client_id, $2::text AS reason)
 SELECT j.id, d.worker, d.reason, j.attempt, j.max_attempts, now()
   FROM public.river_job j JOIN dead d ON j.attempted_by[array_upper(j.attempted_by, 1)] = d.river_client_id
- WHERE j.state = 'running' AND j.queue = $3
+ WHERE j.state = 'running' AND j.queue = ANY($3::text[])
    FOR UPDATE OF j;
 
 -- name: PruneWorkers :exec
