@@ -22,7 +22,7 @@ type Config struct {
 	// instead of one after the other.
 	SynthSplit     bool
 	QueueDepth     int           // solved batches waiting for a prover, per device
-	UrgentSlots    int           // jobs of urgent requests held beside the others (jobs.UrgentQueue); 0: none
+	UrgentSlots    int           // jobs of urgent requests held beside the others (jobs.UrgentQueue); 0: it claims none
 	RescueAfter    time.Duration // a job 'running' this long without finishing is retried; also each attempt's time limit
 	ShutdownGrace  time.Duration // in-flight work gets this long to finish on stop
 	RetryBackoff   time.Duration // delay before the first retry, doubling each attempt (jobs.Backoff)

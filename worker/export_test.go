@@ -32,3 +32,6 @@ func (b *Budget) KindBytes(kind string) (now, peak int64) {
 	}
 	return 0, 0
 }
+
+// UrgentQueued is how many batches with an urgent request wait for a prover (tests only).
+func (w *Worker) UrgentQueued() int { return len(w.urgentCh) }

@@ -267,6 +267,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.log.Info("worker started", "worker", w.cfg.Name, "devices", len(w.devices),
 		"mem_budget", w.cfg.MemBudget, "max_batch", w.cfg.MaxBatch, "max_claimed", w.maxClaimed(), "urgent_slots", w.cfg.UrgentSlots)
 
+	if w.cfg.UrgentSlots == 0 {
+		w.log.Warn("no urgent slots: this worker claims no urgent requests (priority 1); they wait for a worker with urgent slots")
+	}
+
 	hbDone := make(chan struct{})
 	go func() {
 		defer close(hbDone)
