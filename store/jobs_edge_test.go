@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cuzk/cuzk/internal/pgtest"
+	"github.com/cuzk/cuzk/jobs"
 )
 
 func exec(t *testing.T, db DB, query string, args ...any) {
@@ -90,6 +91,37 @@ func TestRiverJobQueries(t *testing.T) {
 	}
 	if n, err := FailOrphaned(ctx, p); err != nil || n != 0 {
 		t.Fatalf("second FailOrphaned: %d, %v; want 0", n, err)
+	}
+}
+
+// A dead worker's running jobs are handed back from each queue named, the urgent one
+// included, and counted per queue.
+func TestRescueCoversTheUrgentQueue(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	p := db.Pool
+	mustRegister(t, p, testCircuit("c", 1))
+	mustSubmit(t, p, &Submission{RequestID: "n", Circuit: "c", Inputs: []byte(`{}`)})
+	mustSubmit(t, p, &Submission{RequestID: "u", Circuit: "c", Inputs: []byte(`{}`), Priority: jobs.UrgentPriority})
+	for _, q := range jobs.Queues() {
+		if counts, err := QueueJobs(ctx, p, q); err != nil || counts[0] != (JobCount{"available", 1}) {
+			t.Fatalf("QueueJobs(%s): %v, %v; want 1 available", q, counts, err)
+		}
+	}
+	exec(t, p, `UPDATE public.river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = ARRAY['client-1']`)
+	if _, err := Heartbeat(ctx, p, &Beat{Worker: "w", Host: "h", PID: 1, Backend: "cpu", Devices: []byte(`[]`), Config: []byte(`{}`),
+		RiverClientID: "client-1"}); err != nil {
+		t.Fatal(err)
+	}
+	exec(t, p, "UPDATE cuzk.workers SET last_seen_at = now() - interval '1 hour'")
+	rescued, err := RescueDeadWorkers(ctx, p, "self", time.Minute, jobs.Queues())
+	if err != nil || len(rescued) != 2 {
+		t.Fatalf("rescue of a dead worker: %+v, %v; want both jobs", rescued, err)
+	}
+	for _, q := range jobs.Queues() {
+		if counts, err := QueueJobs(ctx, p, q); err != nil || counts[0] != (JobCount{"available", 1}) || counts[1].N != 0 {
+			t.Errorf("QueueJobs(%s) after the rescue: %v, %v; want 1 available, none running", q, counts, err)
+		}
 	}
 }
 
