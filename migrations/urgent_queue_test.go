@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cuzk/cuzk/internal/pgtest"
 	"github.com/cuzk/cuzk/jobs"
@@ -25,6 +26,16 @@ func jobOf(t *testing.T, q pgxQuerier, rid string) (queue string, priority int) 
 		t.Fatalf("job of %s: %v", rid, err)
 	}
 	return queue, priority
+}
+
+// runJob marks request rid's job running, as River's claim by a worker does.
+func runJob(t *testing.T, pool *pgxpool.Pool, rid string) {
+	t.Helper()
+	if _, err := pool.Exec(context.Background(), `
+		UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = '{client-1}'
+		 WHERE id = (SELECT job_id FROM cuzk.proof_requests WHERE request_id = $1)`, rid); err != nil {
+		t.Fatalf("run the job of %s: %v", rid, err)
+	}
 }
 
 func wantJob(t *testing.T, q pgxQuerier, rid, queue string, priority int) {
@@ -67,11 +78,7 @@ func TestUrgentJobsHaveTheirOwnQueue(t *testing.T) {
 	wantJob(t, db.Pool, "n4", jobs.Queue, 4)
 
 	// A worker claims u1 (River's claim, then the attempt's): u2 is admitted.
-	if _, err := db.Pool.Exec(ctx, `
-		UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = '{client-1}'
-		 WHERE id = (SELECT job_id FROM cuzk.proof_requests WHERE request_id = 'u1')`); err != nil {
-		t.Fatal(err)
-	}
+	runJob(t, db.Pool, "u1")
 	if _, err := db.Pool.Exec(ctx, `UPDATE cuzk.proof_requests SET state = 'running', attempts = 1 WHERE request_id = 'u1'`); err != nil {
 		t.Fatal(err)
 	}
@@ -152,11 +159,7 @@ func TestPriorityChangeMovesTheJob(t *testing.T) {
 	wantJob(t, db.Pool, "a", jobs.Queue, 3)
 
 	// b is running: its job stays in cuzk_urgent while it runs.
-	if _, err := db.Pool.Exec(ctx, `
-		UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = '{client-1}'
-		 WHERE id = (SELECT job_id FROM cuzk.proof_requests WHERE request_id = 'b')`); err != nil {
-		t.Fatal(err)
-	}
+	runJob(t, db.Pool, "b")
 	setPriority("b", 2)
 	wantJob(t, db.Pool, "b", jobs.UrgentQueue, 1)
 	if got := scalarText(t, db.Pool, `SELECT count(*)::text FROM cuzk.repair_jobs()`); got != "0" {
@@ -192,11 +195,7 @@ func TestUrgentJobsMovedByMigration(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := db.Pool.Exec(ctx, `
-		UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = '{client-1}'
-		 WHERE id = (SELECT job_id FROM cuzk.proof_requests WHERE request_id = 'u-run')`); err != nil {
-		t.Fatal(err)
-	}
+	runJob(t, db.Pool, "u-run")
 	wantJob(t, db.Pool, "u-wait", jobs.Queue, 1)
 	if _, err := migrations.Migrate(ctx, db.Pool); err != nil {
 		t.Fatal(err)

@@ -36,6 +36,17 @@ func (d *gatedDevice) Prove(ctx context.Context, k prover.Key, sols []*synth.Sol
 	return d.Backend.Prove(ctx, k, sols)
 }
 
+// jobQueue is the queue of request rid's job.
+func jobQueue(t *testing.T, db *pgtest.DB, rid string) string {
+	t.Helper()
+	var q string
+	if err := db.Pool.QueryRow(context.Background(), `SELECT j.queue FROM cuzk.proof_requests r JOIN river_job j ON j.id = r.job_id
+	                                                  WHERE r.request_id = $1`, rid).Scan(&q); err != nil {
+		t.Fatalf("queue of %s's job: %v", rid, err)
+	}
+	return q
+}
+
 // jobStates counts the River jobs of the requests named prefix-* by state.
 func jobStates(t *testing.T, db *pgtest.DB, prefix string) map[string]int {
 	t.Helper()
@@ -106,10 +117,8 @@ func TestUrgentQueueClaimsWhileEverySlotIsBusy(t *testing.T) {
 			}
 
 			insertRequests(t, db.Pool, "urgent", short, 1, jobs.UrgentPriority)
-			var queue string
-			if err := db.Pool.QueryRow(context.Background(), `SELECT j.queue FROM cuzk.proof_requests r JOIN river_job j ON j.id = r.job_id
-			                                                    WHERE r.request_id = 'urgent-1'`).Scan(&queue); err != nil || queue != jobs.UrgentQueue {
-				t.Fatalf("urgent request's job in queue %q (%v), want %s", queue, err, jobs.UrgentQueue)
+			if q := jobQueue(t, db, "urgent-1"); q != jobs.UrgentQueue {
+				t.Fatalf("urgent request's job in queue %q, want %s", q, jobs.UrgentQueue)
 			}
 			if c.slots == 0 {
 				// Many poll intervals (100 ms) and notifications: never claimed.
@@ -173,8 +182,7 @@ func TestUrgentRequestCancelledAndRetried(t *testing.T) {
 	waitState(t, db.Pool, "u-1", "cancelled")
 	waitAttemptOutcome(t, db.Pool, "u-1", 1, "cancelled")
 	psql(t, db.URL, "SELECT cuzk.retry_proof('u-1');")
-	if q := scalarString(t, db.Pool, `SELECT j.queue FROM cuzk.proof_requests r JOIN river_job j ON j.id = r.job_id
-	                                  WHERE r.request_id = 'u-1'`); q != jobs.UrgentQueue {
+	if q := jobQueue(t, db, "u-1"); q != jobs.UrgentQueue {
 		t.Errorf("retried urgent request's job in queue %q, want %s", q, jobs.UrgentQueue)
 	}
 	waitState(t, db.Pool, "u-1", "succeeded")
