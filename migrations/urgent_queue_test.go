@@ -52,13 +52,14 @@ func wantJob(t *testing.T, q pgxQuerier, rid, queue string, priority int) {
 func TestUrgentJobsHaveTheirOwnQueue(t *testing.T) {
 	db := pgtest.New(t)
 	ctx := context.Background()
+	addCircuit(t, db, "c")
+	_, op := login(t, db, "op", "cuzk_operator")
+	_, sub := login(t, db, "sub", "cuzk_submitter")
 	for p := 1; p <= 4; p++ {
-		if got := scalarText(t, db.Pool, `SELECT cuzk.job_queue($1)`, p); got != jobs.QueueFor(p) {
+		if got := scalarText(t, sub, `SELECT cuzk.job_queue($1)`, p); got != jobs.QueueFor(p) {
 			t.Errorf("cuzk.job_queue(%d) = %q, jobs.QueueFor says %q", p, got, jobs.QueueFor(p))
 		}
 	}
-	addCircuit(t, db, "c")
-	_, op := login(t, db, "op", "cuzk_operator")
 	if _, err := db.Pool.Exec(ctx, `UPDATE cuzk.settings SET value = '1' WHERE name = 'admitted_per_submitter'`); err != nil {
 		t.Fatal(err)
 	}

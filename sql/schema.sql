@@ -1968,6 +1968,8 @@ REVOKE ALL ON FUNCTION cuzk.enqueue(req_id text) FROM PUBLIC;
 -- Name: FUNCTION job_queue(priority integer); Type: ACL; Schema: cuzk; Owner: -
 
 REVOKE ALL ON FUNCTION cuzk.job_queue(priority integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION cuzk.job_queue(priority integer) TO cuzk_submitter;
+GRANT ALL ON FUNCTION cuzk.job_queue(priority integer) TO cuzk_worker;
 
 -- Name: TABLE submitters; Type: ACL; Schema: cuzk; Owner: -
 

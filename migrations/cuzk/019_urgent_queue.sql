@@ -19,6 +19,7 @@ $$;
 COMMENT ON FUNCTION cuzk.job_queue(int) IS
     'The River queue of the job of a request of this priority: cuzk_urgent for 1 (urgent), cuzk for the others.';
 REVOKE EXECUTE ON FUNCTION cuzk.job_queue(int) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION cuzk.job_queue(int) TO cuzk_submitter, cuzk_worker;
 
 CREATE OR REPLACE FUNCTION cuzk.admit_into(who text, p int, room int) RETURNS int
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, cuzk, pg_temp AS $$
