@@ -66,6 +66,11 @@ func TestSIGTERMFinishesInFlightAndHandsBackTheRest(t *testing.T) {
 		err := e.pool.QueryRow(ctx, `SELECT count(*) FROM cuzk.proof_attempts WHERE worker = 'term-a' AND outcome = 'running'`).Scan(&n)
 		return n == 3, fmt.Sprintf("%d running", n), err
 	})
+	// Their batch reserves and reads the key first: until it is resident no request has
+	// started work, and all three would be handed back.
+	e.waitFor(time.Minute, "term-a's key resident", func(context.Context) (bool, string, error) {
+		return strings.Contains(a.output(), "proving key resident"), "key not resident yet", nil
+	})
 	a.signal(t, syscall.SIGTERM)
 	release() // the proof in flight is stored within the grace period
 	if code := a.wait(t, 60*time.Second); code != 0 {
