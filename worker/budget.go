@@ -178,6 +178,19 @@ func (b *Budget) ReserveUrgent(ctx context.Context, kind string, n int64) (*Rese
 	return b.reserve(ctx, kind, n, true)
 }
 
+// ReserveHeld counts n bytes of kind that are allocated already (by a library, before
+// they could be reserved): it grants them at once, ahead of every waiter and past the
+// total if need be. While the budget is over its total no waiter is granted, so the
+// caller can make room (releasing what it may drop) and keep what that frees, or give
+// the reservation back when the budget stays over.
+func (b *Budget) ReserveHeld(kind string, n int64) *Reservation {
+	b.mu.Lock()
+	b.grantLocked(kind, n)
+	b.mu.Unlock()
+	b.pinnedChanged(kind)
+	return &Reservation{b: b, kind: kind, n: n}
+}
+
 func fixedKind(kind string) bool { return kind == KindStaging || kind == KindProcess }
 
 func (b *Budget) reserve(ctx context.Context, kind string, n int64, urgent bool) (*Reservation, error) {

@@ -101,6 +101,9 @@ type ResidentKey struct {
 	// hostFree: the device key needs no host copy (prover.HostFreeKey); PK is the
 	// key's Shell and the host copy is not held by it.
 	hostFree bool
+	// streamed counts the pinned host memory of its streamed bases (KindPinned) until
+	// it is closed; nil when none or without a budget.
+	streamed *Reservation
 }
 
 // Release ends one use of the key begun by Catalog.Key: once no use is left, the
@@ -567,8 +570,9 @@ func (c *catalog) load(ctx context.Context, name string, b prover.Backend) (k *R
 		}
 		// Dropped from the host tier since it was read: read it again.
 	}
+	holding := true // the load's hold on the host copy, which a device key may keep
 	defer func() {
-		if err != nil {
+		if err != nil && holding {
 			c.host.unhold(name)
 		}
 	}()
@@ -592,6 +596,13 @@ func (c *catalog) load(ctx context.Context, name string, b prover.Backend) (k *R
 		if c.register(k, resets) {
 			if k.hostFree {
 				c.host.unhold(name) // the host copy stays while the pinned tier has room
+				holding = false
+			}
+			if err := c.countStreamed(k); err != nil {
+				if !c.refuse(k, err) {
+					holding = false // closed by an eviction meanwhile, which ended the hold
+				}
+				return nil, err
 			}
 			var pre int64
 			attrs := []any{"circuit", name, "device", b.Name(), "bytes", dk.Bytes()}
@@ -609,6 +620,63 @@ func (c *catalog) load(ctx context.Context, name string, b prover.Backend) (k *R
 			c.log.Warn("closing a key loaded across a device reset", "circuit", name, "device", b.Name(), "err", cerr)
 		}
 	}
+}
+
+// countStreamed reserves, as KindPinned, the pinned host memory that holds the bases
+// of k that did not fit its device (prover.StreamedKey), until k is closed. The backend
+// allocated it while loading, so it is counted at once, ahead of the reservations that
+// wait (a batch's syntheses wait for this very key); when that takes the budget past
+// its total, idle compiled circuits and idle host copies of other keys are dropped to
+// make room. It fails when the budget can never hold the streamed bases beside the
+// key's own host copy (a *TooLargeError), or when it stays over after that (retried).
+func (c *catalog) countStreamed(k *ResidentKey) error {
+	s, ok := k.Key.(prover.StreamedKey)
+	if !ok || c.budget == nil || s.StreamedBytes() <= 0 {
+		return nil
+	}
+	n, name := s.StreamedBytes(), k.PK.Circuit
+	what := fmt.Sprintf("pinned host memory for the %d bytes of bases of the proving key of %s that do not fit %s", n, name, k.backend)
+	copyBytes := c.host.reservedFor(name)
+	if room := c.budget.Room(); n+copyBytes > room {
+		return fmt.Errorf("%s, beside its host copy of %d bytes: %w", what, copyBytes,
+			&TooLargeError{Need: n + copyBytes, Total: c.budget.Total(), Held: c.budget.Total() - room})
+	}
+	res := c.budget.ReserveHeld(KindPinned, n)
+	if over := c.budget.Reserved() - c.budget.Total(); over > 0 {
+		c.reclaim(over)
+	}
+	for c.budget.Reserved() > c.budget.Total() && c.host.dropIdle(name) {
+	}
+	if over := c.budget.Reserved() - c.budget.Total(); over > 0 {
+		res.Release()
+		return fmt.Errorf("%s: the memory budget of %d bytes is %d bytes short beside what requests, circuits and keys in use hold (raise --mem-budget)",
+			what, c.budget.Total(), over)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if k.closed { // evicted by another load meanwhile
+		res.Release()
+		return nil
+	}
+	k.streamed = res
+	return nil
+}
+
+// refuse drops and closes k, just loaded, whose load fails with err; false when an
+// eviction closed it already (close, which ends its hold on the host copy).
+func (c *catalog) refuse(k *ResidentKey, err error) bool {
+	c.mu.Lock()
+	c.dropLocked(k, err.Error())
+	closed := k.closed
+	k.closed = true
+	c.mu.Unlock()
+	if closed {
+		return false
+	}
+	if cerr := k.Key.Close(); cerr != nil {
+		c.log.Warn("closing a proving key refused for memory", "circuit", k.PK.Circuit, "device", k.backend, "err", cerr)
+	}
+	return true
 }
 
 func (c *catalog) resetCount(backend string) int {
@@ -735,12 +803,16 @@ func (c *catalog) close(k *ResidentKey) {
 	c.mu.Lock()
 	closed := k.closed
 	k.closed = true
+	streamed := k.streamed
 	c.mu.Unlock()
 	if closed {
 		return
 	}
 	if err := k.Key.Close(); err != nil {
 		c.log.Warn("closing evicted proving key", "circuit", k.PK.Circuit, "device", k.backend, "err", err)
+	}
+	if streamed != nil {
+		streamed.Release() // its pinned memory is freed with the key
 	}
 	pinned := false
 	if k.hostFree {
