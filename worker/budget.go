@@ -15,7 +15,7 @@ const (
 	KindKey       = "key"       // host copies of proving keys
 	KindStaging   = "staging"   // pinned host staging buffers of the GPU backends
 	KindProcess   = "process"   // the process itself at start: runtime, code, connection pools
-	KindPinned    = "pinned"    // other host memory outside the Go heap (pinned key copies), while held
+	KindPinned    = "pinned"    // pinned host copies of keys' streamed bases, made by the GPU library, while the key is resident
 	KindOther     = "other"     // reservations made with Reserve, which names no kind
 )
 
