@@ -388,8 +388,47 @@ func (c *catalog) circuitReleaser(h *heldCircuit) func() {
 }
 
 // reclaim unloads compiled circuits that no use holds, least recently used first,
-// until need bytes are freed or none is left (Budget.SetReclaimer).
+// until need bytes are freed or none is left, then evicts idle device keys whose
+// streamed bases hold pinned memory in the budget the same way (Budget.SetReclaimer):
+// a reservation never waits for a key that nothing would evict.
 func (c *catalog) reclaim(need int64) {
+	if freed := c.unloadCircuits(need); freed < need {
+		c.evictStreamed(need - freed)
+	}
+}
+
+// evictStreamed evicts device keys not in use that hold pinned memory for streamed
+// bases, least recently used first, until need bytes are freed or none is left.
+func (c *catalog) evictStreamed(need int64) {
+	c.mu.Lock()
+	var idle []*ResidentKey
+	for _, k := range c.keysBy {
+		if k.users == 0 && k.streamed != nil {
+			idle = append(idle, k)
+		}
+	}
+	slices.SortFunc(idle, func(a, b *ResidentKey) int { return a.lastUse.Compare(b.lastUse) })
+	var freed int64
+	var gone []*ResidentKey
+	for _, k := range idle {
+		if freed >= need {
+			break
+		}
+		c.dropLocked(k, "least recently used key not in use, freed for its streamed bases' pinned memory (memory budget short)")
+		freed += k.streamed.Bytes()
+		gone = append(gone, k)
+	}
+	c.mu.Unlock()
+	for _, k := range gone {
+		c.log.Info("proving key evicted", "circuit", k.PK.Circuit, "device", k.backend, "bytes", k.Key.Bytes(),
+			"why", "memory budget short", "streamed_bytes", k.streamed.Bytes(), "idle_ms", time.Since(k.lastUse).Milliseconds())
+		c.close(k)
+	}
+}
+
+// unloadCircuits unloads compiled circuits that no use holds, least recently used
+// first, until need bytes are freed or none is left; it returns the bytes freed.
+func (c *catalog) unloadCircuits(need int64) int64 {
 	c.mu.Lock()
 	var idle []*heldCircuit
 	for _, h := range c.held {
@@ -417,6 +456,7 @@ func (c *catalog) reclaim(need int64) {
 			"bytes", h.res.Bytes(), "idle_ms", time.Since(h.lastUse).Milliseconds())
 		h.res.Release()
 	}
+	return freed
 }
 
 // useBudget makes the catalog count what it holds in b: the compiled circuits held
@@ -643,7 +683,7 @@ func (c *catalog) countStreamed(k *ResidentKey) error {
 	}
 	res := c.budget.ReserveHeld(KindPinned, n)
 	if over := c.budget.Reserved() - c.budget.Total(); over > 0 {
-		c.reclaim(over)
+		c.unloadCircuits(over)
 	}
 	for c.budget.Reserved() > c.budget.Total() && c.host.dropIdle(name) {
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
 
@@ -297,6 +298,26 @@ func TestStreamedBasesCountedInTheBudget(t *testing.T) {
 	cat.DeviceReset(dev, errors.New("test reset"))
 	if got, peak := budget.KindBytes(worker.KindPinned); got != 0 || peak != 12345 {
 		t.Errorf("pinned %d bytes (peak %d) after a device reset, want 0 (peak 12345)", got, peak)
+	}
+
+	// A reservation that fits only without an idle streamed key evicts it rather than
+	// wait for it forever.
+	use(t, cat, a, dev).Release()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := budget.ReserveFor(ctx, worker.KindSynthesis, budget.Total()-budget.Reserved()+777/2)
+	if err != nil {
+		t.Fatalf("reservation that needs the idle streamed key's memory: %v", err)
+	}
+	defer res.Release()
+	if got := pinnedReserved(budget); got != 0 {
+		t.Errorf("pinned %d bytes after a reservation needed them, want 0", got)
+	}
+	if st := keyState(cat, a, "cpu"); st.State != worker.KeyEvicted || !strings.Contains(st.Err, "streamed") {
+		t.Errorf("%s after a reservation needed its pinned memory: %+v, want evicted for it", a, st)
+	}
+	if _, _, resident := dev.counts(); resident != 0 {
+		t.Errorf("%d keys resident after the eviction, want 0", resident)
 	}
 }
 
