@@ -407,16 +407,9 @@ func (c *catalog) evictStreamed(need int64) {
 			idle = append(idle, k)
 		}
 	}
-	slices.SortFunc(idle, func(a, b *ResidentKey) int { return a.lastUse.Compare(b.lastUse) })
-	var freed int64
-	var gone []*ResidentKey
-	for _, k := range idle {
-		if freed >= need {
-			break
-		}
+	gone, _ := leastRecentlyUsed(idle, need, func(k *ResidentKey) (time.Time, int64) { return k.lastUse, k.streamed.Bytes() })
+	for _, k := range gone {
 		c.dropLocked(k, "least recently used key not in use, freed for its streamed bases' pinned memory (memory budget short)")
-		freed += k.streamed.Bytes()
-		gone = append(gone, k)
 	}
 	c.mu.Unlock()
 	for _, k := range gone {
@@ -424,6 +417,25 @@ func (c *catalog) evictStreamed(need int64) {
 			"why", "memory budget short", "streamed_bytes", k.streamed.Bytes(), "idle_ms", time.Since(k.lastUse).Milliseconds())
 		c.close(k)
 	}
+}
+
+// leastRecentlyUsed is the first of items, least recently used first, that hold need
+// bytes together (all when they hold less), and the bytes they hold.
+func leastRecentlyUsed[T any](items []T, need int64, use func(T) (last time.Time, bytes int64)) ([]T, int64) {
+	slices.SortFunc(items, func(a, b T) int {
+		la, _ := use(a)
+		lb, _ := use(b)
+		return la.Compare(lb)
+	})
+	var freed int64
+	for i, x := range items {
+		if freed >= need {
+			return items[:i], freed
+		}
+		_, n := use(x)
+		freed += n
+	}
+	return items, freed
 }
 
 // unloadCircuits unloads compiled circuits that no use holds, least recently used
@@ -436,16 +448,9 @@ func (c *catalog) unloadCircuits(need int64) int64 {
 			idle = append(idle, h)
 		}
 	}
-	slices.SortFunc(idle, func(a, b *heldCircuit) int { return a.lastUse.Compare(b.lastUse) })
-	var freed int64
-	var gone []*heldCircuit
-	for _, h := range idle {
-		if freed >= need {
-			break
-		}
+	gone, freed := leastRecentlyUsed(idle, need, func(h *heldCircuit) (time.Time, int64) { return h.lastUse, h.res.Bytes() })
+	for _, h := range gone {
 		delete(c.held, h.name)
-		freed += h.res.Bytes()
-		gone = append(gone, h)
 	}
 	c.mu.Unlock()
 	for _, h := range gone {
