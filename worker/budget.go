@@ -15,7 +15,7 @@ const (
 	KindKey       = "key"       // host copies of proving keys
 	KindStaging   = "staging"   // pinned host staging buffers of the GPU backends
 	KindProcess   = "process"   // the process itself at start: runtime, code, connection pools
-	KindPinned    = "pinned"    // other host memory outside the Go heap (pinned key copies), while held
+	KindPinned    = "pinned"    // pinned host copies of keys' streamed bases, made by the GPU library, while the key is resident
 	KindOther     = "other"     // reservations made with Reserve, which names no kind
 )
 
@@ -176,6 +176,19 @@ func (b *Budget) ReserveFor(ctx context.Context, kind string, n int64) (*Reserva
 // urgent reservations.
 func (b *Budget) ReserveUrgent(ctx context.Context, kind string, n int64) (*Reservation, error) {
 	return b.reserve(ctx, kind, n, true)
+}
+
+// ReserveHeld counts n bytes of kind that are allocated already (by a library, before
+// they could be reserved): it grants them at once, ahead of every waiter and past the
+// total if need be. While the budget is over its total no waiter is granted, so the
+// caller can make room (releasing what it may drop) and keep what that frees, or give
+// the reservation back when the budget stays over.
+func (b *Budget) ReserveHeld(kind string, n int64) *Reservation {
+	b.mu.Lock()
+	b.grantLocked(kind, n)
+	b.mu.Unlock()
+	b.pinnedChanged(kind)
+	return &Reservation{b: b, kind: kind, n: n}
 }
 
 func fixedKind(kind string) bool { return kind == KindStaging || kind == KindProcess }

@@ -101,6 +101,9 @@ type ResidentKey struct {
 	// hostFree: the device key needs no host copy (prover.HostFreeKey); PK is the
 	// key's Shell and the host copy is not held by it.
 	hostFree bool
+	// streamed counts the pinned host memory of its streamed bases (KindPinned) until
+	// it is closed; nil when none or without a budget.
+	streamed *Reservation
 }
 
 // Release ends one use of the key begun by Catalog.Key: once no use is left, the
@@ -385,8 +388,59 @@ func (c *catalog) circuitReleaser(h *heldCircuit) func() {
 }
 
 // reclaim unloads compiled circuits that no use holds, least recently used first,
-// until need bytes are freed or none is left (Budget.SetReclaimer).
+// until need bytes are freed or none is left, then evicts idle device keys whose
+// streamed bases hold pinned memory in the budget the same way (Budget.SetReclaimer):
+// a reservation never waits for a key that nothing would evict.
 func (c *catalog) reclaim(need int64) {
+	if freed := c.unloadCircuits(need); freed < need {
+		c.evictStreamed(need - freed)
+	}
+}
+
+// evictStreamed evicts device keys not in use that hold pinned memory for streamed
+// bases, least recently used first, until need bytes are freed or none is left.
+func (c *catalog) evictStreamed(need int64) {
+	c.mu.Lock()
+	var idle []*ResidentKey
+	for _, k := range c.keysBy {
+		if k.users == 0 && k.streamed != nil {
+			idle = append(idle, k)
+		}
+	}
+	gone, _ := leastRecentlyUsed(idle, need, func(k *ResidentKey) (time.Time, int64) { return k.lastUse, k.streamed.Bytes() })
+	for _, k := range gone {
+		c.dropLocked(k, "least recently used key not in use, freed for its streamed bases' pinned memory (memory budget short)")
+	}
+	c.mu.Unlock()
+	for _, k := range gone {
+		c.log.Info("proving key evicted", "circuit", k.PK.Circuit, "device", k.backend, "bytes", k.Key.Bytes(),
+			"why", "memory budget short", "streamed_bytes", k.streamed.Bytes(), "idle_ms", time.Since(k.lastUse).Milliseconds())
+		c.close(k)
+	}
+}
+
+// leastRecentlyUsed is the first of items, least recently used first, that hold need
+// bytes together (all when they hold less), and the bytes they hold.
+func leastRecentlyUsed[T any](items []T, need int64, use func(T) (last time.Time, bytes int64)) ([]T, int64) {
+	slices.SortFunc(items, func(a, b T) int {
+		la, _ := use(a)
+		lb, _ := use(b)
+		return la.Compare(lb)
+	})
+	var freed int64
+	for i, x := range items {
+		if freed >= need {
+			return items[:i], freed
+		}
+		_, n := use(x)
+		freed += n
+	}
+	return items, freed
+}
+
+// unloadCircuits unloads compiled circuits that no use holds, least recently used
+// first, until need bytes are freed or none is left; it returns the bytes freed.
+func (c *catalog) unloadCircuits(need int64) int64 {
 	c.mu.Lock()
 	var idle []*heldCircuit
 	for _, h := range c.held {
@@ -394,16 +448,9 @@ func (c *catalog) reclaim(need int64) {
 			idle = append(idle, h)
 		}
 	}
-	slices.SortFunc(idle, func(a, b *heldCircuit) int { return a.lastUse.Compare(b.lastUse) })
-	var freed int64
-	var gone []*heldCircuit
-	for _, h := range idle {
-		if freed >= need {
-			break
-		}
+	gone, freed := leastRecentlyUsed(idle, need, func(h *heldCircuit) (time.Time, int64) { return h.lastUse, h.res.Bytes() })
+	for _, h := range gone {
 		delete(c.held, h.name)
-		freed += h.res.Bytes()
-		gone = append(gone, h)
 	}
 	c.mu.Unlock()
 	for _, h := range gone {
@@ -414,6 +461,7 @@ func (c *catalog) reclaim(need int64) {
 			"bytes", h.res.Bytes(), "idle_ms", time.Since(h.lastUse).Milliseconds())
 		h.res.Release()
 	}
+	return freed
 }
 
 // useBudget makes the catalog count what it holds in b: the compiled circuits held
@@ -567,8 +615,9 @@ func (c *catalog) load(ctx context.Context, name string, b prover.Backend) (k *R
 		}
 		// Dropped from the host tier since it was read: read it again.
 	}
+	holding := true // the load's hold on the host copy, which a device key may keep
 	defer func() {
-		if err != nil {
+		if err != nil && holding {
 			c.host.unhold(name)
 		}
 	}()
@@ -592,6 +641,13 @@ func (c *catalog) load(ctx context.Context, name string, b prover.Backend) (k *R
 		if c.register(k, resets) {
 			if k.hostFree {
 				c.host.unhold(name) // the host copy stays while the pinned tier has room
+				holding = false
+			}
+			if err := c.countStreamed(k); err != nil {
+				if !c.refuse(k, err) {
+					holding = false // closed by an eviction meanwhile, which ended the hold
+				}
+				return nil, err
 			}
 			var pre int64
 			attrs := []any{"circuit", name, "device", b.Name(), "bytes", dk.Bytes()}
@@ -609,6 +665,63 @@ func (c *catalog) load(ctx context.Context, name string, b prover.Backend) (k *R
 			c.log.Warn("closing a key loaded across a device reset", "circuit", name, "device", b.Name(), "err", cerr)
 		}
 	}
+}
+
+// countStreamed reserves, as KindPinned, the pinned host memory that holds the bases
+// of k that did not fit its device (prover.StreamedKey), until k is closed. The backend
+// allocated it while loading, so it is counted at once, ahead of the reservations that
+// wait (a batch's syntheses wait for this very key); when that takes the budget past
+// its total, idle compiled circuits and idle host copies of other keys are dropped to
+// make room. It fails when the budget can never hold the streamed bases beside the
+// key's own host copy (a *TooLargeError), or when it stays over after that (retried).
+func (c *catalog) countStreamed(k *ResidentKey) error {
+	s, ok := k.Key.(prover.StreamedKey)
+	if !ok || c.budget == nil || s.StreamedBytes() <= 0 {
+		return nil
+	}
+	n, name := s.StreamedBytes(), k.PK.Circuit
+	what := fmt.Sprintf("pinned host memory for the %d bytes of bases of the proving key of %s that do not fit %s", n, name, k.backend)
+	copyBytes := c.host.reservedFor(name)
+	if room := c.budget.Room(); n+copyBytes > room {
+		return fmt.Errorf("%s, beside its host copy of %d bytes: %w", what, copyBytes,
+			&TooLargeError{Need: n + copyBytes, Total: c.budget.Total(), Held: c.budget.Total() - room})
+	}
+	res := c.budget.ReserveHeld(KindPinned, n)
+	if over := c.budget.Reserved() - c.budget.Total(); over > 0 {
+		c.unloadCircuits(over)
+	}
+	for c.budget.Reserved() > c.budget.Total() && c.host.dropIdle(name) {
+	}
+	if over := c.budget.Reserved() - c.budget.Total(); over > 0 {
+		res.Release()
+		return fmt.Errorf("%s: the memory budget of %d bytes is %d bytes short beside what requests, circuits and keys in use hold (raise --mem-budget)",
+			what, c.budget.Total(), over)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if k.closed { // evicted by another load meanwhile
+		res.Release()
+		return nil
+	}
+	k.streamed = res
+	return nil
+}
+
+// refuse drops and closes k, just loaded, whose load fails with err; false when an
+// eviction closed it already (close, which ends its hold on the host copy).
+func (c *catalog) refuse(k *ResidentKey, err error) bool {
+	c.mu.Lock()
+	c.dropLocked(k, err.Error())
+	closed := k.closed
+	k.closed = true
+	c.mu.Unlock()
+	if closed {
+		return false
+	}
+	if cerr := k.Key.Close(); cerr != nil {
+		c.log.Warn("closing a proving key refused for memory", "circuit", k.PK.Circuit, "device", k.backend, "err", cerr)
+	}
+	return true
 }
 
 func (c *catalog) resetCount(backend string) int {
@@ -735,12 +848,16 @@ func (c *catalog) close(k *ResidentKey) {
 	c.mu.Lock()
 	closed := k.closed
 	k.closed = true
+	streamed := k.streamed
 	c.mu.Unlock()
 	if closed {
 		return
 	}
 	if err := k.Key.Close(); err != nil {
 		c.log.Warn("closing evicted proving key", "circuit", k.PK.Circuit, "device", k.backend, "err", err)
+	}
+	if streamed != nil {
+		streamed.Release() // its pinned memory is freed with the key
 	}
 	pinned := false
 	if k.hostFree {

@@ -35,3 +35,7 @@ func (b *Budget) KindBytes(kind string) (now, peak int64) {
 
 // UrgentQueued is how many batches with an urgent request wait for a prover (tests only).
 func (w *Worker) UrgentQueued() int { return len(w.urgentCh) }
+
+// CountIn makes cat, made by NewCatalogWith, count what it holds in b as a worker's
+// catalog does (tests only).
+func CountIn(cat Catalog, b *Budget) { cat.(*catalog).useBudget(b, nil) }

@@ -333,6 +333,24 @@ func (h *hostTier) releaseLocked(c *hostCopy) {
 	}
 }
 
+// dropIdle drops the least recently used copy not in use, other than keep's; false
+// when there is none.
+func (h *hostTier) dropIdle(keep string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.dropLRULocked(keep)
+}
+
+// reservedFor is what circuit's host copy holds in the budget (0 when there is none).
+func (h *hostTier) reservedFor(circuit string) int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if c := h.copies[circuit]; c != nil {
+		return reserved(c.res)
+	}
+	return 0
+}
+
 // state is the bytes of circuit's host copy and whether there is one, the bytes its
 // last read from the files brought into memory, and when the key was last used.
 func (h *hostTier) state(circuit string) (bytes int64, ok bool, read int64, last time.Time) {

@@ -3,11 +3,13 @@ package worker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
 
@@ -257,6 +259,154 @@ func TestStreamedKeyStaysPinned(t *testing.T) {
 	ta := tierOf(t, cat, a)
 	if ta.Streamed != 12345 || !slices.Equal(ta.Tiers, []string{worker.TierDevice, worker.TierPinned, worker.TierFile}) {
 		t.Errorf("streamed key: %+v, want 12345 bytes streamed, on device and pinned", ta)
+	}
+}
+
+// pinnedReserved is what b's reservations of pinned host memory hold now.
+func pinnedReserved(b *worker.Budget) int64 {
+	n, _ := b.KindBytes(worker.KindPinned)
+	return n
+}
+
+// A streamed key's pinned bases are counted in the memory budget (KindPinned) while its
+// device key is loaded, and given back when it is evicted or lost to a device reset.
+func TestStreamedBasesCountedInTheBudget(t *testing.T) {
+	const a, b = "synthetic-k6", "synthetic-k7"
+	keys.setup(t, a)
+	keys.setup(t, b)
+	dev := newSmallDevice(1)
+	dev.hostFree = true
+	budget := worker.NewBudget(1 << 30)
+	cat := worker.NewCatalogWith(keys.reg.Get, keys.load, nil, worker.CatalogOptions{})
+	worker.CountIn(cat, budget)
+
+	dev.streamed = 12345
+	use(t, cat, a, dev).Release()
+	if got := pinnedReserved(budget); got != 12345 {
+		t.Fatalf("pinned %d bytes with %s resident and streamed, want 12345", got, a)
+	}
+	dev.streamed = 0
+	use(t, cat, b, dev).Release() // evicts a: the device has room for one key
+	if got := pinnedReserved(budget); got != 0 {
+		t.Errorf("pinned %d bytes after %s was evicted for %s (which streams nothing), want 0", got, a, b)
+	}
+	dev.streamed = 777
+	use(t, cat, a, dev).Release() // evicts b, streams a again
+	if got := pinnedReserved(budget); got != 777 {
+		t.Errorf("pinned %d bytes with %s resident again, want 777", got, a)
+	}
+	cat.DeviceReset(dev, errors.New("test reset"))
+	if got, peak := budget.KindBytes(worker.KindPinned); got != 0 || peak != 12345 {
+		t.Errorf("pinned %d bytes (peak %d) after a device reset, want 0 (peak 12345)", got, peak)
+	}
+
+	// A reservation that fits only without an idle streamed key evicts it rather than
+	// wait for it forever.
+	use(t, cat, a, dev).Release()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := budget.ReserveFor(ctx, worker.KindSynthesis, budget.Total()-budget.Reserved()+777/2)
+	if err != nil {
+		t.Fatalf("reservation that needs the idle streamed key's memory: %v", err)
+	}
+	defer res.Release()
+	if got := pinnedReserved(budget); got != 0 {
+		t.Errorf("pinned %d bytes after a reservation needed them, want 0", got)
+	}
+	if st := keyState(cat, a, "cpu"); st.State != worker.KeyEvicted || !strings.Contains(st.Err, "streamed") {
+		t.Errorf("%s after a reservation needed its pinned memory: %+v, want evicted for it", a, st)
+	}
+	if _, _, resident := dev.counts(); resident != 0 {
+		t.Errorf("%d keys resident after the eviction, want 0", resident)
+	}
+}
+
+// A budget that can never hold a key's streamed bases beside its host copy refuses the
+// key at once with an error naming the bytes and the budget; one that could but is full
+// drops idle host copies to make room, and when that is not enough refuses the load
+// (retried), naming the bytes missing. A refused key is closed and holds nothing.
+func TestStreamedBasesRefusedPastTheBudget(t *testing.T) {
+	const a, b = "synthetic-k6", "synthetic-k7"
+	keys.setup(t, a)
+	keys.setup(t, b)
+	dev := newSmallDevice(2)
+	dev.hostFree = true
+	const total = 1 << 30
+	budget := worker.NewBudget(total)
+	cat := worker.NewCatalogWith(keys.reg.Get, keys.load, nil, worker.CatalogOptions{})
+	worker.CountIn(cat, budget)
+	ctx := context.Background()
+	refused := func(when string) error {
+		t.Helper()
+		_, _, err := cat.Key(ctx, a, dev)
+		if err == nil {
+			t.Fatalf("%s: key loaded, want refused", when)
+		}
+		if got := pinnedReserved(budget); got != 0 {
+			t.Errorf("%s: pinned %d bytes after the refusal, want 0", when, got)
+		}
+		if _, _, resident := dev.counts(); resident != 0 {
+			t.Errorf("%s: %d keys resident after the refusal, want 0 (closed)", when, resident)
+		}
+		if st := keyState(cat, a, "cpu"); st.State != worker.KeyFailed || st.Err != err.Error() {
+			t.Errorf("%s: key state %+v, want failed with %q", when, st, err)
+		}
+		return err
+	}
+
+	dev.streamed = total
+	err := refused("streamed bases as large as the budget")
+	var tooLarge *worker.TooLargeError
+	if !errors.As(err, &tooLarge) || !strings.Contains(err.Error(), "1073741824 bytes of bases") ||
+		!strings.Contains(err.Error(), "budget of 1073741824 bytes") {
+		t.Errorf("streamed bases as large as the budget: %v, want a *TooLargeError naming the bytes and the budget", err)
+	}
+
+	// Both host copies held and idle, the devices' keys gone.
+	dev.streamed = 0
+	use(t, cat, a, dev).Release()
+	copyA := keyReserved(budget)
+	use(t, cat, b, dev).Release()
+	copyB := keyReserved(budget) - copyA
+	cat.DeviceReset(dev, errors.New("test reset"))
+	streamed := copyB / 2
+	dev.streamed = streamed
+	// Room for a's streamed bases only once b's idle copy goes.
+	syn, err := budget.ReserveFor(ctx, worker.KindSynthesis, total-copyA-copyB-streamed/2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syn.Release()
+	use(t, cat, a, dev).Release()
+	if got := pinnedReserved(budget); got != streamed {
+		t.Errorf("pinned %d bytes, want %d", got, streamed)
+	}
+	if tb := tierOf(t, cat, b); !slices.Equal(tb.Tiers, []string{worker.TierFile}) {
+		t.Errorf("%s's idle copy with the budget short: %+v, want dropped to file", b, tb)
+	}
+	if ta := tierOf(t, cat, a); !slices.Equal(ta.Tiers, []string{worker.TierDevice, worker.TierPinned, worker.TierFile}) {
+		t.Errorf("%s streamed: %+v, want its own copy kept", a, ta)
+	}
+	if budget.Reserved() > total {
+		t.Errorf("budget holds %d bytes, more than its %d", budget.Reserved(), total)
+	}
+
+	// No idle copy left to drop: the load is refused, and succeeds once room is back.
+	cat.DeviceReset(dev, errors.New("test reset"))
+	more, err := budget.ReserveFor(ctx, worker.KindSynthesis, total-budget.Reserved()-streamed/2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = refused("budget short by half the streamed bases")
+	want := fmt.Sprintf("%d bytes of bases of the proving key of %s", streamed, a)
+	if errors.As(err, &tooLarge) || !strings.Contains(err.Error(), want) ||
+		!strings.Contains(err.Error(), fmt.Sprintf("%d bytes short", streamed-streamed/2)) {
+		t.Errorf("budget short: %v, want a retryable error naming %q and the bytes short", err, want)
+	}
+	more.Release()
+	use(t, cat, a, dev).Release()
+	if got := pinnedReserved(budget); got != streamed {
+		t.Errorf("pinned %d bytes once room is back, want %d", got, streamed)
 	}
 }
 
