@@ -200,14 +200,40 @@ extern "C" int cuzk_stream_destroy(cuzk_stream* s) {
     cudaStreamSynchronize(s->s);
     dev_scratch* all[] = {&s->keys, &s->vals, &s->keys_alt, &s->vals_alt, &s->sort_tmp, &s->bstart,
                           &s->bend, &s->units, &s->uoff, &s->desc, &s->partials, &s->buckets,
-                          &s->segs, &s->segs2, &s->bases_chunk, &s->scalars, &s->tmp,
+                          &s->segs, &s->segs2, &s->bases_chunk, &s->bases_chunk2, &s->scalars, &s->tmp,
                           &s->ulen, &s->uorder, &s->ulen_alt, &s->uorder_alt, &s->counts};
     for (auto* d : all) d->release();
     cudaFreeHost(s->pinned);
     cudaEventDestroy(s->ev[0]);
     cudaEventDestroy(s->ev[1]);
+    if (s->copy) {
+        cudaStreamSynchronize(s->copy);
+        for (cudaEvent_t ev : {s->copied[0], s->copied[1], s->freed[0], s->freed[1]})
+            if (ev) cudaEventDestroy(ev);
+        cudaStreamDestroy(s->copy);
+    }
     cudaStreamDestroy(s->s);
     delete s;
+    return CUZK_OK;
+}
+
+int stream_copy_engine(cuzk_stream* s) {
+    if (s->copy) return CUZK_OK;
+    cudaStream_t c = nullptr;
+    cudaEvent_t ev[4] = {nullptr, nullptr, nullptr, nullptr};
+    cudaError_t e = cudaStreamCreateWithFlags(&c, cudaStreamNonBlocking);
+    for (int i = 0; i < 4 && e == cudaSuccess; i++) e = cudaEventCreateWithFlags(&ev[i], cudaEventDisableTiming);
+    if (e != cudaSuccess) {
+        for (cudaEvent_t x : ev)
+            if (x) cudaEventDestroy(x);
+        if (c) cudaStreamDestroy(c);
+        return fail(CUZK_ERR_CUDA, std::string("copy stream create: ") + cudaGetErrorString(e));
+    }
+    s->copied[0] = ev[0];
+    s->copied[1] = ev[1];
+    s->freed[0] = ev[2];
+    s->freed[1] = ev[3];
+    s->copy = c;
     return CUZK_OK;
 }
 

@@ -54,10 +54,14 @@ struct cuzk_stream {
     cudaEvent_t ev[2] = {nullptr, nullptr};
     size_t msm_chunk = 0;  // 0 = default
     cuzk_knobs knobs{};    // cuzk_stream_set_knobs; zero fields: the library's choice
+    // Streamed bases (cuzk_bases.host): chunks are copied on their own stream into two
+    // buffers, the next chunk's copy beside this chunk's compute. Made on first use.
+    cudaStream_t copy = nullptr;
+    cudaEvent_t copied[2] = {nullptr, nullptr}, freed[2] = {nullptr, nullptr};
     int sm_count = 0;      // the device's multiprocessors: sizes the MSM's parallel stages
     // MSM scratch, kept across calls.
     dev_scratch keys, vals, keys_alt, vals_alt, sort_tmp, bstart, bend, units, uoff, desc,
-        partials, buckets, segs, segs2, bases_chunk, scalars, tmp, ulen, uorder, ulen_alt, uorder_alt,
+        partials, buckets, segs, segs2, bases_chunk, bases_chunk2, scalars, tmp, ulen, uorder, ulen_alt, uorder_alt,
         counts;  // word 0: the most units of one bucket; word 1: the digits written
 };
 
@@ -87,5 +91,7 @@ inline bool stale(const cuzk_ctx* ctx, int gen) { return ctx->gen != gen; }
 // fault_point is where CUZK_FAULT_INJECT makes a call fail (tests; see cuzk_gpu.h).
 int fault_point(cudaStream_t st);
 int stream_upload(cuzk_stream* s, void* dst, const void* host, size_t bytes);
+// stream_copy_engine makes s's copy stream and its events for streamed bases, once.
+int stream_copy_engine(cuzk_stream* s);
 int stream_upload_gather(cuzk_stream* s, int count, const cuzk_upload_seg* segs);
 int stream_download(cuzk_stream* s, void* host, const void* src, size_t bytes);

@@ -480,6 +480,10 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
 
     // A chunk's digit pairs of all vectors together stay within 2^24 points' worth.
     size_t chunk = s->msm_chunk ? s->msm_chunk : std::max<size_t>(1, ((size_t)1 << 24) / nbatch);
+    // Streamed bases come in chunks of at most 2^22 points' worth: each chunk's copy
+    // runs beside the previous chunk's compute, so only the first one is exposed.
+    const bool streamed = !bases->d;
+    if (streamed && !s->msm_chunk) chunk = std::min(chunk, std::max<size_t>(1, ((size_t)1 << 22) / nbatch));
     if (chunk > n) chunk = n;
     const size_t m_max = chunk * nentries;
     if (m_max >= (1ull << 31)) return fail(CUZK_ERR_ARG, "MSM chunk too large");
@@ -494,7 +498,23 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
     RET(s->uoff.ensure((size_t)(K + 1) * 4));
     RET(s->buckets.ensure((size_t)K * sizeof(X)));
     RET(s->counts.ensure(8));
-    if (!bases->d) RET(s->bases_chunk.ensure(chunk * sizeof(A)));
+    if (streamed) {
+        RET(s->bases_chunk.ensure(chunk * sizeof(A)));
+        RET(s->bases_chunk2.ensure(chunk * sizeof(A)));
+        RET(stream_copy_engine(s));
+    }
+    // issue_copy starts chunk i's copy (points cs..) into buffer i%2 on the copy stream,
+    // once the compute that last read that buffer is done.
+    auto issue_copy = [&](size_t i, size_t cs) -> int {
+        const int b = (int)(i & 1);
+        const size_t cn = std::min(chunk, n - cs);
+        CK(cudaStreamWaitEvent(s->copy, s->freed[b], 0));
+        CK(cudaMemcpyAsync((b ? s->bases_chunk2 : s->bases_chunk).p,
+                           (const uint8_t*)bases->host + (base_offset + cs) * sizeof(A), cn * sizeof(A),
+                           cudaMemcpyHostToDevice, s->copy));
+        CK(cudaEventRecord(s->copied[b], s->copy));
+        return CUZK_OK;
+    };
 
     size_t sort_bytes = 0, scan_bytes = 0;
     {
@@ -510,15 +530,16 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
     stage_timer prof(st);
     prof.start();
     const uint32_t T = 256;
-    for (size_t cs = 0; cs < n; cs += chunk) {
+    if (streamed && n > 0) RET(issue_copy(0, 0));
+    for (size_t cs = 0, ci = 0; cs < n; cs += chunk, ci++) {
         uint32_t cn = (uint32_t)std::min(chunk, n - cs);
         const A* pts;
-        if (bases->d) {
+        if (!streamed) {
             pts = (const A*)bases->d + base_offset + cs;
         } else {
-            CK(cudaMemcpyAsync(s->bases_chunk.p, (const uint8_t*)bases->host + (base_offset + cs) * sizeof(A),
-                               (size_t)cn * sizeof(A), cudaMemcpyHostToDevice, st));
-            pts = s->bases_chunk.as<A>();
+            CK(cudaStreamWaitEvent(st, s->copied[ci & 1], 0));
+            pts = (ci & 1 ? s->bases_chunk2 : s->bases_chunk).as<A>();
+            if (cs + chunk < n) RET(issue_copy(ci + 1, cs + chunk));
         }
         const fr_t* sc = index ? scalars : scalars + cs;
         const uint32_t* ix = index ? index + cs : nullptr;
@@ -592,6 +613,7 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
             <<<blocks(U, 128), 128, 0, st>>>(s->desc.as<unit_desc>(), uo.Current(), U, dv.Current(), pts,
                                              s->partials.as<X>());
         CK(cudaGetLastError());
+        if (streamed) CK(cudaEventRecord(s->freed[ci & 1], st));
         prof.mark(stage_timer::kAccumulate);
         for (uint32_t stride = 1; stride < umax; stride *= 2) {
             k_tree<F><<<blocks(U, 128), 128, 0, st>>>(s->desc.as<unit_desc>(), s->uoff.as<uint32_t>(), U, stride,
