@@ -22,7 +22,7 @@
 #                       report both rates
 #   E2E_COMPARE_FLAGS   "CIRCUIT FLAGS...": afterwards, prove CIRCUIT's requests again with a
 #                       worker given E2E_WORKER_FLAGS and FLAGS (label cmp), e.g.
-#                       "porep-k24 --synth-split"; the circuit must be in E2E_CIRCUITS
+#                       "porep-k24 --synth-concurrency 1"; the circuit must be in E2E_CIRCUITS
 #   E2E_COMPARE_BATCH   "circuit:k ...": afterwards, prove each listed circuit's count again
 #                       with a worker given --max-batch k (label batch<k>), to set batched
 #                       against one-at-a-time throughput; the circuit must be in E2E_CIRCUITS
@@ -283,6 +283,16 @@ start_worker() {
 		[ $SECONDS -lt "$DEADLINE" ] || fail "deadline reached waiting for the worker to start"
 		sleep 0.2
 	done
+	# With --preload-keys the requests come once the keys are resident and the circuits
+	# loaded, so that their times are those of a worker in service.
+	if [[ " $* " == *" --preload-keys "* ]]; then
+		until grep -qs "preload done" "$WLOG"; do
+			kill -0 "$WPID" 2>/dev/null || { WPID=''; fail "worker ($label) exited while preloading: $(tail -3 "$WLOG" | tr '\n' ' ')"; }
+			[ $SECONDS -lt "$DEADLINE" ] || fail "deadline reached waiting for the worker's preload"
+			sleep 0.2
+		done
+		note "worker $label: $(grep -o 'preload done.*' "$WLOG" | head -1)"
+	fi
 	local ready
 	ready=$( (exec 3<>"/dev/tcp/127.0.0.1/$port" && printf 'GET /readyz HTTP/1.0\r\n\r\n' >&3 && head -1 <&3) 2>/dev/null | tr -d '\r')
 	local mem

@@ -15,23 +15,18 @@ type Config struct {
 	BaseBytes        int64         // memory the process holds before any work, counted in MemBudget
 	MaxBatch         int           // proofs of one circuit proven together
 	BatchWait        time.Duration // longest a request waits for its batch to fill
-	SynthConcurrency int           // concurrent syntheses
-	// SynthSplit: solves at once share the cores (each runs cores/N goroutines with N
-	// under way) instead of each running gnark's one goroutine per core, and the
-	// partitions of a request are solved side by side, up to SynthConcurrency at once,
-	// instead of one after the other.
-	SynthSplit     bool
-	QueueDepth     int           // solved batches waiting for a prover, per device
-	UrgentSlots    int           // jobs of urgent requests held beside the others (jobs.UrgentQueue); 0: it claims none
-	RescueAfter    time.Duration // a job 'running' this long without finishing is retried; also each attempt's time limit
-	ShutdownGrace  time.Duration // in-flight work gets this long to finish on stop
-	RetryBackoff   time.Duration // delay before the first retry, doubling each attempt (jobs.Backoff)
-	PollInterval   time.Duration // how often River looks for jobs without a notification
-	HeartbeatEvery time.Duration // cuzk.workers refresh
-	DeadAfter      time.Duration // a worker silent this long is dead: its jobs go back at once (0: off)
-	ScrubInputs    bool          // delete private inputs once the proof is stored
-	Build          string        // recorded in attempt rows; default BuildString()
-	Observer       Observer      // told about each finished attempt; may be nil
+	SynthConcurrency int           // solves at once (a request's partitions too), sharing the cores
+	QueueDepth       int           // solved batches waiting for a prover, per device
+	UrgentSlots      int           // jobs of urgent requests held beside the others (jobs.UrgentQueue); 0: it claims none
+	RescueAfter      time.Duration // a job 'running' this long without finishing is retried; also each attempt's time limit
+	ShutdownGrace    time.Duration // in-flight work gets this long to finish on stop
+	RetryBackoff     time.Duration // delay before the first retry, doubling each attempt (jobs.Backoff)
+	PollInterval     time.Duration // how often River looks for jobs without a notification
+	HeartbeatEvery   time.Duration // cuzk.workers refresh
+	DeadAfter        time.Duration // a worker silent this long is dead: its jobs go back at once (0: off)
+	ScrubInputs      bool          // delete private inputs once the proof is stored
+	Build            string        // recorded in attempt rows; default BuildString()
+	Observer         Observer      // told about each finished attempt; may be nil
 	// PreloadKeys are circuits whose keys are made resident on every device at start,
 	// in the background, before those of the circuits with queued requests.
 	PreloadKeys []string

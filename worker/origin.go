@@ -50,7 +50,6 @@ type PerfConfig struct {
 	MaxBatch         int      `json:"max_batch"`
 	BatchWait        string   `json:"batch_wait"`
 	SynthConcurrency int      `json:"synth_concurrency"`
-	SynthSplit       bool     `json:"synth_split,omitempty"`
 	QueueDepth       int      `json:"queue_depth"`
 	MemBudget        int64    `json:"mem_budget"`
 	GOMAXPROCS       int      `json:"gomaxprocs"` // the CPU backend and synthesis scale with it
@@ -70,7 +69,6 @@ func (w *Worker) perfConfig() PerfConfig {
 		MaxBatch:         w.cfg.MaxBatch,
 		BatchWait:        w.cfg.BatchWait.String(),
 		SynthConcurrency: w.cfg.SynthConcurrency,
-		SynthSplit:       w.cfg.SynthSplit,
 		QueueDepth:       w.cfg.QueueDepth,
 		MemBudget:        w.cfg.MemBudget,
 		GOMAXPROCS:       runtime.GOMAXPROCS(0),

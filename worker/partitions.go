@@ -23,14 +23,11 @@ import (
 // recorded partitions; its total spans the attempt. When the last partition is stored
 // the request's proofs row is written and the job completed.
 //
-// Partitions stream through the pipeline: partition i+1 enters it once partition i is
-// synthesized and queued for a prover, so partitions reach the provers in order, their
-// reservations are taken in order, and partition i+1 is synthesized while partition i
-// is proven when the budget holds both. With SynthSplit partition i+1 enters once
-// partition i has its memory reserved and its synthesis under way: reservations are
-// still taken in order, and as many partitions are solved at once as the synthesis
-// concurrency allows (one solve alone uses many cores poorly). As many partitions are
-// in memory at once as the budget holds; each reservation is released in two steps as
+// Partitions stream through the pipeline: partition i+1 enters it once partition i has
+// its memory reserved and its synthesis under way, so reservations are taken in order,
+// partitions reach the provers in order, and as many are solved at once as the
+// synthesis concurrency and the budget allow (one solve alone uses many cores poorly)
+// while the ones before them are proven. Each reservation is released in two steps as
 // for any request: its bulk once its proof is made, the rest once that proof is stored.
 // Proofs are stored in partition order. After a partition fails no further partition
 // starts; those already started finish, and those of them that succeed are stored.
@@ -99,14 +96,9 @@ func (w *Worker) workPartitions(ctx context.Context, job *river.Job[jobs.ProveAr
 			runs[i] = r
 		}(prev)
 		prev = settled
-		// The next partition starts once this one is queued for a prover, with SynthSplit
-		// once its synthesis has begun (or once it has failed).
-		next := it.queued
-		if w.cfg.SynthSplit {
-			next = it.synthStart
-		}
+		// The next partition starts once this one's synthesis has begun (or it failed).
 		select {
-		case <-next:
+		case <-it.synthStart:
 		case <-it.done:
 			if it.err != nil {
 				stopping.Store(true)

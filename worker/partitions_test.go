@@ -453,19 +453,19 @@ func TestPartitionLargerThanBudgetFailsAtOnce(t *testing.T) {
 	}
 }
 
-// With SynthSplit a partition enters the pipeline once the one before it is being
+// A partition enters the pipeline once the one before it is being
 // synthesized, not once it is queued for a prover: with the first proof held and room
 // for one solved batch in the provers' queue, partitions 0 to 3 hold reservations at
 // once (one proving, one queued, one waiting for the queue, one synthesized); one after
 // the other, partition 3 would wait for the queue to move.
-func TestPartitionsSideBySideWithSynthSplit(t *testing.T) {
+func TestPartitionsSideBySide(t *testing.T) {
 	db, need, _ := partitionDB(t)
 	held := &heldProve{Backend: prover.NewCPU(), cond: func(b *worker.Budget) bool {
 		synthesis, _ := b.KindBytes(worker.KindSynthesis)
 		return synthesis >= 4*need
 	}}
 	rw := startWorkerWith(t, db.Pool, []worker.Prover{{Backend: held}}, nil, func(c *worker.Config) {
-		c.SynthSplit, c.QueueDepth, c.SynthConcurrency = true, 1, 2
+		c.QueueDepth, c.SynthConcurrency = 1, 2
 	})
 	held.budget.Store(rw.w.Budget())
 	proveAllPartitions(t, db, "side", 5)

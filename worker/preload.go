@@ -15,7 +15,8 @@ import (
 // preload makes proving keys resident on every device in the background at start, so
 // the first request for them does not pay a load of minutes: the keys of
 // Config.PreloadKeys, then those of the registered circuits with queued requests (most
-// urgent first). It goes through the catalog: a request arriving meanwhile waits for
+// urgent first), each followed by its compiled circuit (held while the budget has room
+// for it, like any idle circuit). It goes through the catalog: a request arriving meanwhile waits for
 // the same load instead of starting another, and a request for a circuit not loaded
 // yet starts its own rather than waiting its turn here. Circuits load one after
 // another (each key's memory once at a time), each onto all devices at once. Failures
@@ -36,6 +37,7 @@ func (w *Worker) preload(ctx context.Context) {
 		return
 	}
 	w.log.Info("preloading proving keys", "circuits", strings.Join(names, ","), "queued", strings.Join(queued, ","), "devices", len(w.devices))
+	began := time.Now()
 	for _, name := range names {
 		var wg sync.WaitGroup
 		for _, d := range w.devices {
@@ -61,5 +63,15 @@ func (w *Worker) preload(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		start := time.Now()
+		if _, release, err := w.catalog.Circuit(ctx, name); err != nil {
+			if ctx.Err() == nil {
+				w.log.Warn("preloading compiled circuit", "circuit", name, "err", err)
+			}
+		} else {
+			release() // loaded, not in use: evicted when a reservation needs its room
+			w.log.Info("compiled circuit preloaded", "circuit", name, "ms", time.Since(start).Milliseconds())
+		}
 	}
+	w.log.Info("preload done", "circuits", strings.Join(names, ","), "ms", time.Since(began).Milliseconds())
 }

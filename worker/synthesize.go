@@ -176,16 +176,13 @@ func (w *Worker) synthesize(it *item) error {
 		// An empty payload reads as empty inputs JSON to synth; this one is a witness.
 		return fmt.Errorf("synthesize: %w", &synth.InputError{Msg: "witness is empty"})
 	}
-	// gnark runs one goroutine per core in each solve; with SynthSplit the solves under
-	// way share the cores instead.
+	// gnark runs one goroutine per core in each solve, and one solve keeps many cores
+	// waiting at its level barriers: the solves under way share the cores instead.
 	sol, err := func() (*synth.Solution, error) {
 		solves := int(w.solving.Add(1))
 		defer w.solving.Add(-1) // also when the solver panics
-		var opts []solver.Option
-		if w.cfg.SynthSplit {
-			opts = append(opts, solver.WithNbTasks(synth.Tasks(runtime.GOMAXPROCS(0), solves)))
-		}
-		return synth.Solve(it.ctx, compiled, it.req.Payload(), opts...)
+		return synth.Solve(it.ctx, compiled, it.req.Payload(),
+			solver.WithNbTasks(synth.Tasks(runtime.GOMAXPROCS(0), solves)))
 	}()
 	it.synthDone = time.Now()
 	it.times.Set(phase.Synth, it.synthDone.Sub(it.att.SynthStartedAt))

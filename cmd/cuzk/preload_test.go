@@ -24,8 +24,9 @@ func logLines(out, msg string) []map[string]any {
 }
 
 // With --preload-keys all, a worker loads every registered circuit's key that it has
-// files for before any request arrives (from the dump setup wrote, saying so in its
-// logs), and the first request finds the key resident: its srs_ms is 0.
+// files for, and then its compiled circuit, before any request arrives (the key from
+// the dump setup wrote, saying so in its logs), and the first request finds the key
+// resident: its srs_ms is 0.
 func TestWorkerPreloadKeys(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t)
@@ -42,7 +43,7 @@ func TestWorkerPreloadKeys(t *testing.T) {
 		"--mem-budget", "1GiB", "--poll-interval", "100ms", "--shutdown-grace", "10s", "--log-format", "json",
 		"--preload-keys", "all")
 	deadline := time.Now().Add(90 * time.Second)
-	for len(logLines(w.out.String(), "proving key preloaded")) == 0 {
+	for len(logLines(w.out.String(), "preload done")) == 0 {
 		select {
 		case <-w.done:
 			t.Fatalf("worker exited (%v) before preloading; output:\n%s", w.err, w.out.String())
@@ -53,6 +54,12 @@ func TestWorkerPreloadKeys(t *testing.T) {
 		}
 	}
 	out := w.out.String()
+	if recs := logLines(out, "proving key preloaded"); len(recs) != 1 || recs[0]["circuit"] != "synthetic-k6" {
+		t.Errorf("want one \"proving key preloaded\" line for synthetic-k6, got %v", recs)
+	}
+	if recs := logLines(out, "compiled circuit preloaded"); len(recs) != 1 || recs[0]["circuit"] != "synthetic-k6" {
+		t.Errorf("want one \"compiled circuit preloaded\" line for synthetic-k6, got %v", recs)
+	}
 	if recs := logLines(out, "preloading proving keys"); len(recs) != 1 || recs[0]["circuits"] != "synthetic-k6" {
 		t.Errorf("want one line naming the circuits to preload (synthetic-k6 only), got %v", recs)
 	}

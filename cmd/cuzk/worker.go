@@ -33,8 +33,7 @@ type workerCmd struct {
 	MemBudget        string        `name:"mem-budget" env:"CUZK_MEM_BUDGET" help:"Memory for everything the worker holds (requests' working sets, compiled circuits, proving keys' host copies, staging buffers, the process itself), in bytes or with a unit (20GiB). Default: cgroup limit or MemAvailable, minus a safety margin."`
 	MaxBatch         int           `name:"max-batch" env:"CUZK_MAX_BATCH" default:"1" help:"Most requests of one circuit proven together."`
 	BatchWait        time.Duration `name:"batch-wait" env:"CUZK_BATCH_WAIT" default:"50ms" help:"Longest a request waits for its batch to fill."`
-	SynthConcurrency int           `name:"synth-concurrency" env:"CUZK_SYNTH_CONCURRENCY" default:"0" help:"Concurrent syntheses (0: half the CPUs, at least 1)."`
-	SynthSplit       bool          `name:"synth-split" env:"CUZK_SYNTH_SPLIT" help:"Solve a partitioned request's partitions side by side (up to --synth-concurrency at once) instead of one after the other, and let solves under way share the cores: each of N runs cores/N goroutines instead of one per core (cuzk bench --synth-only --synth-split both compares the two)."`
+	SynthConcurrency int           `name:"synth-concurrency" env:"CUZK_SYNTH_CONCURRENCY" default:"0" help:"Solves at once, a partitioned request's partitions too; the solves under way share the cores, each of N running cores/N goroutines (0: half the CPUs, at least 1)."`
 	QueueDepth       int           `name:"queue-depth" env:"CUZK_QUEUE_DEPTH" default:"2" help:"Solved batches waiting for a prover."`
 	UrgentSlots      int           `name:"urgent-slots" env:"CUZK_URGENT_SLOTS" default:"2" help:"Urgent requests (priority 1) this worker holds beside its other work, in a River queue of their own (cuzk_urgent), so one is claimed at once even while every other slot holds a long request. 0: this worker claims no urgent requests, leaving them to workers with urgent slots."`
 	RescueAfter      time.Duration `name:"rescue-after" env:"CUZK_RESCUE_AFTER" default:"1h" help:"A job running this long without finishing (its worker died) is retried; also the longest one attempt may run, so keep it above the slowest proof."`
@@ -115,7 +114,6 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 	if cfg.SynthConcurrency <= 0 {
 		cfg.SynthConcurrency = max(1, runtime.NumCPU()/2)
 	}
-	cfg.SynthSplit = c.SynthSplit
 	cfg.QueueDepth = c.QueueDepth
 	cfg.UrgentSlots = c.UrgentSlots
 	cfg.RescueAfter = c.RescueAfter
