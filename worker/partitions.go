@@ -24,10 +24,9 @@ import (
 // the request's proofs row is written and the job completed.
 //
 // Partitions stream through the pipeline: partition i+1 enters it once partition i has
-// its memory reserved and its synthesis under way, so reservations are taken in order,
-// partitions reach the provers in order, and as many are solved at once as the
-// synthesis concurrency and the budget allow (one solve alone uses many cores poorly)
-// while the ones before them are proven. Each reservation is released in two steps as
+// its memory reserved and its synthesis under way, so reservations are taken in order
+// and as many partitions are solved at once as the synthesis concurrency and the budget
+// allow (one solve alone uses many cores poorly) while those solved are proven. Each reservation is released in two steps as
 // for any request: its bulk once its proof is made, the rest once that proof is stored.
 // Proofs are stored in partition order. After a partition fails no further partition
 // starts; those already started finish, and those of them that succeed are stored.
