@@ -244,3 +244,150 @@ func DumpDigest(path string) (string, error) {
 	}
 	return treeRoot(treeChunk, st.Size(), sums), nil
 }
+
+// treeStreamMaxChunk is the largest chunk a load verifies while it decodes: each of
+// the chunks read ahead is held whole, so a sidecar with larger chunks (none that cuzk
+// writes) is checked in a pass of its own instead.
+const treeStreamMaxChunk = 4 * treeChunk
+
+// chunkSums are the sidecar's chunk hashes when they are consistent with its tree
+// digest (its root over them is DumpTree), nil otherwise: only then can each chunk be
+// checked on its own against the registered digest.
+func (s *dumpSum) chunkSums() [][sha256.Size]byte {
+	if s.DumpTree == "" || s.DumpChunk <= 0 || s.DumpChunk > treeStreamMaxChunk ||
+		int64(len(s.DumpChunks)) != treeChunks(s.DumpChunk, s.DumpBytes) {
+		return nil
+	}
+	sums := make([][sha256.Size]byte, len(s.DumpChunks))
+	for k, h := range s.DumpChunks {
+		if b, err := hex.DecodeString(h); err != nil || len(b) != sha256.Size {
+			return nil
+		} else {
+			copy(sums[k][:], b)
+		}
+	}
+	if treeRoot(s.DumpChunk, s.DumpBytes, sums) != s.DumpTree {
+		return nil
+	}
+	return sums
+}
+
+// verifiedReader reads a file chunk by chunk and delivers a chunk's bytes only once its
+// SHA-256 equals the one it is known by, so that a decoder reading from it never sees
+// a byte the digest does not vouch for, while the file is read and hashed once: the
+// chunks ahead of the one being decoded are read and hashed on other goroutines (at
+// most ahead of them at a time, each in a buffer of its own).
+type verifiedReader struct {
+	f           *os.File
+	chunk, size int64
+	want        [][sha256.Size]byte
+	results     []chan verifiedChunk
+	free        chan []byte
+	stop        chan struct{}
+	done        sync.WaitGroup
+	next        int    // the chunk Read serves next
+	cur         []byte // what is left of the chunk being served
+	curBuf      []byte
+	err         error
+	read        func(n int64) // told each chunk's bytes as they are read; nil: nobody
+}
+
+type verifiedChunk struct {
+	buf []byte
+	err error
+}
+
+// errChunkMismatch: a chunk's bytes are not the ones its sidecar lists.
+var errChunkMismatch = fmt.Errorf("chunk differs from its sidecar's list")
+
+func newVerifiedReader(f *os.File, chunk, size int64, want [][sha256.Size]byte, ahead int, read func(n int64)) *verifiedReader {
+	n := len(want)
+	v := &verifiedReader{f: f, chunk: chunk, size: size, want: want, results: make([]chan verifiedChunk, n),
+		free: make(chan []byte, ahead), stop: make(chan struct{}), read: read}
+	for k := range v.results {
+		v.results[k] = make(chan verifiedChunk, 1)
+	}
+	for range ahead {
+		v.free <- nil // a buffer is made on first use, at the size of the chunk it holds
+	}
+	v.done.Go(v.produce)
+	return v
+}
+
+// produce starts each chunk's read and hash, in order, once a buffer is free.
+func (v *verifiedReader) produce() {
+	for k := range v.results {
+		var buf []byte
+		select {
+		case buf = <-v.free:
+		case <-v.stop:
+			return
+		}
+		v.done.Go(func() { v.results[k] <- v.load(k, buf) })
+	}
+}
+
+// load reads chunk k into buf (made or grown as needed) and checks its hash.
+func (v *verifiedReader) load(k int, buf []byte) verifiedChunk {
+	off := int64(k) * v.chunk
+	m := min(v.chunk, v.size-off)
+	if int64(cap(buf)) < m {
+		buf = make([]byte, m)
+	}
+	buf = buf[:m]
+	for got := int64(0); got < m; {
+		select {
+		case <-v.stop:
+			return verifiedChunk{buf: buf, err: io.ErrClosedPipe}
+		default:
+		}
+		p := min(int64(treePiece), m-got)
+		r, err := v.f.ReadAt(buf[got:got+p], off+got)
+		if err != nil && int64(r) < p {
+			return verifiedChunk{buf: buf, err: fmt.Errorf("read %s at %d: %w", v.f.Name(), off+got, err)}
+		}
+		got += p
+	}
+	if sha256.Sum256(buf) != v.want[k] {
+		return verifiedChunk{buf: buf, err: fmt.Errorf("%s: chunk %d (bytes %d-%d): %w", v.f.Name(), k, off, off+m-1, errChunkMismatch)}
+	}
+	return verifiedChunk{buf: buf}
+}
+
+func (v *verifiedReader) Read(p []byte) (int, error) {
+	for len(v.cur) == 0 {
+		if v.err != nil {
+			return 0, v.err
+		}
+		if v.curBuf != nil {
+			v.free <- v.curBuf
+			v.curBuf = nil
+		}
+		if v.next == len(v.results) {
+			v.err = io.EOF
+			return 0, io.EOF
+		}
+		r := <-v.results[v.next]
+		v.next++
+		if r.err != nil {
+			v.err = r.err
+			return 0, r.err
+		}
+		v.cur, v.curBuf = r.buf, r.buf
+		if v.read != nil {
+			v.read(int64(len(r.buf)))
+		}
+	}
+	n := copy(p, v.cur)
+	v.cur = v.cur[n:]
+	return n, nil
+}
+
+// Close stops the reads ahead and waits for them; the buffers are left to the
+// collector.
+func (v *verifiedReader) Close() {
+	close(v.stop)
+	// A producer blocked on a free buffer sees stop; loads under way finish into their
+	// result channels, which have room for one each.
+	v.done.Wait()
+}
