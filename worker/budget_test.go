@@ -86,7 +86,7 @@ func TestCollectorFlushesOnSizeWaitAndPriority(t *testing.T) {
 	got := make(chan *batch, 10)
 	c := newCollector(3, 50*time.Millisecond, func(b *batch) { got <- b })
 	mk := func(circuit string, prio int) *item {
-		return &item{req: &store.Request{Circuit: circuit, Priority: prio}}
+		return &item{req: &store.Request{Circuit: circuit, Priority: prio}, clock: newAttemptClock(time.Now(), 0)}
 	}
 	// Size: three of one circuit flush at once.
 	for range 3 {
@@ -116,7 +116,7 @@ func TestCollectorFlushesOnSizeWaitAndPriority(t *testing.T) {
 			t.Fatalf("priority flush: %d items", len(b.items))
 		}
 		for _, it := range b.items {
-			if _, ok := it.times.Get(phase.BatchWait); !ok {
+			if _, ok := it.clock.phases(time.Now())[phase.BatchWait]; !ok {
 				t.Fatal("batch_wait_ms not recorded")
 			}
 		}

@@ -22,8 +22,8 @@ type item struct {
 	job   *river.Job[jobs.ProveArgs]
 	req   *store.Request
 	start time.Time
-	att   store.Attempt // the attempt row; its phase times come from times when it is recorded
-	times Timings
+	att   store.Attempt // the attempt row; its phase times come from clock when it is recorded
+	clock *attemptClock
 
 	collectedAt time.Time
 	res         *Reservation
@@ -132,7 +132,7 @@ func (w *Worker) work(ctx context.Context, job *river.Job[jobs.ProveArgs]) error
 		return w.workPartitions(ctx, job, req, start, log)
 	}
 
-	it := &item{ctx: ctx, job: job, req: req, start: start, done: make(chan struct{})}
+	it := &item{ctx: ctx, job: job, req: req, start: start, clock: newAttemptClock(start, jobQueued(job, start)), done: make(chan struct{})}
 	it.att = store.Attempt{RequestID: req.RequestID, Circuit: req.Circuit, Attempt: req.Attempt, QueueMs: &req.QueueMs}
 	w.enqueue(it)
 	<-it.done // every stage delivers, also when ctx ends
@@ -144,6 +144,15 @@ func (w *Worker) work(ctx context.Context, job *river.Job[jobs.ProveArgs]) error
 		return w.fail(ctx, it, log)
 	}
 	return w.persist(ctx, it, log)
+}
+
+// jobQueued is the time before start that an attempt's total counts: since its job
+// was scheduled, or created when that was later.
+func jobQueued(job *river.Job[jobs.ProveArgs], start time.Time) time.Duration {
+	if job.CreatedAt.After(job.ScheduledAt) {
+		return start.Sub(job.CreatedAt)
+	}
+	return start.Sub(job.ScheduledAt)
 }
 
 // waitedSince is when the request of a job that cuzk.admit_locked created after the

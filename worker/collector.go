@@ -83,7 +83,7 @@ func (c *collector) flushGroup(circuit string, g *pendingGroup) {
 
 	now := time.Now()
 	for _, it := range g.items {
-		it.times.Set(phase.BatchWait, now.Sub(it.collectedAt))
+		it.clock.record(phase.BatchWait, now.Sub(it.collectedAt))
 	}
 	c.flush(&batch{id: uuid.New(), circuit: circuit, items: g.items})
 }

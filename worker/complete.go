@@ -26,21 +26,21 @@ func (w *Worker) persist(ctx context.Context, it *item, log *slog.Logger) error 
 	}
 
 	t := time.Now()
+	var persisted []phaseTime // the last write's, which a failed attempt's row keeps
 	err = w.retryDB(ctx, log, "store proof", func(ctx context.Context) error {
 		return store.CompleteAttempt(ctx, w.pool, it.job, &store.Proof{
 			RequestID: it.req.RequestID, Circuit: it.req.Circuit,
 			Proof: proofBytes, PublicWitness: it.public,
 			Attempt: it.req.Attempt, Worker: w.cfg.Name, Backend: it.att.Backend, VKDigest: it.key.VKDigest,
 		}, w.cfg.ScrubInputs, &it.att, func(a *store.Attempt) {
-			it.times.Set(phase.Persist, time.Since(t))
+			persisted = []phaseTime{{phase.Persist, time.Since(t)}}
 			a.FinishedAt = time.Now()
-			it.times.Set(phase.Total, w.total(it))
-			a.SetPhases(it.times.Phases())
+			a.SetPhases(it.clock.phases(a.FinishedAt, persisted...))
 		})
 	})
 	if err != nil {
 		it.err = fmt.Errorf("store proof: %w", err)
-		return w.fail(ctx, it, log)
+		return w.fail(ctx, it, log, persisted...)
 	}
 	w.observe(&it.att)
 	log.Info("proof stored", "outcome", it.att.Outcome, "total_ms", *it.att.TotalMs,
@@ -53,7 +53,7 @@ func (w *Worker) persist(ctx context.Context, it *item, log *slog.Logger) error 
 // attempt is retried.
 func checkProof(it *item) ([]byte, error) {
 	t := time.Now()
-	defer func() { it.times.Set(phase.Verify, time.Since(t)) }()
+	defer func() { it.clock.record(phase.Verify, time.Since(t)) }()
 	proofBytes, err := prover.EncodeProof(it.proof)
 	if err != nil {
 		return nil, err
@@ -85,22 +85,13 @@ func (w *Worker) retryDB(ctx context.Context, log *slog.Logger, what string, op 
 	}
 }
 
-// total is the attempt's time from being queued to being stored: queue time plus
-// the attempt's own wall time, so it is at least the sum of the phases run in sequence.
-func (w *Worker) total(it *item) time.Duration {
-	queue := it.start.Sub(it.job.ScheduledAt)
-	if it.job.CreatedAt.After(it.job.ScheduledAt) {
-		queue = it.start.Sub(it.job.CreatedAt)
-	}
-	return max(queue, 0) + time.Since(it.start)
-}
-
 // fail records a failed attempt and tells River what to do with the job: bad input and
 // requests that can never fit end at once (request failed, job discarded, no retry); a
 // cancelled request is recorded as such; a worker shutdown hands the job back without
 // using an attempt (River's snooze); anything else is retried with backoff until
-// max_attempts.
-func (w *Worker) fail(ctx context.Context, it *item, log *slog.Logger) error {
+// max_attempts. Closing holds the phases that the attempt's last write measured
+// before it failed.
+func (w *Worker) fail(ctx context.Context, it *item, log *slog.Logger, closing ...phaseTime) error {
 	err := it.err
 	var tooLarge *TooLargeError
 	var commit *prover.CommitmentError
@@ -142,8 +133,7 @@ func (w *Worker) fail(ctx context.Context, it *item, log *slog.Logger) error {
 	}
 	it.att.Error = store.CapError(err.Error())
 	it.att.FinishedAt = time.Now()
-	it.times.Set(phase.Total, w.total(it))
-	it.att.SetPhases(it.times.Phases())
+	it.att.SetPhases(it.clock.phases(it.att.FinishedAt, closing...))
 
 	dbCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()

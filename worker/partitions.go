@@ -37,7 +37,7 @@ import (
 // While an urgent request is on its way to a prover, no further partition of a request
 // that is not urgent starts (urgent.go).
 func (w *Worker) workPartitions(ctx context.Context, job *river.Job[jobs.ProveArgs], req *store.Request, start time.Time, log *slog.Logger) error {
-	all := &item{ctx: ctx, job: job, req: req, start: start, done: make(chan struct{})}
+	all := &item{ctx: ctx, job: job, req: req, start: start, clock: newAttemptClock(start, jobQueued(job, start)), done: make(chan struct{})}
 	all.att = store.Attempt{RequestID: req.RequestID, Circuit: req.Circuit, Attempt: req.Attempt, QueueMs: &req.QueueMs}
 	failed := func(err error) error {
 		all.err = err
@@ -93,7 +93,7 @@ func (w *Worker) workPartitions(ctx context.Context, job *river.Job[jobs.ProveAr
 				stopping.Store(true)
 			} else {
 				mu.Lock()
-				all.absorb(it)
+				all.absorb(r)
 				mu.Unlock()
 			}
 			runs[i] = r
@@ -120,7 +120,7 @@ func (w *Worker) workPartitions(ctx context.Context, job *river.Job[jobs.ProveAr
 		}
 		// The earliest failure is the attempt's; later partitions that failed meanwhile
 		// (mostly because the attempt is ending) leave no row, and a retry proves them.
-		all.absorb(r.it)
+		all.absorb(r)
 		w.recordFailedPartition(ctx, r.row, log)
 		return failed(fmt.Errorf("partition %d of %d: %w", i, req.Partitions, r.err))
 	}
@@ -134,11 +134,8 @@ func (w *Worker) workPartitions(ctx context.Context, job *river.Job[jobs.ProveAr
 			RequestID: req.RequestID, Circuit: req.Circuit, Attempt: req.Attempt, Worker: w.cfg.Name,
 			Backend: all.att.Backend, Partitions: req.Partitions,
 		}, w.cfg.ScrubInputs, &all.att, func(a *store.Attempt) {
-			persisted, _ := all.times.Get(phase.Persist)
-			all.times.Set(phase.Persist, persisted+time.Since(t))
 			a.FinishedAt = time.Now()
-			all.times.Set(phase.Total, w.total(all))
-			a.SetPhases(all.times.Phases())
+			a.SetPhases(all.clock.phases(a.FinishedAt, phaseTime{phase.Persist, time.Since(t)}))
 		})
 	})
 	if err != nil {
@@ -151,11 +148,13 @@ func (w *Worker) workPartitions(ctx context.Context, job *river.Job[jobs.ProveAr
 }
 
 // partitionRun is how one partition of an attempt ended: err is nil when its proof is
-// stored; else row is its failed row, not yet recorded.
+// stored; else row is its failed row, not yet recorded. Phases are the partition's
+// phase times, as in its row.
 type partitionRun struct {
-	it  *item
-	row *store.PartitionAttempt
-	err error
+	it     *item
+	row    *store.PartitionAttempt
+	phases map[string]time.Duration
+	err    error
 }
 
 // startPartition hands a partition of all's request, with its inputs, to the pipeline
@@ -164,7 +163,8 @@ type partitionRun struct {
 func (w *Worker) startPartition(ctx context.Context, all *item, inputs []byte) *item {
 	req := *all.req
 	req.Inputs, req.Witness, req.Partitions = inputs, nil, 1
-	it := &item{ctx: ctx, job: all.job, req: &req, start: time.Now(), done: make(chan struct{}),
+	start := time.Now()
+	it := &item{ctx: ctx, job: all.job, req: &req, start: start, clock: newAttemptClock(start, 0), done: make(chan struct{}),
 		queued: make(chan struct{}), synthStart: make(chan struct{})}
 	it.att = store.Attempt{RequestID: req.RequestID, Circuit: req.Circuit, Attempt: req.Attempt}
 	w.enqueue(it)
@@ -195,6 +195,7 @@ func (w *Worker) finishPartition(ctx context.Context, i int, it *item, prev <-ch
 	if prev != nil {
 		<-prev
 	}
+	var persisted []phaseTime // the last write's, which a failed partition's row keeps
 	if err == nil {
 		t := time.Now()
 		err = w.retryDB(ctx, log, "store partition proof", func(ctx context.Context) error {
@@ -202,10 +203,9 @@ func (w *Worker) finishPartition(ctx context.Context, i int, it *item, prev <-ch
 				RequestID: req.RequestID, Circuit: req.Circuit, Proof: proofBytes, PublicWitness: it.public,
 				Attempt: req.Attempt, Worker: w.cfg.Name, Backend: it.att.Backend, VKDigest: it.key.VKDigest,
 			}, i, row, func(a *store.PartitionAttempt) {
-				it.times.Set(phase.Persist, time.Since(t))
+				persisted = []phaseTime{{phase.Persist, time.Since(t)}}
 				a.Outcome, a.FinishedAt = "succeeded", time.Now()
-				it.times.Set(phase.Total, a.FinishedAt.Sub(it.start))
-				a.Phases = it.times.Phases()
+				a.Phases = it.clock.phases(a.FinishedAt, persisted...)
 			})
 		})
 		if err != nil {
@@ -214,12 +214,11 @@ func (w *Worker) finishPartition(ctx context.Context, i int, it *item, prev <-ch
 	}
 	if err != nil {
 		row.Outcome, row.Error, row.FinishedAt = "failed", err.Error(), time.Now()
-		it.times.Set(phase.Total, row.FinishedAt.Sub(it.start))
-		row.Phases = it.times.Phases()
-		return partitionRun{it: it, row: row, err: err}
+		row.Phases = it.clock.phases(row.FinishedAt, persisted...)
+		return partitionRun{it: it, row: row, phases: row.Phases, err: err}
 	}
 	log.Debug("partition stored", "partition", i)
-	return partitionRun{it: it}
+	return partitionRun{it: it, phases: row.Phases}
 }
 
 // recordFailedPartition inserts a failed partition's row, also when the attempt's
@@ -236,15 +235,9 @@ func (w *Worker) recordFailedPartition(ctx context.Context, row *store.Partition
 
 // absorb adds a partition's phase times (all but its total) to the attempt's, and
 // takes the attempt's record of where it ran from the partition's.
-func (all *item) absorb(it *item) {
-	for name, d := range it.times.Phases() {
-		if name == phase.Total {
-			continue
-		}
-		sum, _ := all.times.Get(name)
-		all.times.Set(name, sum+d)
-	}
-	a, p := &all.att, &it.att
+func (all *item) absorb(r partitionRun) {
+	all.clock.absorb(r.phases)
+	a, p := &all.att, &r.it.att
 	if p.Backend != "" {
 		a.Backend, a.Device, a.Telemetry = p.Backend, p.Device, p.Telemetry
 	}

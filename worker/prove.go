@@ -88,10 +88,10 @@ func (w *Worker) proveBatch(d *Prover, b *batch) {
 	picked := time.Now()
 	live := b.items[:0:0]
 	for _, it := range b.items {
-		it.times.Set(phase.ProveWait, picked.Sub(it.synthDone)-it.keyWait)
 		it.att.Backend = d.Backend.Name()
 		it.att.Device = d.Label
 		if err := context.Cause(it.ctx); err != nil {
+			it.clock.record(phase.ProveWait, picked.Sub(it.synthDone)-it.keyWait)
 			it.drop(err)
 			continue
 		}
@@ -100,7 +100,20 @@ func (w *Worker) proveBatch(d *Prover, b *batch) {
 	if len(live) == 0 {
 		return
 	}
-	fail := func(err error) { dropAll(live, err) }
+	// The prove_wait phase ends where the proof starts: on the device once it is free
+	// of another lane's batch (the backend says how long it waited), or at a failure
+	// (a panic too) before that. The key's srs phase after synthesis is not in it.
+	var deviceWait time.Duration
+	proveWaitEnds := sync.OnceFunc(func() {
+		for _, it := range live {
+			it.clock.record(phase.ProveWait, picked.Sub(it.synthDone)-it.keyWait+deviceWait)
+		}
+	})
+	defer proveWaitEnds()
+	fail := func(err error) {
+		proveWaitEnds()
+		dropAll(live, err)
+	}
 
 	// The key is shared by the batch; loading it (reading it after synthesis, then
 	// making it resident here) is the srs phase of every attempt in it.
@@ -114,7 +127,7 @@ func (w *Worker) proveBatch(d *Prover, b *batch) {
 	defer stop()
 	key, loaded, err := w.catalog.Key(ctx, b.circuit, d.Backend)
 	for _, it := range live {
-		it.times.Set(phase.SRS, it.keyWait+loaded)
+		it.clock.record(phase.SRS, it.keyWait+loaded)
 	}
 	if err != nil {
 		fail(fmt.Errorf("load proving key of %q on %s: %w", b.circuit, d.Backend.Name(), err))
@@ -135,6 +148,8 @@ func (w *Worker) proveBatch(d *Prover, b *batch) {
 	sums, times, err := prover.ProveSums(ctx, d.Backend, key.PK, key.Key, sols)
 	elapsed := time.Since(start)
 	release()
+	deviceWait = times.Wait
+	proveWaitEnds()
 	switch {
 	case errors.Is(err, prover.ErrDeviceReset):
 		// The device lost every key resident on it: the retry loads them again.
@@ -154,17 +169,15 @@ func (w *Worker) proveBatch(d *Prover, b *batch) {
 	for _, it := range live {
 		it.att.Telemetry = telemetry
 		it.att.ProveStartedAt = start
-		if times.Wait > 0 {
-			waited, _ := it.times.Get(phase.ProveWait)
-			it.times.Set(phase.ProveWait, waited+times.Wait)
-		}
-		it.times.Set(phase.Prove, elapsed)
 		for name, t := range inside {
-			it.times.Set(name, t)
+			it.clock.record(name, t)
 		}
 		it.key = key
 	}
 	if err != nil {
+		for _, it := range live {
+			it.clock.record(phase.Prove, elapsed)
+		}
 		fail(fmt.Errorf("prove on %s: %w", d.Backend.Name(), err))
 		return
 	}
@@ -185,7 +198,7 @@ func (w *Worker) proveBatch(d *Prover, b *batch) {
 			proofs := sums.Assemble()
 			took := time.Since(start)
 			for i, it := range live {
-				it.times.Set(phase.Prove, took)
+				it.clock.record(phase.Prove, took)
 				it.proof = proofs[i]
 				it.finish(nil)
 			}

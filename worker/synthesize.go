@@ -49,7 +49,7 @@ func (w *Worker) startBatch(b *batch) {
 			for _, it := range b.items {
 				it.keyMemWait = time.Since(t)
 				if err != nil {
-					it.times.Set(phase.MemWait, it.keyMemWait)
+					it.clock.record(phase.MemWait, it.keyMemWait)
 					it.drop(fmt.Errorf("load proving key of %q: %w", b.circuit, err))
 				}
 			}
@@ -100,7 +100,7 @@ func (w *Worker) startBatch(b *batch) {
 		for _, it := range solved {
 			it.keyWait = wait
 			if err != nil {
-				it.times.Set(phase.SRS, wait)
+				it.clock.record(phase.SRS, wait)
 				it.drop(fmt.Errorf("load proving key of %q: %w", b.circuit, err))
 			}
 		}
@@ -130,8 +130,8 @@ func (w *Worker) synthesize(it *item) error {
 	var tooLarge *TooLargeError
 	switch {
 	case errors.As(err, &tooLarge):
-		it.times.Set(phase.MemWait, 0) // it never waits for memory
-		return err                     // it says what the request needs
+		it.clock.record(phase.MemWait, 0) // it never waits for memory
+		return err                        // it says what the request needs
 	case err != nil:
 		return fmt.Errorf("load circuit %q: %w", it.req.Circuit, err)
 	}
@@ -149,7 +149,7 @@ func (w *Worker) synthesize(it *item) error {
 	need := synth.EstimateBytes(compiled)
 	t := time.Now()
 	res, err := reserveAs(waitCtx, w.budget, KindSynthesis, need)
-	it.times.Set(phase.MemWait, it.keyMemWait+time.Since(t))
+	it.clock.record(phase.MemWait, it.keyMemWait+time.Since(t))
 	if err != nil {
 		if errors.Is(context.Cause(waitCtx), errHandBack) {
 			return errHandBack
@@ -188,7 +188,7 @@ func (w *Worker) synthesize(it *item) error {
 		return synth.Solve(it.ctx, compiled, it.req.Payload(), opts...)
 	}()
 	it.synthDone = time.Now()
-	it.times.Set(phase.Synth, it.synthDone.Sub(it.att.SynthStartedAt))
+	it.clock.record(phase.Synth, it.synthDone.Sub(it.att.SynthStartedAt))
 	if err != nil {
 		return fmt.Errorf("synthesize: %w", err)
 	}
