@@ -522,3 +522,38 @@ func keyReserved(b *worker.Budget) int64 {
 	n, _ := b.KindBytes(worker.KindKey)
 	return n
 }
+
+// A batch whose key is resident on every device proves with it as it is: a device key
+// that needs no host copy, whose copy left the pinned tier for another key's, is not
+// read from its files again for the batch (nor its memory reserved).
+func TestBatchOfAResidentKeyReadsNoHostCopy(t *testing.T) {
+	const a, b = "synthetic-k6", "synthetic-k7"
+	db := pgtest.New(t)
+	for _, c := range []string{a, b} {
+		register(t, db.Pool, c)
+	}
+	dev := newSmallDevice(2)
+	dev.hostFree = true
+	cat := worker.NewCatalogWith(keys.reg.Get, keys.load, nil, worker.CatalogOptions{HostKeyMemory: hostBytes(t, b)})
+	startWorkerCatalog(t, db.Pool, cat, []worker.Prover{{Backend: dev}}, nil, nil)
+
+	for _, step := range []struct{ prefix, circuit string }{{"a1", a}, {"b1", b}, {"a2", a}} {
+		insertRequests(t, db.Pool, step.prefix, step.circuit, 1, 2)
+		waitSucceeded(t, db.Pool, step.prefix, 1)
+		verifyStored(t, db.Pool, step.prefix+"-1")
+		if step.prefix == "b1" {
+			if ta := tierOf(t, cat, a); !slices.Equal(ta.Tiers, []string{worker.TierDevice, worker.TierFile}) {
+				t.Fatalf("%s resident, its host copy dropped for %s's: %+v, want device and file", a, b, ta)
+			}
+		}
+	}
+	if n := moves(cat, a, worker.TierFile, worker.TierPinned); n != 1 {
+		t.Errorf("%s read %d times, want once: resident for its second batch", a, n)
+	}
+	if loads, _, _ := dev.counts(); loads != 2 {
+		t.Errorf("%d device loads, want 2 (one per key)", loads)
+	}
+	if tb := tierOf(t, cat, b); !slices.Contains(tb.Tiers, worker.TierPinned) {
+		t.Errorf("%s: %+v, want its host copy kept (no read of %s's took its room)", b, tb, a)
+	}
+}

@@ -137,7 +137,7 @@ func (w *Worker) proveBatch(d *Prover, b *solvedBatch) {
 	}
 	ctx, stop := allDone(ctxs)
 	defer stop()
-	key, loaded, err := w.catalog.Key(ctx, b.circuit, d.Backend)
+	key, loaded, err := w.catalog.Resident(ctx, b.key, d.Backend)
 	for _, s := range live {
 		s.att.clock.record(phase.SRS, s.keyWait+loaded)
 	}

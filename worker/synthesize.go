@@ -26,10 +26,12 @@ type synthesized struct {
 	keyWait  time.Duration // after synthesis, for the key to be read (Catalog.Prepare)
 }
 
-// solvedBatch is a batch's solved requests, queued for the provers.
+// solvedBatch is a batch's solved requests, queued for the provers with the key the
+// batch prepared: the prover makes it resident from there, without fetching it again.
 type solvedBatch struct {
 	id      uuid.UUID
 	circuit string
+	key     *PreparedKey
 	reqs    []*synthesized
 }
 
@@ -80,14 +82,15 @@ func (w *Worker) startBatch(b *batch) {
 			}
 		}
 		type prepared struct {
+			key    *PreparedKey
 			loaded bool      // the key was not in memory: read or waited for
 			at     time.Time // when it was
 			err    error
 		}
 		keyDone := make(chan prepared, 1)
 		go func() {
-			waited, err := w.catalog.Prepare(keyCtx, b.circuit)
-			keyDone <- prepared{waited > 0, time.Now(), err}
+			key, waited, err := w.catalog.Prepare(keyCtx, b.circuit)
+			keyDone <- prepared{key, waited > 0, time.Now(), err}
 		}()
 
 		solved := make([]*synthesized, len(b.reqs))
@@ -132,7 +135,7 @@ func (w *Worker) startBatch(b *batch) {
 		if slices.ContainsFunc(solved, func(s *synthesized) bool { return s.it.urgent() }) {
 			ch = w.urgentCh // ahead of the batches already waiting
 		}
-		ch <- &solvedBatch{id: b.id, circuit: b.circuit, reqs: solved} // blocks when the provers are behind: backpressure
+		ch <- &solvedBatch{id: b.id, circuit: b.circuit, key: k.key, reqs: solved} // blocks when the provers are behind: backpressure
 		for _, s := range solved {
 			if s.it.queued != nil {
 				close(s.it.queued)
