@@ -74,7 +74,7 @@ func (w *Worker) workPartitions(ctx context.Context, job *river.Job[jobs.ProveAr
 		if stopping.Load() {
 			break
 		}
-		if !urgent(req) {
+		if !isUrgent(req) {
 			// Partition boundaries are where an urgent request overtakes a long one.
 			if err := w.urgent.wait(ctx); err != nil {
 				endErr = err

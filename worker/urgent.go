@@ -16,10 +16,10 @@ import (
 // partition's synthesis or proof) is not interrupted.
 
 // urgent says whether the item's request is urgent.
-func (it *item) urgent() bool { return urgent(it.req) }
+func (it *item) urgent() bool { return isUrgent(it.req) }
 
-// urgent says whether req is urgent.
-func urgent(req *store.Request) bool { return req.Priority == jobs.UrgentPriority }
+// isUrgent says whether req is urgent.
+func isUrgent(req *store.Request) bool { return req.Priority == jobs.UrgentPriority }
 
 // urgentGate counts the urgent requests on their way to a prover (claimed, not yet
 // in a prover's queue); partitions of other requests wait at it until there is none.
