@@ -82,15 +82,21 @@ func TestSynthesisMemoryReleasedOnEveryPath(t *testing.T) {
 	if n := scalar(t, db.Pool, `SELECT count(*) FROM cuzk.proof_attempts WHERE request_id = 'p' AND outcome = 'retryable' AND error LIKE '%panic%'`); n != 1 {
 		t.Fatalf("%d attempts of p failed by the prover's panic, want 1", n)
 	}
-	// The request's state is written before its attempt lets go of its memory.
+	waitSynthesisReleased(t, rw.w.Budget())
+}
+
+// waitSynthesisReleased waits until b holds no synthesis memory, having held some: an
+// attempt's row is written before the attempt lets go of its memory.
+func waitSynthesisReleased(t *testing.T, b *worker.Budget) {
+	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
-		now, peak := rw.w.Budget().KindBytes(worker.KindSynthesis)
+		now, peak := b.KindBytes(worker.KindSynthesis)
 		if peak == 0 {
 			t.Fatal("no synthesis memory was ever reserved")
 		}
 		if now == 0 {
-			break
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%d bytes of synthesis memory still reserved after every attempt ended", now)
