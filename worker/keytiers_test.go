@@ -557,3 +557,68 @@ func TestBatchOfAResidentKeyReadsNoHostCopy(t *testing.T) {
 		t.Errorf("%s: %+v, want its host copy kept (no read of %s's took its room)", b, tb, a)
 	}
 }
+
+// A key prepared for a batch whose host copy left the pinned tier before the batch got
+// its device is loaded from the copy the tier holds, read again when it holds none: a
+// device key never proves from a copy the budget no longer counts.
+func TestPreparedKeyWhoseCopyLeftThePinnedTier(t *testing.T) {
+	const a, b = "synthetic-k6", "synthetic-k7"
+	compiled, _, _ := keys.setup(t, a)
+	keys.setup(t, b)
+	cat := worker.NewCatalogWith(keys.reg.Get, keys.load, nil, worker.CatalogOptions{HostKeyMemory: hostBytes(t, b)})
+	ctx := context.Background()
+	prepare := func(circuit string) *worker.PreparedKey {
+		t.Helper()
+		p, _, err := cat.Prepare(ctx, circuit)
+		if err != nil {
+			t.Fatalf("prepare %s: %v", circuit, err)
+		}
+		return p
+	}
+	dropA := func() {
+		t.Helper()
+		prepare(b) // b's copy takes a's room
+		if ta := tierOf(t, cat, a); slices.Contains(ta.Tiers, worker.TierPinned) {
+			t.Fatalf("%s's copy kept beside %s's: %+v", a, b, ta)
+		}
+	}
+
+	// Dropped, none read since: read again.
+	stale := prepare(a)
+	dropA()
+	dev := newSmallDevice(2)
+	k, _, err := cat.Resident(ctx, stale, dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proveWith(t, dev, compiled, k, 3)
+	k.Release()
+	if n := moves(cat, a, worker.TierFile, worker.TierPinned); n != 2 {
+		t.Errorf("%s read %d times, want 2 (its copy dropped before the load)", a, n)
+	}
+
+	// Dropped and read again since: loaded from the copy read since, as a key loaded
+	// without a batch's is.
+	cat.DeviceReset(dev, errors.New("test reset")) // a's device key holds its copy
+	stale = prepare(a)
+	dropA()
+	fresh := prepare(a)
+	k, _, err = cat.Resident(ctx, stale, dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Release()
+	dev2 := newSmallDevice(1)
+	dev2.name = "cpu:1"
+	other, _, err := cat.Resident(ctx, fresh, dev2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Release()
+	if k.PK != other.PK {
+		t.Error("a key loaded from a prepared copy the pinned tier no longer holds")
+	}
+	if n := moves(cat, a, worker.TierFile, worker.TierPinned); n != 3 {
+		t.Errorf("%s read %d times, want 3", a, n)
+	}
+}
