@@ -85,8 +85,8 @@ func TestBudgetTooLargeFailsAtOnceAndCancelUnblocks(t *testing.T) {
 func TestCollectorFlushesOnSizeWaitAndPriority(t *testing.T) {
 	got := make(chan *batch, 10)
 	c := newCollector(3, 50*time.Millisecond, func(b *batch) { got <- b })
-	mk := func(circuit string, prio int) *item {
-		return &item{req: &store.Request{Circuit: circuit, Priority: prio}}
+	mk := func(circuit string, prio int) *claimed {
+		return &claimed{it: &item{req: &store.Request{Circuit: circuit, Priority: prio}}, att: &attempt{clock: newAttemptClock(time.Now(), 0)}}
 	}
 	// Size: three of one circuit flush at once.
 	for range 3 {
@@ -94,8 +94,8 @@ func TestCollectorFlushesOnSizeWaitAndPriority(t *testing.T) {
 	}
 	select {
 	case b := <-got:
-		if len(b.items) != 3 || b.circuit != "a" {
-			t.Fatalf("size flush: %d items of %s", len(b.items), b.circuit)
+		if len(b.reqs) != 3 || b.circuit != "a" {
+			t.Fatalf("size flush: %d items of %s", len(b.reqs), b.circuit)
 		}
 	case <-time.After(30 * time.Millisecond):
 		t.Fatal("a full batch was not flushed at once")
@@ -104,19 +104,19 @@ func TestCollectorFlushesOnSizeWaitAndPriority(t *testing.T) {
 	start := time.Now()
 	c.add(mk("b", 3))
 	b := <-got
-	if len(b.items) != 1 || time.Since(start) < 40*time.Millisecond {
-		t.Fatalf("wait flush: %d items after %s", len(b.items), time.Since(start))
+	if len(b.reqs) != 1 || time.Since(start) < 40*time.Millisecond {
+		t.Fatalf("wait flush: %d items after %s", len(b.reqs), time.Since(start))
 	}
 	// Priority: a more urgent arrival flushes the group with it, at once.
 	c.add(mk("c", 3))
 	c.add(mk("c", 1))
 	select {
 	case b := <-got:
-		if len(b.items) != 2 {
-			t.Fatalf("priority flush: %d items", len(b.items))
+		if len(b.reqs) != 2 {
+			t.Fatalf("priority flush: %d items", len(b.reqs))
 		}
-		for _, it := range b.items {
-			if _, ok := it.times.Get(phase.BatchWait); !ok {
+		for _, r := range b.reqs {
+			if _, ok := r.att.clock.phases(time.Now())[phase.BatchWait]; !ok {
 				t.Fatal("batch_wait_ms not recorded")
 			}
 		}

@@ -28,16 +28,21 @@ type Catalog interface {
 	// this use of it. A circuit no use holds may be unloaded to make room in the
 	// worker's memory budget, least recently used first.
 	Circuit(ctx context.Context, name string) (c *synth.Compiled, release func(), err error)
-	// Prepare reads the circuit's proving key into memory (no device yet), or waits
-	// for the read in progress; waited is the time this call spent on it, 0 when the
-	// key was in memory. A batch calls it before it takes a device, so that a device
-	// never waits for one circuit's key while another circuit's batch could run.
-	Prepare(ctx context.Context, name string) (waited time.Duration, err error)
+	// Prepare makes the circuit's proving key ready for a batch: it reads the key into
+	// memory (no device yet), or waits for the read in progress, unless the key is
+	// resident on every device already (a device key needs no host copy then, or holds
+	// it). waited is the time this call spent on it, 0 when the key was in memory. A
+	// batch calls it before it takes a device, so that a device never waits for one
+	// circuit's key while another circuit's batch could run.
+	Prepare(ctx context.Context, name string) (k *PreparedKey, waited time.Duration, err error)
 	// Key returns the circuit's proving key resident on backend b, loading it on first
 	// use; loaded is the time this call spent loading it or waiting for a load already
 	// in progress (a preload, another batch), 0 when it was resident. The key stays in
 	// use, never evicted, until the caller calls k.Release, once per successful call.
 	Key(ctx context.Context, name string, b prover.Backend) (k *ResidentKey, loaded time.Duration, err error)
+	// Resident is Key for a key that Prepare made ready: a key not resident on b is
+	// loaded from the host copy Prepare read, not fetched again.
+	Resident(ctx context.Context, p *PreparedKey, b prover.Backend) (k *ResidentKey, loaded time.Duration, err error)
 	// DeviceReset forgets every key resident on b, whose device was reset (a Prove
 	// returned prover.ErrDeviceReset): the next Key call loads each again. It returns
 	// how many keys it dropped.
@@ -79,6 +84,13 @@ type KeyState struct {
 	Started               time.Time
 	Elapsed               time.Duration // so far while loading, else how long the load took
 	Err                   string        // why it failed or was evicted
+}
+
+// PreparedKey is a circuit's proving key made ready for a batch by Catalog.Prepare,
+// before the batch takes a device.
+type PreparedKey struct {
+	Circuit string
+	host    *gnarkKeys // the host copy Prepare read; nil when the key was resident on every device
 }
 
 // ResidentKey is a proving key made resident on one backend, with its verifying key.
@@ -281,6 +293,24 @@ func (o *loadOnce[V]) get(ctx context.Context, key string, load func(context.Con
 		var zero V
 		return zero, true, ctx.Err()
 	}
+}
+
+// peek is key's value when it is loaded, without loading it.
+func (o *loadOnce[V]) peek(key string) (V, bool) {
+	o.mu.Lock()
+	e, ok := o.m[key]
+	o.mu.Unlock()
+	if ok {
+		select {
+		case <-e.done:
+			if e.err == nil {
+				return e.v, true
+			}
+		default:
+		}
+	}
+	var zero V
+	return zero, false
 }
 
 // forget drops key's value if it is loaded and match says so, so that the next get
@@ -503,13 +533,37 @@ func (c *catalog) keyBuffers(comp *synth.Compiled) int64 {
 	return n
 }
 
-func (c *catalog) Prepare(ctx context.Context, name string) (time.Duration, error) {
-	start := time.Now()
-	_, loaded, err := c.prepare(ctx, name)
-	if !loaded {
-		return 0, err
+func (c *catalog) Prepare(ctx context.Context, name string) (*PreparedKey, time.Duration, error) {
+	if c.residentEverywhere(name) {
+		return &PreparedKey{Circuit: name}, 0, nil
 	}
-	return time.Since(start), err
+	start := time.Now()
+	g, loaded, err := c.prepare(ctx, name)
+	var waited time.Duration
+	if loaded {
+		waited = time.Since(start)
+	}
+	if err != nil {
+		return nil, waited, err
+	}
+	return &PreparedKey{Circuit: name, host: &g}, waited, nil
+}
+
+// residentEverywhere says whether name's key is resident on every device the catalog
+// counts host buffers for (useBudget), the worker's: no batch then needs its host copy
+// read, which a device key that needs none (prover.HostFreeKey) may have let go.
+func (c *catalog) residentEverywhere(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.backends) == 0 {
+		return false
+	}
+	for _, b := range c.backends {
+		if c.keysBy[name+"\x00"+b.Name()] == nil {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *catalog) prepare(ctx context.Context, name string) (gnarkKeys, bool, error) {
@@ -530,9 +584,13 @@ func (c *catalog) prepare(ctx context.Context, name string) (gnarkKeys, bool, er
 }
 
 // reserveHost reserves the memory of name's host copy before it is read, unless it
-// is held or reserved already (hostTier.reserveAhead), at keyHostBytes, which the read
-// then holds: the one reservation of a key ahead of its syntheses.
+// is held or reserved already (hostTier.reserveAhead) or the key is resident on every
+// device (Prepare reads no copy then), at keyHostBytes, which the read then holds: the
+// one reservation of a key ahead of its syntheses.
 func (c *catalog) reserveHost(ctx context.Context, name string) error {
+	if c.residentEverywhere(name) {
+		return nil
+	}
 	compiled, err := c.circuits(ctx, name)
 	if err != nil {
 		return err
@@ -568,12 +626,16 @@ func (c *catalog) dropHost(circuit string) {
 }
 
 func (c *catalog) Key(ctx context.Context, name string, b prover.Backend) (*ResidentKey, time.Duration, error) {
+	return c.Resident(ctx, &PreparedKey{Circuit: name}, b)
+}
+
+func (c *catalog) Resident(ctx context.Context, p *PreparedKey, b prover.Backend) (*ResidentKey, time.Duration, error) {
 	start := time.Now()
-	id := name + "\x00" + b.Name()
+	id := p.Circuit + "\x00" + b.Name()
 	waited := false
 	for {
 		key, loaded, err := c.resident.get(ctx, id, func(ctx context.Context) (*ResidentKey, error) {
-			return c.load(ctx, name, b)
+			return c.load(ctx, p, b)
 		})
 		waited = waited || loaded
 		if err == nil && !c.use(key) {
@@ -602,16 +664,26 @@ func (c *catalog) use(k *ResidentKey) bool {
 	return true
 }
 
-func (c *catalog) load(ctx context.Context, name string, b prover.Backend) (k *ResidentKey, err error) {
+// load makes p's key resident on b from the host copy that Prepare read for p, or
+// from the one in the pinned tier (read again when it was dropped).
+func (c *catalog) load(ctx context.Context, p *PreparedKey, b prover.Backend) (k *ResidentKey, err error) {
+	name := p.Circuit
 	st := c.begin(name, b.Name())
 	defer func() { c.end(st, err) }()
 	var g gnarkKeys
+	prepared := p.host
 	for {
-		if g, _, err = c.prepare(ctx, name); err != nil {
+		if prepared != nil {
+			g, prepared = *prepared, nil
+		} else if g, _, err = c.prepare(ctx, name); err != nil {
 			return nil, err
 		}
 		if c.host.hold(name) {
-			break
+			if cur, ok := c.gnark.peek(name); ok && cur.pk == g.pk {
+				break
+			}
+			c.host.unhold(name) // the tier holds a copy read since: load from that one
+			continue
 		}
 		// Dropped from the host tier since it was read: read it again.
 	}

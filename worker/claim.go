@@ -7,68 +7,82 @@ import (
 	"fmt"
 	"time"
 
-	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/cuzk/cuzk/jobs"
 	"github.com/cuzk/cuzk/store"
-	"github.com/cuzk/cuzk/synth"
 )
 
-// item is one request's attempt on its way through the pipeline.
+// item is one request's attempt on its way through the pipeline: whose it is, and
+// where its outcome is delivered. What the stages learn of the attempt travels in the
+// values they hand each other (claimed, synthesized, proved) and comes back with its
+// outcome.
 type item struct {
-	ctx   context.Context
-	job   *river.Job[jobs.ProveArgs]
-	req   *store.Request
-	start time.Time
-	att   store.Attempt // the attempt row; its phase times come from times when it is recorded
-	times Timings
+	ctx        context.Context
+	job        *river.Job[jobs.ProveArgs]
+	req        *store.Request
+	queued     chan struct{} // when not nil, closed once the item is in the provers' queue
+	synthStart chan struct{} // when not nil, closed once the item's synthesis begins
 
-	collectedAt time.Time
-	res         *Reservation
-	sol         *synth.Solution
-	queued      chan struct{} // when not nil, closed once the item is in the provers' queue
-	synthStart  chan struct{} // when not nil, closed once the item's synthesis begins
-	synthDone   time.Time
-	keyWait     time.Duration // after synthesis, for the key to be read (Catalog.Prepare)
-	keyMemWait  time.Duration // before synthesis, for the memory of the key's host copy
-	key         *ResidentKey
-	proof       *groth16bls.Proof
-	public      []byte
-
-	err  error
+	out  outcome // set once, before done is closed
 	done chan struct{}
 }
 
-func (it *item) finish(err error) {
-	it.err = err
-	close(it.done)
+// attempt is what the stages record of an item's attempt, handed on with it from stage
+// to stage: the attempt row (where and when it ran; its phase times come from clock
+// when it is recorded), its clock and its part of its batch's memory.
+type attempt struct {
+	row   store.Attempt
+	clock *attemptClock
+	mem   memHold
 }
 
-// drop ends the item's way through the pipeline with err, letting its solution (the
-// bulk of its memory) go at once.
-func (it *item) drop(err error) {
-	it.sol = nil
-	it.finish(err)
+// outcome is how an item left the pipeline, what completion gets: its attempt's record
+// with its proof, or with the error that ended it.
+type outcome struct {
+	att    *attempt
+	proved *proved
+	err    error
 }
 
-// dropAll drops the items that no stage has delivered yet.
-func dropAll(items []*item, err error) {
-	for _, it := range items {
-		if !it.finished() {
-			it.drop(err)
-		}
-	}
+// claimed is an item with its attempt's record, as the collector and a batch's first
+// stage hold it; synthesized and proved carry it on.
+type claimed struct {
+	it  *item
+	att *attempt
 }
 
-// finished says whether a stage has delivered the item already.
-func (it *item) finished() bool {
+// fail ends the item's way through the pipeline with err.
+func (c *claimed) fail(err error) { c.it.deliver(outcome{att: c.att, err: err}) }
+
+// delivered says whether a stage has delivered the item's outcome already.
+func (c *claimed) delivered() bool {
 	select {
-	case <-it.done:
+	case <-c.it.done:
 		return true
 	default:
 		return false
+	}
+}
+
+func (it *item) deliver(o outcome) {
+	it.out = o
+	close(it.done)
+}
+
+// pending is an item on its way, as a stage holds it.
+type pending interface {
+	fail(error)
+	delivered() bool
+}
+
+// failAll fails the items that no stage has delivered yet.
+func failAll[T pending](items []T, err error) {
+	for _, it := range items {
+		if !it.delivered() {
+			it.fail(err)
+		}
 	}
 }
 
@@ -132,18 +146,28 @@ func (w *Worker) work(ctx context.Context, job *river.Job[jobs.ProveArgs]) error
 		return w.workPartitions(ctx, job, req, start, log)
 	}
 
-	it := &item{ctx: ctx, job: job, req: req, start: start, done: make(chan struct{})}
-	it.att = store.Attempt{RequestID: req.RequestID, Circuit: req.Circuit, Attempt: req.Attempt, QueueMs: &req.QueueMs}
-	w.enqueue(it)
+	it := &item{ctx: ctx, job: job, req: req, done: make(chan struct{})}
+	w.enqueue(it, &attempt{
+		row:   store.Attempt{RequestID: req.RequestID, Circuit: req.Circuit, Attempt: req.Attempt, QueueMs: &req.QueueMs},
+		clock: newAttemptClock(start, jobQueued(job, start)),
+	})
 	<-it.done // every stage delivers, also when ctx ends
-	if it.res != nil {
-		defer it.res.Release()
+	out := it.out
+	defer out.att.mem.release() // its bulk went when its proof was made (or when it failed)
+	log = log.With("batch_id", out.att.row.BatchID)
+	if out.err != nil {
+		return w.fail(ctx, job, out.att, out.err, log)
 	}
-	log = log.With("batch_id", it.att.BatchID)
-	if it.err != nil {
-		return w.fail(ctx, it, log)
+	return w.persist(ctx, it, out, log)
+}
+
+// jobQueued is the time before start that an attempt's total counts: since its job
+// was scheduled, or created when that was later.
+func jobQueued(job *river.Job[jobs.ProveArgs], start time.Time) time.Duration {
+	if job.CreatedAt.After(job.ScheduledAt) {
+		return start.Sub(job.CreatedAt)
 	}
-	return w.persist(ctx, it, log)
+	return start.Sub(job.ScheduledAt)
 }
 
 // waitedSince is when the request of a job that cuzk.admit_locked created after the

@@ -9,11 +9,13 @@ import (
 	"github.com/cuzk/cuzk/phase"
 )
 
-// batch is a group of requests for one circuit proven together.
+// batch is a group of requests for one circuit proven together, as the collector
+// flushes it: its first stage (startBatch) gives it its memory.
 type batch struct {
 	id      uuid.UUID
 	circuit string
-	items   []*item
+	reqs    []*claimed
+	mem     *batchMemory
 }
 
 // collector groups claimed requests by circuit. A group is flushed when it reaches
@@ -30,8 +32,9 @@ type collector struct {
 }
 
 type pendingGroup struct {
-	items    []*item
-	priority int // most urgent (lowest) priority in the group
+	reqs     []*claimed
+	arrived  []time.Time // when each of reqs arrived
+	priority int         // most urgent (lowest) priority in the group
 	timer    *time.Timer
 }
 
@@ -39,9 +42,9 @@ func newCollector(maxBatch int, wait time.Duration, flush func(*batch)) *collect
 	return &collector{maxBatch: maxBatch, wait: wait, flush: flush, groups: make(map[string]*pendingGroup)}
 }
 
-func (c *collector) add(it *item) {
+func (c *collector) add(r *claimed) {
 	now := time.Now()
-	it.collectedAt = now
+	it := r.it
 	circuit := it.req.Circuit
 
 	c.mu.Lock()
@@ -57,10 +60,11 @@ func (c *collector) add(it *item) {
 		urgent = true
 		g.priority = it.req.Priority
 	}
-	g.items = append(g.items, it)
+	g.reqs = append(g.reqs, r)
+	g.arrived = append(g.arrived, now)
 	// An urgent request does not wait for company either.
 	urgent = urgent || it.urgent()
-	full := len(g.items) >= c.maxBatch
+	full := len(g.reqs) >= c.maxBatch
 	c.mu.Unlock()
 
 	if full || urgent {
@@ -82,8 +86,8 @@ func (c *collector) flushGroup(circuit string, g *pendingGroup) {
 	c.mu.Unlock()
 
 	now := time.Now()
-	for _, it := range g.items {
-		it.times.Set(phase.BatchWait, now.Sub(it.collectedAt))
+	for i, r := range g.reqs {
+		r.att.clock.record(phase.BatchWait, now.Sub(g.arrived[i]))
 	}
-	c.flush(&batch{id: uuid.New(), circuit: circuit, items: g.items})
+	c.flush(&batch{id: uuid.New(), circuit: circuit, reqs: g.reqs})
 }

@@ -10,55 +10,55 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/cuzk/cuzk/jobs"
 	"github.com/cuzk/cuzk/phase"
 	"github.com/cuzk/cuzk/prover"
 	"github.com/cuzk/cuzk/store"
 	"github.com/cuzk/cuzk/synth"
 )
 
-// persist verifies the proof and stores it, the attempt row and the job completion in
-// one transaction.
-func (w *Worker) persist(ctx context.Context, it *item, log *slog.Logger) error {
-	proofBytes, err := checkProof(it)
+// persist verifies the item's proof (out.proved) and stores it, the attempt row and the
+// job completion in one transaction.
+func (w *Worker) persist(ctx context.Context, it *item, out outcome, log *slog.Logger) error {
+	att, p := out.att, out.proved
+	proofBytes, err := checkProof(att, p)
 	if err != nil {
-		it.err = err
-		return w.fail(ctx, it, log)
+		return w.fail(ctx, it.job, att, err, log)
 	}
 
 	t := time.Now()
+	var persisted []phaseTime // the last write's, which a failed attempt's row keeps
 	err = w.retryDB(ctx, log, "store proof", func(ctx context.Context) error {
 		return store.CompleteAttempt(ctx, w.pool, it.job, &store.Proof{
 			RequestID: it.req.RequestID, Circuit: it.req.Circuit,
-			Proof: proofBytes, PublicWitness: it.public,
-			Attempt: it.req.Attempt, Worker: w.cfg.Name, Backend: it.att.Backend, VKDigest: it.key.VKDigest,
-		}, w.cfg.ScrubInputs, &it.att, func(a *store.Attempt) {
-			it.times.Set(phase.Persist, time.Since(t))
+			Proof: proofBytes, PublicWitness: p.public,
+			Attempt: it.req.Attempt, Worker: w.cfg.Name, Backend: att.row.Backend, VKDigest: p.vkDigest,
+		}, w.cfg.ScrubInputs, &att.row, func(a *store.Attempt) {
+			persisted = []phaseTime{{phase.Persist, time.Since(t)}}
 			a.FinishedAt = time.Now()
-			it.times.Set(phase.Total, w.total(it))
-			a.SetPhases(it.times.Phases())
+			a.SetPhases(att.clock.phases(a.FinishedAt, persisted...))
 		})
 	})
 	if err != nil {
-		it.err = fmt.Errorf("store proof: %w", err)
-		return w.fail(ctx, it, log)
+		return w.fail(ctx, it.job, att, fmt.Errorf("store proof: %w", err), log, persisted...)
 	}
-	w.observe(&it.att)
-	log.Info("proof stored", "outcome", it.att.Outcome, "total_ms", *it.att.TotalMs,
-		"synth_ms", deref(it.att.SynthMs), "prove_ms", deref(it.att.ProveMs), "backend", it.att.Backend)
+	w.observe(&att.row)
+	log.Info("proof stored", "outcome", att.row.Outcome, "total_ms", *att.row.TotalMs,
+		"synth_ms", deref(att.row.SynthMs), "prove_ms", deref(att.row.ProveMs), "backend", att.row.Backend)
 	return nil
 }
 
-// checkProof encodes and verifies the item's proof, timing the verify phase. A proof
+// checkProof encodes and verifies a proof, timing the attempt's verify phase. A proof
 // that does not verify is never stored; it points at a faulty backend or key, so the
 // attempt is retried.
-func checkProof(it *item) ([]byte, error) {
+func checkProof(att *attempt, p *proved) ([]byte, error) {
 	t := time.Now()
-	defer func() { it.times.Set(phase.Verify, time.Since(t)) }()
-	proofBytes, err := prover.EncodeProof(it.proof)
+	defer func() { att.clock.record(phase.Verify, time.Since(t)) }()
+	proofBytes, err := prover.EncodeProof(p.proof)
 	if err != nil {
 		return nil, err
 	}
-	if err := prover.VerifyProof(it.key.VK, it.proof, it.public); err != nil {
+	if err := prover.VerifyProof(p.vk, p.proof, p.public); err != nil {
 		return nil, fmt.Errorf("proof failed verification: %w", err)
 	}
 	return proofBytes, nil
@@ -85,23 +85,13 @@ func (w *Worker) retryDB(ctx context.Context, log *slog.Logger, what string, op 
 	}
 }
 
-// total is the attempt's time from being queued to being stored: queue time plus
-// the attempt's own wall time, so it is at least the sum of the phases run in sequence.
-func (w *Worker) total(it *item) time.Duration {
-	queue := it.start.Sub(it.job.ScheduledAt)
-	if it.job.CreatedAt.After(it.job.ScheduledAt) {
-		queue = it.start.Sub(it.job.CreatedAt)
-	}
-	return max(queue, 0) + time.Since(it.start)
-}
-
 // fail records a failed attempt and tells River what to do with the job: bad input and
 // requests that can never fit end at once (request failed, job discarded, no retry); a
 // cancelled request is recorded as such; a worker shutdown hands the job back without
 // using an attempt (River's snooze); anything else is retried with backoff until
-// max_attempts.
-func (w *Worker) fail(ctx context.Context, it *item, log *slog.Logger) error {
-	err := it.err
+// max_attempts. Closing holds the phases that the attempt's last write measured
+// before it failed with err.
+func (w *Worker) fail(ctx context.Context, job *river.Job[jobs.ProveArgs], att *attempt, err error, log *slog.Logger, closing ...phaseTime) error {
 	var tooLarge *TooLargeError
 	var commit *prover.CommitmentError
 	permanent := synth.IsBadInput(err) || errors.As(err, &tooLarge) || errors.As(err, &commit)
@@ -111,45 +101,44 @@ func (w *Worker) fail(ctx context.Context, it *item, log *slog.Logger) error {
 	var snooze error
 	if tooLarge != nil && cause == nil {
 		// Other workers advertise whole budgets: count what this one holds anyway.
-		snooze = w.budgetSnooze(ctx, it.job, tooLarge.Need+tooLarge.Held, log)
+		snooze = w.budgetSnooze(ctx, job, tooLarge.Need+tooLarge.Held, log)
 	}
-	final := permanent || it.job.Attempt >= it.job.MaxAttempts
+	final := permanent || job.Attempt >= job.MaxAttempts
 	handBack := false
 
 	switch {
 	case errors.Is(cause, rivertype.ErrJobCancelledRemotely):
-		it.att.Outcome, final = "cancelled", true
+		att.row.Outcome, final = "cancelled", true
 	case snooze != nil:
-		it.att.Outcome, permanent, final, handBack = "interrupted", false, false, true
+		att.row.Outcome, permanent, final, handBack = "interrupted", false, false, true
 		err = fmt.Errorf("put back for a worker whose memory budget holds it: %w", err)
 	case !permanent && (errors.Is(err, errHandBack) || ctx.Err() != nil && w.drainCtx.Err() != nil):
 		// Shutdown: before synthesis began, or in flight when the grace period ran out.
-		it.att.Outcome, final, handBack = "interrupted", false, true
+		att.row.Outcome, final, handBack = "interrupted", false, true
 		if !errors.Is(err, errHandBack) {
 			err = fmt.Errorf("%w: %w", errHandBack, err)
 		}
 	case permanent || final:
-		it.att.Outcome = "failed"
+		att.row.Outcome = "failed"
 	case ctx.Err() != nil:
 		// Past its time limit: River's rescuer may already have given the job to
 		// another worker.
-		it.att.Outcome = "interrupted"
+		att.row.Outcome = "interrupted"
 	default:
-		it.att.Outcome = "retryable"
+		att.row.Outcome = "retryable"
 	}
 	if !handBack && errors.Is(cause, context.DeadlineExceeded) {
 		err = fmt.Errorf("attempt ran past its time limit (the circuit's timeout, at most --rescue-after): %w", err)
 	}
-	it.att.Error = store.CapError(err.Error())
-	it.att.FinishedAt = time.Now()
-	it.times.Set(phase.Total, w.total(it))
-	it.att.SetPhases(it.times.Phases())
+	att.row.Error = store.CapError(err.Error())
+	att.row.FinishedAt = time.Now()
+	att.row.SetPhases(att.clock.phases(att.row.FinishedAt, closing...))
 
 	dbCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 	defer cancel()
 	dbErr := w.retryDB(dbCtx, log, "record failed attempt", func(ctx context.Context) error {
-		return store.FailAttempt(ctx, w.pool, &it.att, store.Failure{
-			Err: err.Error(), HandBack: handBack, Final: final, Job: it.job.JobRow, StartedAt: it.start,
+		return store.FailAttempt(ctx, w.pool, &att.row, store.Failure{
+			Err: err.Error(), HandBack: handBack, Final: final, Job: job.JobRow, StartedAt: att.clock.begun,
 		})
 	})
 	// What is logged and what River keeps in the job's errors is bounded like the
@@ -164,25 +153,25 @@ func (w *Worker) fail(ctx context.Context, it *item, log *slog.Logger) error {
 	if dbErr != nil {
 		log.Error("recording failed attempt", "err", cappedError{dbErr}, "attempt_err", err)
 	}
-	w.observe(&it.att)
+	w.observe(&att.row)
 	switch {
 	case snooze != nil:
 		return snooze
 	case handBack:
 		log.Info("attempt handed back", "err", err)
 		return river.JobSnooze(0) // available again at once, attempt not counted
-	case it.att.Outcome == "cancelled":
+	case att.row.Outcome == "cancelled":
 		// Someone asked for it (cuzk.cancel_proof): no fault, and the request's
 		// last_error says who.
-		log.Info("attempt cancelled", "reason", w.cancelReason(dbCtx, it.att.RequestID))
+		log.Info("attempt cancelled", "reason", w.cancelReason(dbCtx, att.row.RequestID))
 		return err
 	case permanent:
-		log.Warn("attempt failed", "outcome", it.att.Outcome, "err", err)
+		log.Warn("attempt failed", "outcome", att.row.Outcome, "err", err)
 		// The job is discarded above already; should that write have failed, a
 		// cancelled job at least is not retried.
 		return river.JobCancel(err)
 	}
-	log.Warn("attempt failed", "outcome", it.att.Outcome, "err", err)
+	log.Warn("attempt failed", "outcome", att.row.Outcome, "err", err)
 	return err
 }
 

@@ -522,3 +522,103 @@ func keyReserved(b *worker.Budget) int64 {
 	n, _ := b.KindBytes(worker.KindKey)
 	return n
 }
+
+// A batch whose key is resident on every device proves with it as it is: a device key
+// that needs no host copy, whose copy left the pinned tier for another key's, is not
+// read from its files again for the batch (nor its memory reserved).
+func TestBatchOfAResidentKeyReadsNoHostCopy(t *testing.T) {
+	const a, b = "synthetic-k6", "synthetic-k7"
+	db := pgtest.New(t)
+	for _, c := range []string{a, b} {
+		register(t, db.Pool, c)
+	}
+	dev := newSmallDevice(2)
+	dev.hostFree = true
+	cat := worker.NewCatalogWith(keys.reg.Get, keys.load, nil, worker.CatalogOptions{HostKeyMemory: hostBytes(t, b)})
+	startWorkerCatalog(t, db.Pool, cat, []worker.Prover{{Backend: dev}}, nil, nil)
+
+	for _, step := range []struct{ prefix, circuit string }{{"a1", a}, {"b1", b}, {"a2", a}} {
+		insertRequests(t, db.Pool, step.prefix, step.circuit, 1, 2)
+		waitSucceeded(t, db.Pool, step.prefix, 1)
+		verifyStored(t, db.Pool, step.prefix+"-1")
+		if step.prefix == "b1" {
+			if ta := tierOf(t, cat, a); !slices.Equal(ta.Tiers, []string{worker.TierDevice, worker.TierFile}) {
+				t.Fatalf("%s resident, its host copy dropped for %s's: %+v, want device and file", a, b, ta)
+			}
+		}
+	}
+	if n := moves(cat, a, worker.TierFile, worker.TierPinned); n != 1 {
+		t.Errorf("%s read %d times, want once: resident for its second batch", a, n)
+	}
+	if loads, _, _ := dev.counts(); loads != 2 {
+		t.Errorf("%d device loads, want 2 (one per key)", loads)
+	}
+	if tb := tierOf(t, cat, b); !slices.Contains(tb.Tiers, worker.TierPinned) {
+		t.Errorf("%s: %+v, want its host copy kept (no read of %s's took its room)", b, tb, a)
+	}
+}
+
+// A key prepared for a batch whose host copy left the pinned tier before the batch got
+// its device is loaded from the copy the tier holds, read again when it holds none: a
+// device key never proves from a copy the budget no longer counts.
+func TestPreparedKeyWhoseCopyLeftThePinnedTier(t *testing.T) {
+	const a, b = "synthetic-k6", "synthetic-k7"
+	compiled, _, _ := keys.setup(t, a)
+	keys.setup(t, b)
+	cat := worker.NewCatalogWith(keys.reg.Get, keys.load, nil, worker.CatalogOptions{HostKeyMemory: hostBytes(t, b)})
+	ctx := context.Background()
+	prepare := func(circuit string) *worker.PreparedKey {
+		t.Helper()
+		p, _, err := cat.Prepare(ctx, circuit)
+		if err != nil {
+			t.Fatalf("prepare %s: %v", circuit, err)
+		}
+		return p
+	}
+	dropA := func() {
+		t.Helper()
+		prepare(b) // b's copy takes a's room
+		if ta := tierOf(t, cat, a); slices.Contains(ta.Tiers, worker.TierPinned) {
+			t.Fatalf("%s's copy kept beside %s's: %+v", a, b, ta)
+		}
+	}
+
+	// Dropped, none read since: read again.
+	stale := prepare(a)
+	dropA()
+	dev := newSmallDevice(2)
+	k, _, err := cat.Resident(ctx, stale, dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proveWith(t, dev, compiled, k, 3)
+	k.Release()
+	if n := moves(cat, a, worker.TierFile, worker.TierPinned); n != 2 {
+		t.Errorf("%s read %d times, want 2 (its copy dropped before the load)", a, n)
+	}
+
+	// Dropped and read again since: loaded from the copy read since, as a key loaded
+	// without a batch's is.
+	cat.DeviceReset(dev, errors.New("test reset")) // a's device key holds its copy
+	stale = prepare(a)
+	dropA()
+	fresh := prepare(a)
+	k, _, err = cat.Resident(ctx, stale, dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Release()
+	dev2 := newSmallDevice(1)
+	dev2.name = "cpu:1"
+	other, _, err := cat.Resident(ctx, fresh, dev2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Release()
+	if k.PK != other.PK {
+		t.Error("a key loaded from a prepared copy the pinned tier no longer holds")
+	}
+	if n := moves(cat, a, worker.TierFile, worker.TierPinned); n != 3 {
+		t.Errorf("%s read %d times, want 3", a, n)
+	}
+}

@@ -54,3 +54,53 @@ func TestPanicInProverFailsTheAttemptNotTheWorker(t *testing.T) {
 		t.Errorf("attempt 1: %s %q, want retryable naming the panic", outcome, msg)
 	}
 }
+
+// The memory a request's synthesis reserves goes back however its attempt ends: a
+// proof stored, a prover that panics (the attempt retried), inputs that fail in the
+// solver after the reservation was taken.
+func TestSynthesisMemoryReleasedOnEveryPath(t *testing.T) {
+	db := pgtest.New(t)
+	const circuit = "synthetic-k8"
+	register(t, db.Pool, circuit)
+	rw := startWorkerWith(t, db.Pool, []worker.Prover{{Backend: &panicFirst{Backend: prover.NewCPU()}}}, nil,
+		func(c *worker.Config) { c.RetryBackoff = 100 * time.Millisecond })
+
+	good, err := synth.Inputs(circuit, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := jsonWith(t, good, "Out", `"1"`) // the last constraint fails in the solver
+	for id, in := range map[string]string{"p": string(good), "unsat": bad} {
+		psql(t, db.URL, fmt.Sprintf("INSERT INTO cuzk.proof_requests (request_id, circuit, inputs) VALUES ('%s', '%s', $j$%s$j$);", id, circuit, in))
+	}
+	if st, le := waitState(t, db.Pool, "p", "succeeded", "failed"); st != "succeeded" {
+		t.Fatalf("p: %s: %s", st, le)
+	}
+	if st, le := waitState(t, db.Pool, "unsat", "succeeded", "failed"); st != "failed" || !strings.Contains(le, "is not satisfied") {
+		t.Fatalf("unsat: %s %q, want failed in the solver", st, le)
+	}
+	if n := scalar(t, db.Pool, `SELECT count(*) FROM cuzk.proof_attempts WHERE request_id = 'p' AND outcome = 'retryable' AND error LIKE '%panic%'`); n != 1 {
+		t.Fatalf("%d attempts of p failed by the prover's panic, want 1", n)
+	}
+	waitSynthesisReleased(t, rw.w.Budget())
+}
+
+// waitSynthesisReleased waits until b holds no synthesis memory, having held some: an
+// attempt's row is written before the attempt lets go of its memory.
+func waitSynthesisReleased(t *testing.T, b *worker.Budget) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		now, peak := b.KindBytes(worker.KindSynthesis)
+		if peak == 0 {
+			t.Fatal("no synthesis memory was ever reserved")
+		}
+		if now == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes of synthesis memory still reserved after every attempt ended", now)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

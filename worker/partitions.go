@@ -33,12 +33,11 @@ import (
 // While an urgent request is on its way to a prover, no further partition of a request
 // that is not urgent starts (urgent.go).
 func (w *Worker) workPartitions(ctx context.Context, job *river.Job[jobs.ProveArgs], req *store.Request, start time.Time, log *slog.Logger) error {
-	all := &item{ctx: ctx, job: job, req: req, start: start, done: make(chan struct{})}
-	all.att = store.Attempt{RequestID: req.RequestID, Circuit: req.Circuit, Attempt: req.Attempt, QueueMs: &req.QueueMs}
-	failed := func(err error) error {
-		all.err = err
-		return w.fail(ctx, all, log)
+	all := &attempt{
+		row:   store.Attempt{RequestID: req.RequestID, Circuit: req.Circuit, Attempt: req.Attempt, QueueMs: &req.QueueMs},
+		clock: newAttemptClock(start, jobQueued(job, start)),
 	}
+	failed := func(err error) error { return w.fail(ctx, job, all, err, log) }
 	inputs, err := store.PartitionInputs(req.Inputs, req.Partitions)
 	if err != nil {
 		return failed(&synth.InputError{Msg: err.Error()})
@@ -71,14 +70,14 @@ func (w *Worker) workPartitions(ctx context.Context, job *river.Job[jobs.ProveAr
 		if stopping.Load() {
 			break
 		}
-		if !all.urgent() {
+		if !isUrgent(req) {
 			// Partition boundaries are where an urgent request overtakes a long one.
 			if err := w.urgent.wait(ctx); err != nil {
 				endErr = err
 				break
 			}
 		}
-		it := w.startPartition(ctx, all, in)
+		it := w.startPartition(ctx, job, req, in)
 		settled := make(chan struct{})
 		wg.Add(1)
 		go func(prev <-chan struct{}) {
@@ -89,7 +88,7 @@ func (w *Worker) workPartitions(ctx context.Context, job *river.Job[jobs.ProveAr
 				stopping.Store(true)
 			} else {
 				mu.Lock()
-				all.absorb(it)
+				absorb(all, r)
 				mu.Unlock()
 			}
 			runs[i] = r
@@ -99,7 +98,7 @@ func (w *Worker) workPartitions(ctx context.Context, job *river.Job[jobs.ProveAr
 		select {
 		case <-it.synthStart:
 		case <-it.done:
-			if it.err != nil {
+			if it.out.err != nil {
 				stopping.Store(true)
 			}
 		}
@@ -111,7 +110,7 @@ func (w *Worker) workPartitions(ctx context.Context, job *river.Job[jobs.ProveAr
 		}
 		// The earliest failure is the attempt's; later partitions that failed meanwhile
 		// (mostly because the attempt is ending) leave no row, and a retry proves them.
-		all.absorb(r.it)
+		absorb(all, r)
 		w.recordFailedPartition(ctx, r.row, log)
 		return failed(fmt.Errorf("partition %d of %d: %w", i, req.Partitions, r.err))
 	}
@@ -123,42 +122,43 @@ func (w *Worker) workPartitions(ctx context.Context, job *river.Job[jobs.ProveAr
 	err = w.retryDB(ctx, log, "store proof", func(ctx context.Context) error {
 		return store.CompleteAttempt(ctx, w.pool, job, &store.Proof{
 			RequestID: req.RequestID, Circuit: req.Circuit, Attempt: req.Attempt, Worker: w.cfg.Name,
-			Backend: all.att.Backend, Partitions: req.Partitions,
-		}, w.cfg.ScrubInputs, &all.att, func(a *store.Attempt) {
-			persisted, _ := all.times.Get(phase.Persist)
-			all.times.Set(phase.Persist, persisted+time.Since(t))
+			Backend: all.row.Backend, Partitions: req.Partitions,
+		}, w.cfg.ScrubInputs, &all.row, func(a *store.Attempt) {
 			a.FinishedAt = time.Now()
-			all.times.Set(phase.Total, w.total(all))
-			a.SetPhases(all.times.Phases())
+			a.SetPhases(all.clock.phases(a.FinishedAt, phaseTime{phase.Persist, time.Since(t)}))
 		})
 	})
 	if err != nil {
 		return failed(fmt.Errorf("store proof: %w", err))
 	}
-	w.observe(&all.att)
-	log.Info("proof stored", "outcome", all.att.Outcome, "partitions", req.Partitions, "total_ms", deref(all.att.TotalMs),
-		"synth_ms", deref(all.att.SynthMs), "prove_ms", deref(all.att.ProveMs), "backend", all.att.Backend)
+	w.observe(&all.row)
+	log.Info("proof stored", "outcome", all.row.Outcome, "partitions", req.Partitions, "total_ms", deref(all.row.TotalMs),
+		"synth_ms", deref(all.row.SynthMs), "prove_ms", deref(all.row.ProveMs), "backend", all.row.Backend)
 	return nil
 }
 
 // partitionRun is how one partition of an attempt ended: err is nil when its proof is
-// stored; else row is its failed row, not yet recorded.
+// stored; else row is its failed row, not yet recorded. Phases are the partition's
+// phase times, as in its row.
 type partitionRun struct {
-	it  *item
-	row *store.PartitionAttempt
-	err error
+	att    *attempt
+	row    *store.PartitionAttempt
+	phases map[string]time.Duration
+	err    error
 }
 
-// startPartition hands a partition of all's request, with its inputs, to the pipeline
-// as a request of its own; its synthStart channel is closed once its synthesis begins,
-// its queued channel once it is synthesized and in the provers' queue.
-func (w *Worker) startPartition(ctx context.Context, all *item, inputs []byte) *item {
-	req := *all.req
+// startPartition hands a partition of job's request all, with its inputs, to the
+// pipeline as a request of its own; its synthStart channel is closed once its
+// synthesis begins, its queued channel once it is synthesized and in the provers' queue.
+func (w *Worker) startPartition(ctx context.Context, job *river.Job[jobs.ProveArgs], all *store.Request, inputs []byte) *item {
+	req := *all
 	req.Inputs, req.Witness, req.Partitions = inputs, nil, 1
-	it := &item{ctx: ctx, job: all.job, req: &req, start: time.Now(), done: make(chan struct{}),
+	it := &item{ctx: ctx, job: job, req: &req, done: make(chan struct{}),
 		queued: make(chan struct{}), synthStart: make(chan struct{})}
-	it.att = store.Attempt{RequestID: req.RequestID, Circuit: req.Circuit, Attempt: req.Attempt}
-	w.enqueue(it)
+	w.enqueue(it, &attempt{
+		row:   store.Attempt{RequestID: req.RequestID, Circuit: req.Circuit, Attempt: req.Attempt},
+		clock: newAttemptClock(time.Now(), 0),
+	})
 	return it
 }
 
@@ -167,36 +167,35 @@ func (w *Worker) startPartition(ctx context.Context, all *item, inputs []byte) *
 // with its row of the attempt.
 func (w *Worker) finishPartition(ctx context.Context, i int, it *item, prev <-chan struct{}, log *slog.Logger) partitionRun {
 	<-it.done // every stage delivers, also when ctx ends
-	if it.res != nil {
-		defer it.res.Release()
-	}
-	req := it.req
-	row := &store.PartitionAttempt{RequestID: req.RequestID, Attempt: req.Attempt, Partition: i, StartedAt: it.start,
-		SynthStartedAt: it.att.SynthStartedAt, ProveStartedAt: it.att.ProveStartedAt}
+	out, req := it.out, it.req
+	att := out.att
+	defer att.mem.release() // its bulk went when its proof was made (or when it failed)
+	row := &store.PartitionAttempt{RequestID: req.RequestID, Attempt: req.Attempt, Partition: i, StartedAt: att.clock.begun,
+		SynthStartedAt: att.row.SynthStartedAt, ProveStartedAt: att.row.ProveStartedAt}
 	var proofBytes []byte
-	err := it.err
+	err := out.err
 	if err == nil {
 		// Off River's goroutine, a panic is recovered here: it fails the partition, not
 		// the worker.
 		err = w.safely("verify partition proof", func() (err error) {
-			proofBytes, err = checkProof(it)
+			proofBytes, err = checkProof(att, out.proved)
 			return err
 		})
 	}
 	if prev != nil {
 		<-prev
 	}
+	var persisted []phaseTime // the last write's, which a failed partition's row keeps
 	if err == nil {
 		t := time.Now()
 		err = w.retryDB(ctx, log, "store partition proof", func(ctx context.Context) error {
 			return store.StorePartition(ctx, w.pool, &store.Proof{
-				RequestID: req.RequestID, Circuit: req.Circuit, Proof: proofBytes, PublicWitness: it.public,
-				Attempt: req.Attempt, Worker: w.cfg.Name, Backend: it.att.Backend, VKDigest: it.key.VKDigest,
+				RequestID: req.RequestID, Circuit: req.Circuit, Proof: proofBytes, PublicWitness: out.proved.public,
+				Attempt: req.Attempt, Worker: w.cfg.Name, Backend: att.row.Backend, VKDigest: out.proved.vkDigest,
 			}, i, row, func(a *store.PartitionAttempt) {
-				it.times.Set(phase.Persist, time.Since(t))
+				persisted = []phaseTime{{phase.Persist, time.Since(t)}}
 				a.Outcome, a.FinishedAt = "succeeded", time.Now()
-				it.times.Set(phase.Total, a.FinishedAt.Sub(it.start))
-				a.Phases = it.times.Phases()
+				a.Phases = att.clock.phases(a.FinishedAt, persisted...)
 			})
 		})
 		if err != nil {
@@ -205,12 +204,11 @@ func (w *Worker) finishPartition(ctx context.Context, i int, it *item, prev <-ch
 	}
 	if err != nil {
 		row.Outcome, row.Error, row.FinishedAt = "failed", err.Error(), time.Now()
-		it.times.Set(phase.Total, row.FinishedAt.Sub(it.start))
-		row.Phases = it.times.Phases()
-		return partitionRun{it: it, row: row, err: err}
+		row.Phases = att.clock.phases(row.FinishedAt, persisted...)
+		return partitionRun{att: att, row: row, phases: row.Phases, err: err}
 	}
 	log.Debug("partition stored", "partition", i)
-	return partitionRun{it: it}
+	return partitionRun{att: att, phases: row.Phases}
 }
 
 // recordFailedPartition inserts a failed partition's row, also when the attempt's
@@ -227,15 +225,9 @@ func (w *Worker) recordFailedPartition(ctx context.Context, row *store.Partition
 
 // absorb adds a partition's phase times (all but its total) to the attempt's, and
 // takes the attempt's record of where it ran from the partition's.
-func (all *item) absorb(it *item) {
-	for name, d := range it.times.Phases() {
-		if name == phase.Total {
-			continue
-		}
-		sum, _ := all.times.Get(name)
-		all.times.Set(name, sum+d)
-	}
-	a, p := &all.att, &it.att
+func absorb(all *attempt, r partitionRun) {
+	all.clock.absorb(r.phases)
+	a, p := &all.row, &r.att.row
 	if p.Backend != "" {
 		a.Backend, a.Device, a.Telemetry = p.Backend, p.Device, p.Telemetry
 	}

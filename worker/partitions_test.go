@@ -277,7 +277,7 @@ func TestCancelPartitionedRequest(t *testing.T) {
 	db := pgtest.New(t)
 	register(t, db.Pool, partitionCircuit)
 	gate := &gatedProve{Backend: prover.NewCPU(), at: 2, hold: true, entered: make(chan struct{})}
-	startWorkerWith(t, db.Pool, []worker.Prover{{Backend: gate}}, nil, nil)
+	rw := startWorkerWith(t, db.Pool, []worker.Prover{{Backend: gate}}, nil, nil)
 	psql(t, db.URL, fmt.Sprintf("SELECT cuzk.submit_proof(request_id => 'x', circuit => '%s', inputs => $j$%s$j$::jsonb);",
 		partitionCircuit, partitionInputs(t, 3, -1)))
 	<-gate.entered // partition 1 is on the device, partition 0 stored
@@ -289,6 +289,7 @@ func TestCancelPartitionedRequest(t *testing.T) {
 	if got := fmt.Sprint(partitionRows(t, db.Pool, "x", 1)); got != "map[failed:[1] succeeded:[0]]" {
 		t.Errorf("cancelled attempt: %s, want 0 succeeded, 1 failed", got)
 	}
+	waitSynthesisReleased(t, rw.w.Budget()) // the cancelled partitions' memory too
 	retryPartitioned(t, db, "x", 3, "map[succeeded:[1 2]]")
 }
 

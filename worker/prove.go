@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
+
 	"github.com/cuzk/cuzk/phase"
 	"github.com/cuzk/cuzk/prover"
 	"github.com/cuzk/cuzk/synth"
@@ -24,12 +26,12 @@ func (w *Worker) runProver(i int) {
 		if w.lost[i].Load() {
 			// Every device is lost (else this prover has returned) and the worker is
 			// stopping: what still waits for a prover goes back to the queue now.
-			dropAll(b.items, errHandBack)
+			failAll(b.reqs, errHandBack)
 			continue
 		}
 		err := w.safely("prove on "+d.Backend.Name(), func() error { w.proveBatch(d, b); return nil })
 		if err != nil {
-			dropAll(b.items, err)
+			failAll(b.reqs, err)
 		}
 		if w.lost[i].Load() && !w.allLost() {
 			return
@@ -39,7 +41,7 @@ func (w *Worker) runProver(i int) {
 
 // nextBatch is the next batch to prove: an urgent one when one waits, else the oldest
 // of the others; false once the provers' channel is closed.
-func (w *Worker) nextBatch() (*batch, bool) {
+func (w *Worker) nextBatch() (*solvedBatch, bool) {
 	select {
 	case b := <-w.urgentCh:
 		return b, true
@@ -84,37 +86,60 @@ func (w *Worker) deviceLost(d *Prover, err error) {
 	}
 }
 
-func (w *Worker) proveBatch(d *Prover, b *batch) {
+// proved is a request's proof, what the prover hands completion with the attempt's
+// record: the proof, its public witness, and the verifying key it verifies with and
+// that key's digest, stored with it.
+type proved struct {
+	proof    *groth16bls.Proof
+	public   []byte
+	vk       *groth16bls.VerifyingKey
+	vkDigest string
+}
+
+func (w *Worker) proveBatch(d *Prover, b *solvedBatch) {
 	picked := time.Now()
-	live := b.items[:0:0]
-	for _, it := range b.items {
-		it.times.Set(phase.ProveWait, picked.Sub(it.synthDone)-it.keyWait)
-		it.att.Backend = d.Backend.Name()
-		it.att.Device = d.Label
-		if err := context.Cause(it.ctx); err != nil {
-			it.drop(err)
+	live := b.reqs[:0:0]
+	for _, s := range b.reqs {
+		s.att.row.Backend = d.Backend.Name()
+		s.att.row.Device = d.Label
+		if err := context.Cause(s.it.ctx); err != nil {
+			s.att.clock.record(phase.ProveWait, picked.Sub(s.synthEnd)-s.keyWait)
+			s.fail(err)
 			continue
 		}
-		live = append(live, it)
+		live = append(live, s)
 	}
 	if len(live) == 0 {
 		return
 	}
-	fail := func(err error) { dropAll(live, err) }
+	// The prove_wait phase ends where the proof starts: on the device once it is free
+	// of another lane's batch (the backend says how long it waited), or at a failure
+	// (a panic too) before that. The key's srs phase after synthesis is not in it.
+	var deviceWait time.Duration
+	proveWaitEnds := sync.OnceFunc(func() {
+		for _, s := range live {
+			s.att.clock.record(phase.ProveWait, picked.Sub(s.synthEnd)-s.keyWait+deviceWait)
+		}
+	})
+	defer proveWaitEnds()
+	fail := func(err error) {
+		proveWaitEnds()
+		failAll(live, err)
+	}
 
 	// The key is shared by the batch; loading it (reading it after synthesis, then
 	// making it resident here) is the srs phase of every attempt in it.
 	// One request's cancel must not abort the others' proofs; when all are cancelled
 	// (a shutdown past its grace period), the batch's proof stops.
 	ctxs := make([]context.Context, len(live))
-	for i, it := range live {
-		ctxs[i] = it.ctx
+	for i, s := range live {
+		ctxs[i] = s.it.ctx
 	}
 	ctx, stop := allDone(ctxs)
 	defer stop()
-	key, loaded, err := w.catalog.Key(ctx, b.circuit, d.Backend)
-	for _, it := range live {
-		it.times.Set(phase.SRS, it.keyWait+loaded)
+	key, loaded, err := w.catalog.Resident(ctx, b.key, d.Backend)
+	for _, s := range live {
+		s.att.clock.record(phase.SRS, s.keyWait+loaded)
 	}
 	if err != nil {
 		fail(fmt.Errorf("load proving key of %q on %s: %w", b.circuit, d.Backend.Name(), err))
@@ -125,9 +150,8 @@ func (w *Worker) proveBatch(d *Prover, b *batch) {
 	}
 
 	sols := make([]*synth.Solution, len(live))
-	for i, it := range live {
-		sols[i] = it.sol
-		it.public = it.sol.Public
+	for i, s := range live {
+		sols[i] = s.sol
 	}
 	start := time.Now()
 	release := sync.OnceFunc(key.Release)
@@ -135,6 +159,8 @@ func (w *Worker) proveBatch(d *Prover, b *batch) {
 	sums, times, err := prover.ProveSums(ctx, d.Backend, key.PK, key.Key, sols)
 	elapsed := time.Since(start)
 	release()
+	deviceWait = times.Wait
+	proveWaitEnds()
 	switch {
 	case errors.Is(err, prover.ErrDeviceReset):
 		// The device lost every key resident on it: the retry loads them again.
@@ -151,28 +177,27 @@ func (w *Worker) proveBatch(d *Prover, b *batch) {
 	// waiting for a prover, not proving.
 	start = start.Add(times.Wait)
 	elapsed -= times.Wait
-	for _, it := range live {
-		it.att.Telemetry = telemetry
-		it.att.ProveStartedAt = start
-		if times.Wait > 0 {
-			waited, _ := it.times.Get(phase.ProveWait)
-			it.times.Set(phase.ProveWait, waited+times.Wait)
-		}
-		it.times.Set(phase.Prove, elapsed)
+	for _, s := range live {
+		s.att.row.Telemetry = telemetry
+		s.att.row.ProveStartedAt = start
 		for name, t := range inside {
-			it.times.Set(name, t)
+			s.att.clock.record(name, t)
 		}
-		it.key = key
 	}
 	if err != nil {
+		for _, s := range live {
+			s.att.clock.record(phase.Prove, elapsed)
+		}
 		fail(fmt.Errorf("prove on %s: %w", d.Backend.Name(), err))
 		return
 	}
-	for _, it := range live {
-		it.sol = nil
-		// First release step: the solution's vectors are gone; keep a token amount
-		// until the proof is stored.
-		it.res.Shrink(it.res.Bytes() / 16)
+	done := make([]*claimed, len(live))
+	made := make([]proved, len(live))
+	for i, s := range live {
+		done[i] = s.claimed
+		made[i] = proved{public: s.sol.Public, vk: key.VK, vkDigest: key.VKDigest}
+		s.sol = nil
+		s.att.mem.shrink() // the solution's vectors are consumed
 	}
 	// The proofs are assembled (a few scalar multiplications each, on the CPU) beside
 	// the device's next batch, not before it: in a worker's execution trace a batch of
@@ -184,15 +209,16 @@ func (w *Worker) proveBatch(d *Prover, b *batch) {
 		err := w.safely("assemble proofs", func() error {
 			proofs := sums.Assemble()
 			took := time.Since(start)
-			for i, it := range live {
-				it.times.Set(phase.Prove, took)
-				it.proof = proofs[i]
-				it.finish(nil)
+			for i, r := range done {
+				r.att.clock.record(phase.Prove, took)
+				p := made[i]
+				p.proof = proofs[i]
+				r.it.deliver(outcome{att: r.att, proved: &p})
 			}
 			return nil
 		})
 		if err != nil {
-			dropAll(live, err)
+			failAll(done, err)
 		}
 	}()
 }

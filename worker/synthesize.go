@@ -10,10 +10,30 @@ import (
 	"time"
 
 	"github.com/consensys/gnark/constraint/solver"
+	"github.com/google/uuid"
 
 	"github.com/cuzk/cuzk/phase"
 	"github.com/cuzk/cuzk/synth"
 )
+
+// synthesized is a request solved by its batch's synthesis, what the batch hands the
+// provers: the attempt's record (clock, memory hold) with its solution, when the
+// solution was done and how long the batch then waited for its key.
+type synthesized struct {
+	*claimed
+	sol      *synth.Solution
+	synthEnd time.Time
+	keyWait  time.Duration // after synthesis, for the key to be read (Catalog.Prepare)
+}
+
+// solvedBatch is a batch's solved requests, queued for the provers with the key the
+// batch prepared: the prover makes it resident from there, without fetching it again.
+type solvedBatch struct {
+	id      uuid.UUID
+	circuit string
+	key     *PreparedKey
+	reqs    []*synthesized
+}
 
 // startBatch runs a flushed batch through memory reservation and synthesis, while its
 // circuit's proving key is read into memory, then hands the solved part to the provers
@@ -21,22 +41,28 @@ import (
 // batch whose key is still loading waits for that load without holding a device that
 // a batch of another circuit, whose key is resident, could use.
 func (w *Worker) startBatch(b *batch) {
+	b.mem = newBatchMemory(w.budget, len(b.reqs))
+	for i, r := range b.reqs {
+		r.att.mem = b.mem.hold(i)
+	}
 	go func() {
-		ctxs := make([]context.Context, len(b.items))
-		for i, it := range b.items {
-			ctxs[i] = it.ctx
+		ctxs := make([]context.Context, len(b.reqs))
+		for i, r := range b.reqs {
+			ctxs[i] = r.it.ctx
 		}
 		keyCtx, stopKey := allDone(ctxs)
 		defer stopKey()
+		urgent := slices.ContainsFunc(b.reqs, func(r *claimed) bool { return r.it.urgent() })
 		// The key's host copy gets its memory before the syntheses get theirs: its read
 		// must not wait for memory that requests waiting for the key hold.
+		var keyMemWait time.Duration
 		if r, ok := w.catalog.(interface {
 			reserveHost(context.Context, string) error
 		}); ok {
 			t := time.Now()
 			// A shutdown hands the batch back while it waits here, as before synthesis.
 			waitCtx, stopWait := context.WithCancelCause(keyCtx)
-			if slices.ContainsFunc(b.items, (*item).urgent) {
+			if urgent {
 				waitCtx = context.WithValue(waitCtx, urgentRequest{}, true) // ahead of requests not urgent
 			}
 			stopDrain := context.AfterFunc(w.drainCtx, func() { stopWait(errHandBack) })
@@ -46,82 +72,83 @@ func (w *Worker) startBatch(b *batch) {
 				err = errHandBack
 			}
 			stopWait(nil)
-			for _, it := range b.items {
-				it.keyMemWait = time.Since(t)
-				if err != nil {
-					it.times.Set(phase.MemWait, it.keyMemWait)
-					it.drop(fmt.Errorf("load proving key of %q: %w", b.circuit, err))
-				}
-			}
+			keyMemWait = time.Since(t)
 			if err != nil {
+				for _, r := range b.reqs {
+					r.att.clock.record(phase.MemWait, keyMemWait)
+					r.fail(fmt.Errorf("load proving key of %q: %w", b.circuit, err))
+				}
 				return
 			}
 		}
 		type prepared struct {
+			key    *PreparedKey
 			loaded bool      // the key was not in memory: read or waited for
 			at     time.Time // when it was
 			err    error
 		}
 		keyDone := make(chan prepared, 1)
 		go func() {
-			waited, err := w.catalog.Prepare(keyCtx, b.circuit)
-			keyDone <- prepared{waited > 0, time.Now(), err}
+			key, waited, err := w.catalog.Prepare(keyCtx, b.circuit)
+			keyDone <- prepared{key, waited > 0, time.Now(), err}
 		}()
 
+		solved := make([]*synthesized, len(b.reqs))
 		var wg sync.WaitGroup
-		for _, it := range b.items {
-			it.att.BatchID = b.id
-			it.att.BatchSize = len(b.items)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := w.safely("synthesize", func() error { return w.synthesize(it) }); err != nil {
-					it.drop(err)
+		for i, r := range b.reqs {
+			r.att.row.BatchID = b.id
+			r.att.row.BatchSize = len(b.reqs)
+			wg.Go(func() {
+				err := w.safely("synthesize", func() (err error) {
+					solved[i], err = w.synthesize(r, keyMemWait)
+					return err
+				})
+				if err != nil {
+					solved[i] = nil
+					r.fail(err)
 				}
-			}()
+			})
 		}
 		wg.Wait()
-		solved := b.items[:0:0]
-		for _, it := range b.items {
-			if it.sol != nil {
-				solved = append(solved, it)
-			}
-		}
+		solved = slices.DeleteFunc(solved, func(s *synthesized) bool { return s == nil })
 		if len(solved) == 0 {
 			return
 		}
 		// The srs phase is what the batch waited for its key once synthesized.
-		synthesized := time.Now()
+		solvedAt := time.Now()
 		k := <-keyDone
 		err, wait := k.err, time.Duration(0)
-		if k.loaded && k.at.After(synthesized) {
-			wait = k.at.Sub(synthesized)
+		if k.loaded && k.at.After(solvedAt) {
+			wait = k.at.Sub(solvedAt)
 		}
-		for _, it := range solved {
-			it.keyWait = wait
+		for _, s := range solved {
+			s.keyWait = wait
 			if err != nil {
-				it.times.Set(phase.SRS, wait)
-				it.drop(fmt.Errorf("load proving key of %q: %w", b.circuit, err))
+				s.att.clock.record(phase.SRS, wait)
+				s.fail(fmt.Errorf("load proving key of %q: %w", b.circuit, err))
 			}
 		}
 		if err != nil {
 			return
 		}
-		b.items = solved
 		ch := w.proveCh
-		if slices.ContainsFunc(b.items, (*item).urgent) {
+		if slices.ContainsFunc(solved, func(s *synthesized) bool { return s.it.urgent() }) {
 			ch = w.urgentCh // ahead of the batches already waiting
 		}
-		ch <- b // blocks when the provers are behind: backpressure
-		for _, it := range b.items {
-			if it.queued != nil {
-				close(it.queued)
+		ch <- &solvedBatch{id: b.id, circuit: b.circuit, key: k.key, reqs: solved} // blocks when the provers are behind: backpressure
+		for _, s := range solved {
+			if s.it.queued != nil {
+				close(s.it.queued)
 			}
 		}
 	}()
 }
 
-func (w *Worker) synthesize(it *item) error {
+// synthesize reserves r's memory, its part of the batch's, and solves its request;
+// keyMemWait is what the batch waited for the memory of its key's host copy, which
+// the request's mem_wait phase counts.
+func (w *Worker) synthesize(r *claimed, keyMemWait time.Duration) (*synthesized, error) {
+	it, att := r.it, r.att
 	ctx := it.ctx
 	if it.urgent() {
 		ctx = context.WithValue(ctx, urgentRequest{}, true) // its circuit and key go first too
@@ -130,10 +157,10 @@ func (w *Worker) synthesize(it *item) error {
 	var tooLarge *TooLargeError
 	switch {
 	case errors.As(err, &tooLarge):
-		it.times.Set(phase.MemWait, 0) // it never waits for memory
-		return err                     // it says what the request needs
+		att.clock.record(phase.MemWait, 0) // it never waits for memory
+		return nil, err                    // it says what the request needs
 	case err != nil:
-		return fmt.Errorf("load circuit %q: %w", it.req.Circuit, err)
+		return nil, fmt.Errorf("load circuit %q: %w", it.req.Circuit, err)
 	}
 	defer release() // the solution is all that is needed of the circuit after Solve
 
@@ -143,38 +170,37 @@ func (w *Worker) synthesize(it *item) error {
 	defer stopWait(nil)
 	defer context.AfterFunc(w.drainCtx, func() { stopWait(errHandBack) })()
 	if w.drainCtx.Err() != nil {
-		return errHandBack
+		return nil, errHandBack
 	}
 
 	need := synth.EstimateBytes(compiled)
 	t := time.Now()
-	res, err := reserveAs(waitCtx, w.budget, KindSynthesis, need)
-	it.times.Set(phase.MemWait, it.keyMemWait+time.Since(t))
+	err = att.mem.take(waitCtx, need)
+	att.clock.record(phase.MemWait, keyMemWait+time.Since(t))
 	if err != nil {
 		if errors.Is(context.Cause(waitCtx), errHandBack) {
-			return errHandBack
+			return nil, errHandBack
 		}
-		return fmt.Errorf("reserve %d bytes: %w", need, err)
+		return nil, fmt.Errorf("reserve %d bytes: %w", need, err)
 	}
-	it.res = res
-	it.att.MemReservedBytes = need
+	att.row.MemReservedBytes = need
 
 	select {
 	case w.synthSem <- struct{}{}:
 	case <-waitCtx.Done():
-		return context.Cause(waitCtx)
+		return nil, context.Cause(waitCtx)
 	}
 	defer func() { <-w.synthSem }()
 	if w.drainCtx.Err() != nil {
-		return errHandBack
+		return nil, errHandBack
 	}
-	it.att.SynthStartedAt = time.Now()
+	att.row.SynthStartedAt = time.Now()
 	if it.synthStart != nil {
 		close(it.synthStart)
 	}
 	if it.req.Inputs == nil && len(it.req.Witness) == 0 {
 		// An empty payload reads as empty inputs JSON to synth; this one is a witness.
-		return fmt.Errorf("synthesize: %w", &synth.InputError{Msg: "witness is empty"})
+		return nil, fmt.Errorf("synthesize: %w", &synth.InputError{Msg: "witness is empty"})
 	}
 	// gnark runs one goroutine per core in each solve, and one solve keeps many cores
 	// waiting at its level barriers: the solves under way share the cores instead.
@@ -184,11 +210,10 @@ func (w *Worker) synthesize(it *item) error {
 		return synth.Solve(it.ctx, compiled, it.req.Payload(),
 			solver.WithNbTasks(synth.Tasks(runtime.GOMAXPROCS(0), solves)))
 	}()
-	it.synthDone = time.Now()
-	it.times.Set(phase.Synth, it.synthDone.Sub(it.att.SynthStartedAt))
+	done := time.Now()
+	att.clock.record(phase.Synth, done.Sub(att.row.SynthStartedAt))
 	if err != nil {
-		return fmt.Errorf("synthesize: %w", err)
+		return nil, fmt.Errorf("synthesize: %w", err)
 	}
-	it.sol = sol
-	return nil
+	return &synthesized{claimed: r, sol: sol, synthEnd: done}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/cuzk/cuzk/jobs"
+	"github.com/cuzk/cuzk/store"
 )
 
 // Urgent requests (priority 1) overtake the work of others wherever it waits: they are
@@ -15,7 +16,10 @@ import (
 // partition's synthesis or proof) is not interrupted.
 
 // urgent says whether the item's request is urgent.
-func (it *item) urgent() bool { return it.req.Priority == jobs.UrgentPriority }
+func (it *item) urgent() bool { return isUrgent(it.req) }
+
+// isUrgent says whether req is urgent.
+func isUrgent(req *store.Request) bool { return req.Priority == jobs.UrgentPriority }
 
 // urgentGate counts the urgent requests on their way to a prover (claimed, not yet
 // in a prover's queue); partitions of other requests wait at it until there is none.
@@ -59,9 +63,9 @@ func (g *urgentGate) wait(ctx context.Context) error {
 	}
 }
 
-// enqueue hands an item to the collector; an urgent one is counted at the gate until
-// it is in a prover's queue or done.
-func (w *Worker) enqueue(it *item) {
+// enqueue hands an item, with its attempt's record, to the collector; an urgent one is
+// counted at the gate until it is in a prover's queue or done.
+func (w *Worker) enqueue(it *item, att *attempt) {
 	if it.urgent() {
 		if it.queued == nil {
 			it.queued = make(chan struct{})
@@ -75,7 +79,7 @@ func (w *Worker) enqueue(it *item) {
 			w.urgent.leave()
 		}()
 	}
-	w.collector.add(it)
+	w.collector.add(&claimed{it: it, att: att})
 }
 
 // urgentRequest, as a context value, marks the reservations made under the context

@@ -7,7 +7,11 @@
 // Each stage has its file: claim.go (a River job becomes an attempt and waits for its
 // batch), collector.go (batches per circuit), synthesize.go (memory, key read, witness),
 // prove.go (one goroutine per device) and complete.go (store the proof, or record the
-// failure and tell River what to do with the job).
+// failure and tell River what to do with the job). The stages hand each other typed
+// values: the collector a batch of claimed requests, synthesis a solvedBatch of
+// synthesized ones, the prover each request's proved outcome; each carries the
+// attempt's record, with its clock (clock.go) and its part of the batch's memory
+// (batchmem.go).
 package worker
 
 import (
@@ -60,10 +64,10 @@ type Worker struct {
 	collector     *collector
 	synthSem      chan struct{}
 	solving       atomic.Int32 // solves under way: each splits the cores with the others (synthesize.go)
-	proveCh       chan *batch
-	urgentCh      chan *batch    // batches with an urgent request: provers take them first
-	urgent        urgentGate     // urgent requests not yet queued for a prover
-	assembling    sync.WaitGroup // batches' proofs being assembled after their device work (prove.go)
+	proveCh       chan *solvedBatch
+	urgentCh      chan *solvedBatch // batches with an urgent request: provers take them first
+	urgent        urgentGate        // urgent requests not yet queued for a prover
+	assembling    sync.WaitGroup    // batches' proofs being assembled after their device work (prove.go)
 
 	timeouts        sync.Map      // circuit -> time.Duration (claim.go)
 	memNeeds        sync.Map      // circuit -> int64: bytes its synthesis reserves, 0 when unknown (claim.go)
@@ -113,8 +117,8 @@ func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Prover, log 
 		devices:  devices,
 		budget:   NewBudget(cfg.MemBudget),
 		synthSem: make(chan struct{}, cfg.SynthConcurrency),
-		proveCh:  make(chan *batch, cfg.QueueDepth),
-		urgentCh: make(chan *batch, cfg.QueueDepth),
+		proveCh:  make(chan *solvedBatch, cfg.QueueDepth),
+		urgentCh: make(chan *solvedBatch, cfg.QueueDepth),
 
 		leaderTicks: make(chan struct{}, 1),
 	}
