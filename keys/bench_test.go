@@ -1,7 +1,6 @@
 package keys
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -214,51 +213,4 @@ func BenchmarkDumpHash(b *testing.B) {
 				size, chunk, procs, r["sha256"], r["tree"], r["tree"]/r["sha256"])
 		}
 	}
-}
-
-// BenchmarkDumpOnePass compares the two ways a load checks pk.dump before ReadDump may
-// read it: each chunk checked as it is decoded, the chunks ahead read and hashed on
-// other cores (one pass over the file, the sidecar as written), against the whole file
-// hashed first and then read again (the sidecar without its chunk list). Rounds
-// alternate between the two on the same key, shaped like the circuit in
-// CUZK_DUMP_BENCH (default synthetic-k18); with CUZK_BENCH_DROP_CACHES=1 (root) the page
-// cache is dropped before each read, as for a key read from disk. It prints both medians
-// and their ratio:
-//
-//	go test -run '^$' -bench DumpOnePass -benchtime 1x ./keys/
-func BenchmarkDumpOnePass(b *testing.B) {
-	name := cmp.Or(os.Getenv("CUZK_DUMP_BENCH"), "synthetic-k18")
-	d, digest := benchDir(b, name)
-	s, err := d.readSum(name, digest, fileSize(d.Path(name, PKFile)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	whole := *s
-	whole.DumpChunks = nil
-	if s.chunkSums() == nil || whole.chunkSums() != nil {
-		b.Fatal("the sidecar lists no usable chunk hashes")
-	}
-	drop := os.Getenv("CUZK_BENCH_DROP_CACHES") == "1"
-	var t [2][]time.Duration
-	for range 5 * b.N {
-		for i, sum := range []*dumpSum{s, &whole} {
-			if drop {
-				if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0); err != nil {
-					b.Fatalf("drop the page cache: %v", err)
-				}
-			}
-			t0 := time.Now()
-			if _, err := d.readDump(name, sum, nil); err != nil {
-				b.Fatal(err)
-			}
-			t[i] = append(t[i], time.Since(t0))
-		}
-	}
-	for i := range t {
-		slices.Sort(t[i])
-	}
-	one, two := t[0][len(t[0])/2], t[1][len(t[1])/2]
-	fmt.Printf("dump read %s (%d bytes, GOMAXPROCS %d, page cache dropped: %v): checked while decoded %v, hashed first %v: %.2fx\n",
-		name, fileSize(d.Path(name, DumpFile)), runtime.GOMAXPROCS(0), drop, one.Round(time.Millisecond), two.Round(time.Millisecond),
-		float64(two)/float64(one))
 }

@@ -142,6 +142,7 @@ func (d Dir) loadDumpOnly(circuit, digest string, s *dumpSum, o LoadOptions, log
 	}
 	log.Info("loading proving key", "circuit", circuit, "from", st.Source, "dump_bytes", st.Bytes)
 	prog := newLoadProgress(circuit, log, o.Progress, o.progress)
+	prog.expect(2 * st.Bytes)
 	pk, err := d.readDump(circuit, s, prog)
 	if err != nil {
 		return nil, nil, st, d.damagedDump(circuit, digest, s, err)
@@ -217,18 +218,14 @@ func (d Dir) rawSum(circuit string) *dumpSum {
 	return &s
 }
 
-// readDump reads pk.dump, checked against its sidecar s, telling prog what it reads.
+// readDump reads pk.dump after checking it against its sidecar s.
 //
-// ReadDump never sees a byte the sidecar's digest does not vouch for: ReadDump
+// The whole file is hashed BEFORE ReadDump sees a byte, not while it reads: ReadDump
 // allocates every slice at the length the file states, so a flipped bit in a length
 // could ask for terabytes (a panic we recover) or for tens of gigabytes (an allocation
-// that may succeed and get the process OOM-killed) long before a hash of the whole file
-// could be compared. With a tree digest whose chunk list in the sidecar is consistent
-// with it, each chunk is checked before ReadDump reads it, the chunks ahead read and
-// hashed on other cores while it decodes, so the file is read once. Otherwise the
-// whole file is hashed first (a tree digest on every core, a whole-file SHA-256 on
-// one) and then read again, from the page cache. Either way a damaged dump fails with
-// the whole-file check's error, which names every chunk that differs.
+// that may succeed and get the process OOM-killed) long before a hash taken while
+// reading could be compared. The second pass reads from the page cache. A tree digest
+// is hashed on every core (hashTree); a sidecar's whole-file SHA-256 on one.
 func (d Dir) readDump(circuit string, s *dumpSum, prog *loadProgress) (*groth16bls.ProvingKey, error) {
 	path := d.Path(circuit, DumpFile)
 	f, err := os.Open(path)
@@ -243,21 +240,11 @@ func (d Dir) readDump(circuit string, s *dumpSum, prog *loadProgress) (*groth16b
 	if st.Size() != s.DumpBytes {
 		return nil, fmt.Errorf("%s has %d bytes, its sidecar says %d (truncated or replaced)", path, st.Size(), s.DumpBytes)
 	}
-	var src io.Reader = f
-	var v *verifiedReader
-	if sums := s.chunkSums(); sums != nil {
-		prog.expect(s.DumpBytes)
-		v = newVerifiedReader(f, s.DumpChunk, s.DumpBytes, sums, min(runtime.GOMAXPROCS(0), 4), nil)
-		defer v.Close()
-		src = v
-	} else {
-		prog.expect(2 * s.DumpBytes)
-		if err := checkDump(f, s, prog); err != nil {
-			return nil, err
-		}
+	if err := checkDump(f, s, prog); err != nil {
+		return nil, err
 	}
 	pk := new(groth16bls.ProvingKey)
-	err = decode(src, func(r io.Reader) error {
+	err = decode(f, func(r io.Reader) error {
 		if prog != nil {
 			r = prog.reader(r, DumpFile)
 		}
@@ -269,12 +256,6 @@ func (d Dir) readDump(circuit string, s *dumpSum, prog *loadProgress) (*groth16b
 		}
 		return nil
 	})
-	if err != nil && v != nil && errors.Is(v.err, errChunkMismatch) {
-		// The whole-file check says how the dump differs (every chunk, not the first).
-		if cerr := checkDump(f, s, nil); cerr != nil {
-			return nil, cerr
-		}
-	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}

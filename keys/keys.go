@@ -283,7 +283,7 @@ type LoadOptions struct {
 	// ends (bytes, ms, MB/s). nil: nowhere.
 	Log *slog.Logger
 	// Progress, when set, is told the bytes read so far and the bytes the load expects
-	// to read (a dump checked in a pass of its own is read twice), from the loading goroutine.
+	// to read (a dump is read twice: hashed, then decoded), from the loading goroutine.
 	Progress func(read, total int64)
 
 	progress *progressLimits // when progress is logged; nil: defaultProgress
@@ -343,6 +343,7 @@ func (d Dir) LoadWith(circuit, digest string, o LoadOptions) (*groth16bls.Provin
 
 	var pk *groth16bls.ProvingKey
 	if sum != nil {
+		prog.expect(2 * dumpBytes)
 		if pk, err = d.readDump(circuit, sum, prog); err != nil {
 			log.Warn("proving key dump not used; it will be rebuilt from "+PKFile, "circuit", circuit, "reason", err)
 			st.Source = SourcePK
@@ -472,7 +473,7 @@ func readFile(path string, read func(io.Reader) error) error {
 }
 
 // decode runs read over f through a buffer.
-func decode(f io.Reader, read func(io.Reader) error) (err error) {
+func decode(f *os.File, read func(io.Reader) error) (err error) {
 	// gnark's decoders trust the lengths they read, so a file of the wrong kind can
 	// make them panic (makeslice out of range) instead of returning an error.
 	defer func() {

@@ -39,9 +39,9 @@ func newLoadProgress(circuit string, log *slog.Logger, report func(read, total i
 	return &loadProgress{circuit: circuit, log: log, report: report, limits: *limits, start: time.Now(), lastLog: time.Now()}
 }
 
-// expect adds n bytes to what the load is going to read (nil: nobody counts).
+// expect adds n bytes to what the load is going to read.
 func (p *loadProgress) expect(n int64) {
-	if p != nil && n > 0 {
+	if n > 0 {
 		p.total.Add(n)
 		p.tell(0)
 	}

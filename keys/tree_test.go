@@ -5,13 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -349,13 +347,11 @@ func TestOldSidecarStillLoads(t *testing.T) {
 	})
 }
 
-// A load hashing a dump's chunks in parallel before decoding it (its sidecar lists no
-// chunk hashes to check them one by one) reports their bytes on the loading goroutine,
-// in order of arrival: the count only grows, reaches the dump's size when the hash is
-// done, and ends at twice it (hashed, then decoded).
+// A load hashing a dump's chunks in parallel reports their bytes on the loading
+// goroutine, in order of arrival: the count only grows, reaches the dump's size when
+// the hash is done, and ends at twice it (hashed, then decoded).
 func TestTreeLoadReportsProgress(t *testing.T) {
 	d, digest, _ := treeCube(t)
-	editSum(t, d, func(s *dumpSum) { s.DumpChunks = nil })
 	size := fileSize(d.Path("cube", DumpFile))
 	var seen []int64
 	var buf bytes.Buffer
@@ -372,94 +368,5 @@ func TestTreeLoadReportsProgress(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), `reading="pk.dump (hash)"`) {
 		t.Errorf("no progress line for the hash; logged:\n%s", buf.String())
-	}
-}
-
-// A verified read hands over each chunk only once its hash is the one listed: with
-// chunk 2 of 5 damaged, a reader gets exactly chunks 0 and 1 and then the mismatch,
-// never a byte of chunk 2 or beyond, whatever it asks for.
-func TestVerifiedReaderStopsBeforeADamagedChunk(t *testing.T) {
-	const chunk, n = 1000, 4500
-	data := make([]byte, n)
-	for i := range data {
-		data[i] = byte(i * 7)
-	}
-	want := make([][sha256.Size]byte, 5)
-	for k := range want {
-		want[k] = sha256.Sum256(data[k*chunk : min((k+1)*chunk, n)])
-	}
-	path := filepath.Join(t.TempDir(), "f")
-	bad := slices.Clone(data)
-	bad[2*chunk+17] ^= 1
-	if err := os.WriteFile(path, bad, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, ahead := range []int{1, 2, 8} {
-		f, err := os.Open(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v := newVerifiedReader(f, chunk, n, want, ahead, nil)
-		got, err := io.ReadAll(v)
-		v.Close()
-		f.Close()
-		if !errors.Is(err, errChunkMismatch) || !strings.Contains(err.Error(), "chunk 2 (bytes 2000-2999)") {
-			t.Errorf("ahead %d: error %v, want chunk 2 (bytes 2000-2999) named as differing", ahead, err)
-		}
-		if !bytes.Equal(got, data[:2*chunk]) {
-			t.Errorf("ahead %d: read %d bytes, want exactly the %d of the two good chunks before the damaged one", ahead, len(got), 2*chunk)
-		}
-	}
-	// Undamaged, it reads the whole file, the short last chunk included.
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	v := newVerifiedReader(f, chunk, n, want, 2, nil)
-	defer v.Close()
-	if got, err := io.ReadAll(v); err != nil || !bytes.Equal(got, data) {
-		t.Errorf("undamaged: %d bytes, %v; want the file's %d", len(got), err, n)
-	}
-}
-
-// Chunks are checked one by one only when the sidecar's list of chunk hashes is the
-// one its tree digest was computed over; otherwise the whole file is hashed first.
-func TestChunkSumsNeedAConsistentSidecar(t *testing.T) {
-	d, _, _ := treeCube(t)
-	s := readSumFile(t, d)
-	if s.chunkSums() == nil {
-		t.Fatal("a sidecar as written: no chunk hashes to check, want its list")
-	}
-	// Read both ways, with nobody counting the bytes: the same key.
-	whole := s
-	whole.DumpChunks = nil
-	one, err := d.readDump("cube", &s, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	two, err := d.readDump("cube", &whole, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(raw(t, one), raw(t, two)) {
-		t.Error("the key read chunk by chunk differs from the one read after hashing the whole dump")
-	}
-	for name, edit := range map[string]func(*dumpSum){
-		"a chunk's hash changed": func(s *dumpSum) { s.DumpChunks[1] = strings.Repeat("0", 64) },
-		"a chunk missing":        func(s *dumpSum) { s.DumpChunks = s.DumpChunks[1:] },
-		"not hex":                func(s *dumpSum) { s.DumpChunks[0] = strings.Repeat("z", 64) },
-		"chunks too large":       func(s *dumpSum) { s.DumpChunk = treeStreamMaxChunk + 1 },
-		"no tree digest":         func(s *dumpSum) { s.DumpTree = "" },
-	} {
-		c := s
-		c.DumpChunks = slices.Clone(s.DumpChunks)
-		edit(&c)
-		if c.chunkSums() != nil {
-			t.Errorf("%s: chunk hashes used, want the whole-file check", name)
-		}
 	}
 }
