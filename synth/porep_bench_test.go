@@ -3,6 +3,8 @@ package synth
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"runtime/debug"
 	"syscall"
 	"testing"
 	"time"
@@ -91,4 +93,44 @@ func cpuTime(tb testing.TB) time.Duration {
 		tb.Fatalf("getrusage: %v", err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkSolveGC is the A/B of the garbage collector's settings during a solve of
+// porep-k<K>: A as the runtime runs by default (GOGC 100, no memory limit); B "off",
+// collection off (debug.SetGCPercent(-1)) for the solve, which bounds what the
+// collector costs it; B "limit", a memory limit of what the process holds before the
+// solve plus the solve's estimate and a quarter, as a worker's limit near its budget
+// would be, which makes the collector run as the solve's vectors fill the heap.
+//
+//	go test ./synth/ -run '^$' -bench SolveGC -benchtime 10x
+func BenchmarkSolveGC(b *testing.B) {
+	for _, k := range []int{20, 22} {
+		name := fmt.Sprintf("porep-k%d", k)
+		c := mustCompile(b, name)
+		in := mustInputs(b, name, 1)
+		solveWith := func(set func()) func(*Compiled) error {
+			return func(c *Compiled) error {
+				gc, limit := debug.SetGCPercent(100), debug.SetMemoryLimit(-1)
+				defer func() {
+					debug.SetGCPercent(gc)
+					debug.SetMemoryLimit(limit)
+				}()
+				set()
+				_, err := Solve(context.Background(), c, in)
+				return err
+			}
+		}
+		off := solveWith(func() { debug.SetGCPercent(-1) })
+		tight := solveWith(func() {
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			debug.SetMemoryLimit(int64(ms.Sys-ms.HeapReleased) + c.Estimate().Total()*5/4)
+		})
+		b.Run(name+"/off", func(b *testing.B) {
+			solveAB(b, in, [2]solveArm{{name: "default", c: c}, {name: "off", c: c, solve: off}})
+		})
+		b.Run(name+"/limit", func(b *testing.B) {
+			solveAB(b, in, [2]solveArm{{name: "default", c: c}, {name: "limit", c: c, solve: tight}})
+		})
+	}
 }
