@@ -103,7 +103,7 @@ func TestPorepRoundHintKeepsConstraints(t *testing.T) {
 // BenchmarkSolvePorepHints is the A/B of the labelling's hints: A one call per gate
 // word (wordHints), B one per round (roundHint), solved in turn in one process.
 //
-//	go test ./synth/ -run '^$' -bench SolvePorepHints -benchtime 10x
+//	go test ./synth/ -run '^$' -bench SolvePorepHints -benchtime 12x
 func BenchmarkSolvePorepHints(b *testing.B) {
 	for _, k := range []int{20, 22} {
 		b.Run(fmt.Sprintf("porep-k%d", k), func(b *testing.B) {
