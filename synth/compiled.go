@@ -54,6 +54,11 @@ func compileBuiltin(name string) (*Compiled, error) {
 	if err != nil {
 		return nil, err
 	}
+	return compileCircuit(name, circuit)
+}
+
+// compileCircuit compiles circuit as the built-in name.
+func compileCircuit(name string, circuit frontend.Circuit) (*Compiled, error) {
 	ccs, err := frontend.Compile(ecc.BLS12_381.ScalarField(), r1cs.NewBuilder, circuit)
 	if err != nil {
 		return nil, fmt.Errorf("compile %s: %w", name, err)

@@ -45,9 +45,9 @@ const (
 // the public Seed (a replica ID) is the compression's initial state. Labelling rounds
 // fill the circuit to just under 2^K constraints, so the FFT domain is 2^K.
 //
-// The labelling works on bits the solver computes through one hint per 32-bit gate
-// word; each gate is then checked in constraints that add no variable: a majority
-// (or an AND, the majority with a zero) by its booleanity and its four linear bounds
+// The labelling works on bits the solver computes through one hint call per round;
+// each gate is then checked in constraints that add no variable: a majority (or an
+// AND, the majority with a zero) by its booleanity and its four linear bounds
 // (x+y+z−2m, x+y−m, y+z−m, x+z−m each 0 or 1), an XOR of three as x+y+z−2·maj. That
 // makes about five constraints per bit variable, as bit-heavy proving circuits have.
 //
@@ -68,6 +68,9 @@ type porepCircuit struct {
 	Path    [][]frontend.Variable // per challenge, porepDepth siblings, leaf level first
 
 	rounds []int `gnark:"-"` // labelling rounds per challenge
+	// words, when set, replaces the hint that computes a round's gate outputs (the
+	// reference BenchmarkSolvePorepHints measures against); nil is roundHint.
+	words func(frontend.API) gateWords `gnark:"-"`
 }
 
 func newPorep(p []int) builtin {
@@ -118,7 +121,11 @@ func (c *porepCircuit) Define(api frontend.API) error {
 	if err != nil {
 		return fmt.Errorf("poseidon2 gadget: %w", err)
 	}
-	g := newBitGates(api)
+	var words gateWords = &roundHint{api: api}
+	if c.words != nil {
+		words = c.words(api)
+	}
+	g := newBitGates(api, words)
 	// Also range-checks Seed below 2^254.
 	iv := labelWords(api.ToBinary(c.Seed, porepLabelBits))
 	for i := range c.Parents {
@@ -262,27 +269,66 @@ func stateLabel(s [8]uint32) *big.Int {
 
 // porepRound is the native twin of bitGates.round.
 func porepRound(s [8]uint32, w, k uint32) [8]uint32 {
+	next, _ := porepRoundGates(s, w, k)
+	return next
+}
+
+// roundWords is how many words of gate outputs a labelling round takes from the
+// solver, in the order bitGates.round uses them: the majorities of Σ0's, Σ1's and
+// Maj's operands, Ch's two ANDs, the majority of t1's operands, then a' and e'.
+const roundWords = 8
+
+// porepRoundGates computes one labelling round natively: the next state, and the
+// round's gate outputs in bitGates.round's order.
+func porepRoundGates(s [8]uint32, w, k uint32) (next, gates [8]uint32) {
 	a, b, c, d, e, f, g, h := s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]
 	rot := func(x uint32, n int) uint32 { return bits.RotateLeft32(x, -n) }
+	maj3 := func(x, y, z uint32) uint32 { return (x & y) | (x & z) | (y & z) }
 	s0 := rot(a, 2) ^ rot(a, 13) ^ rot(a, 22)
 	s1 := rot(e, 6) ^ rot(e, 11) ^ rot(e, 25)
-	maj := (a & b) | (a & c) | (b & c)
-	ch := (e & f) | (^e & g)
-	t1 := s1 ^ ch ^ w ^ k
-	return [8]uint32{t1 ^ s0 ^ maj, a, b, c, d ^ t1 ^ h, e, f, g}
+	maj := maj3(a, b, c)
+	u, v := e&f, ^e&g
+	ch := u | v
+	wk := w ^ k
+	t1 := s1 ^ ch ^ wk
+	a2, e2 := t1^s0^maj, d^t1^h
+	gates = [8]uint32{
+		maj3(rot(a, 2), rot(a, 13), rot(a, 22)),
+		maj3(rot(e, 6), rot(e, 11), rot(e, 25)),
+		maj, u, v,
+		maj3(s1, ch, wk),
+		a2, e2,
+	}
+	return [8]uint32{a2, a, b, c, e2, e, f, g}, gates
 }
 
-// bitGates builds the labelling's bit gates: the solver computes each 32-bit word of
-// gate outputs through porepGateHint, constraints check them.
+// bitGates builds the labelling's bit gates: words has the solver compute the gate
+// outputs, constraints check them.
 type bitGates struct {
-	api frontend.API
-	r1c constraint.BlueprintID // gnark's generic R1C, for assertBit
-	buf []uint32
+	api   frontend.API
+	r1c   constraint.BlueprintID // gnark's generic R1C, for assertBit
+	buf   []uint32
+	words gateWords
 }
 
-func newBitGates(api frontend.API) *bitGates {
-	return &bitGates{api: api, r1c: api.Compiler().AddBlueprint(&constraint.BlueprintGenericR1C{})}
+func newBitGates(api frontend.API, words gateWords) *bitGates {
+	return &bitGates{api: api, r1c: api.Compiler().AddBlueprint(&constraint.BlueprintGenericR1C{}), words: words}
 }
+
+// gateWords gives the labelling's gates their outputs as new variables, a 32-bit
+// word at a time, computed by the solver.
+type gateWords interface {
+	// round starts a round over the state s with message word w and round constant k.
+	round(s [8]word, w word, k uint32)
+	// next is the round's next word of gate outputs: of kind gateMaj or gateXor, over
+	// the operand words x, y and z.
+	next(kind int, x, y, z word) word
+}
+
+const (
+	gateMaj = iota
+	gateXor
+)
 
 // assertBit adds the constraint x·(1−x) = 0, as api.AssertIsBoolean does but without
 // its table of known booleans: that hashes every expression it checks (blake2b per
@@ -306,13 +352,9 @@ func (g *bitGates) assertBit(x frontend.Variable) {
 	g.buf = b
 }
 
-const (
-	gateMaj = iota
-	gateXor
-)
-
 func (g *bitGates) round(s [8]word, w word, k uint32) [8]word {
 	api := g.api
+	g.words.round(s, w, k)
 	a, b, c, d, e, f, gg, h := s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]
 	s0 := g.xor3(rotr(a, 2), rotr(a, 13), rotr(a, 22))
 	s1 := g.xor3(rotr(e, 6), rotr(e, 11), rotr(e, 25))
@@ -342,7 +384,7 @@ func (g *bitGates) round(s [8]word, w word, k uint32) [8]word {
 // x+y+z−2m, x+y−m, y+z−m and x+z−m (the bounds that pin a majority).
 func (g *bitGates) maj(x, y, z word) word {
 	api := g.api
-	m := g.hint(gateMaj, x, y, z)
+	m := g.words.next(gateMaj, x, y, z)
 	for i := range m {
 		g.assertBit(m[i])
 		g.assertBit(api.Sub(api.Add(x[i], y[i], z[i]), api.Mul(m[i], 2)))
@@ -370,7 +412,7 @@ func (g *bitGates) xor3(x, y, z word) word {
 // (x+y+z−r)/2 is 0 or 1.
 func (g *bitGates) xorWord(x, y, z word) word {
 	api := g.api
-	r := g.hint(gateXor, x, y, z)
+	r := g.words.next(gateXor, x, y, z)
 	for i := range r {
 		g.assertBit(r[i])
 		g.assertBit(api.Mul(api.Sub(api.Add(x[i], y[i], z[i]), r[i]), halfFr))
@@ -381,46 +423,73 @@ func (g *bitGates) xorWord(x, y, z word) word {
 // halfFr is 1/2 in BLS12-381's scalar field.
 var halfFr = new(big.Int).Rsh(new(big.Int).Add(fr.Modulus(), big.NewInt(1)), 1)
 
-func (g *bitGates) hint(kind int, x, y, z word) word {
-	in := make([]frontend.Variable, 0, 1+3*len(x))
-	in = append(in, kind)
-	in = append(in, x[:]...)
-	in = append(in, y[:]...)
-	in = append(in, z[:]...)
-	out, err := g.api.Compiler().NewHint(porepGateHint, len(x), in...)
+// roundHint computes all gate outputs of a round in one porepRoundHint call, for the
+// round's gates to take in turn. One call per round rather than one per gate word:
+// gnark converts every hint input from the field to a big.Int, and a round's gates
+// read its 9 words of operands over and over. The outputs are allocated in the order
+// the gates take them, as one call per gate word allocated them, so the wires, and
+// with them the constraints, are the same.
+type roundHint struct {
+	api frontend.API
+	out []frontend.Variable // the round's gate outputs not yet taken
+}
+
+func (h *roundHint) round(s [8]word, w word, k uint32) {
+	in := make([]frontend.Variable, 0, 1+9*32)
+	in = append(in, k)
+	for _, x := range s {
+		in = append(in, x[:]...)
+	}
+	in = append(in, w[:]...)
+	out, err := h.api.Compiler().NewHint(porepRoundHint, roundWords*32, in...)
 	if err != nil {
 		panic(err) // only for a hint gnark cannot register, which this one is not
 	}
+	h.out = out
+}
+
+// next ignores its operands: porepRoundHint computed the word from the round's.
+func (h *roundHint) next(int, word, word, word) word {
+	if len(h.out) < 32 {
+		panic("porep round: its gates take more words than porepRoundHint computed")
+	}
 	var w word
-	copy(w[:], out)
+	copy(w[:], h.out[:32])
+	h.out = h.out[32:]
 	return w
 }
 
-// porepGateHint computes one word of labelling gates: in is the gate kind (gateMaj or
-// gateXor), then the bits of three operand words; out, the result bits. A non-zero
-// operand counts as 1: a value that is not a bit fails the gate's constraints.
+// porepRoundHint computes a labelling round's gate outputs: in is the round constant,
+// then the bits of the state's 8 words and of the message word (least significant
+// first); out, the round's roundWords words of gate outputs in porepRoundGates's
+// order. A non-zero bit counts as 1: a value that is not a bit fails the gates'
+// constraints.
 // Compiled circuits name their hints by Go function name: renaming this one makes
 // every porep circuit compiled before it unsolvable (bump CircuitRevision with it).
-func porepGateHint(_ *big.Int, in, out []*big.Int) error {
-	n := len(out)
-	if len(in) != 1+3*n || !in[0].IsUint64() || in[0].Uint64() > gateXor {
-		return fmt.Errorf("porep gate: %d inputs for %d outputs", len(in), n)
+func porepRoundHint(_ *big.Int, in, out []*big.Int) error {
+	if len(in) != 1+9*32 || len(out) != roundWords*32 || !in[0].IsUint64() || in[0].Uint64() > 1<<32-1 {
+		return fmt.Errorf("porep round: %d inputs and %d outputs, want %d and %d", len(in), len(out), 1+9*32, roundWords*32)
 	}
-	kind := in[0].Uint64()
-	for i := range out {
-		s := 0
-		for _, v := range []*big.Int{in[1+i], in[1+n+i], in[1+2*n+i]} {
-			if v.Sign() != 0 {
-				s++
+	word := func(bits []*big.Int) uint32 {
+		var w uint32
+		for i, b := range bits {
+			if b.Sign() != 0 {
+				w |= 1 << i
 			}
 		}
-		if kind == gateMaj {
-			out[i].SetUint64(uint64(s / 2))
-		} else {
-			out[i].SetUint64(uint64(s & 1))
+		return w
+	}
+	var state [8]uint32
+	for i := range state {
+		state[i] = word(in[1+32*i : 1+32*(i+1)])
+	}
+	_, gates := porepRoundGates(state, word(in[1+8*32:]), uint32(in[0].Uint64()))
+	for j, w := range gates {
+		for i := range 32 {
+			out[32*j+i].SetUint64(uint64(w >> i & 1))
 		}
 	}
 	return nil
 }
 
-func init() { solver.RegisterHint(porepGateHint) }
+func init() { solver.RegisterHint(porepRoundHint) }

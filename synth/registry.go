@@ -17,9 +17,9 @@ import (
 )
 
 // CircuitRevision identifies how this package builds its built-in circuits. Bump it
-// whenever a change alters any built-in constraint system: it is part of the cache
-// key, so stale compiled files are never reused.
-const CircuitRevision = 1
+// whenever a change alters any compiled built-in: its constraints or the hints its
+// solver calls. It is part of the cache key, so stale compiled files are never reused.
+const CircuitRevision = 2
 
 // Registry resolves circuit names to compiled circuits, compiling each built-in at
 // most once per process and caching the result on disk. It is safe for concurrent

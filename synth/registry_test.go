@@ -25,7 +25,7 @@ func TestRegistryDiskCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := NewRegistry(dir).CacheFile(name)
-	if !strings.HasSuffix(path, "synthetic-k6-gnark0.14.0-r1.r1cs") {
+	if !strings.HasSuffix(path, "synthetic-k6-gnark0.14.0-r2.r1cs") {
 		t.Fatalf("cache file %s", path)
 	}
 	// The cache file is gnark's own encoding with a trailer gnark ignores.

@@ -7,7 +7,9 @@ import (
 	"io/fs"
 	"math/bits"
 	"os"
+	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"time"
 
 	"github.com/cuzk/cuzk/internal/bench"
@@ -16,7 +18,7 @@ import (
 
 // runSynthOnly is `cuzk bench --synth-only`: the solver's throughput on one circuit,
 // alone and with several solves at once, and what the circuit costs in memory.
-func (c benchCmd) runSynthOnly(ctx context.Context, g *globals) error {
+func (c benchCmd) runSynthOnly(ctx context.Context, g *globals) (err error) {
 	for _, n := range c.Concurrency {
 		if n < 1 {
 			return usagef("--concurrency %d: each count must be at least 1", n)
@@ -69,6 +71,17 @@ func (c benchCmd) runSynthOnly(ctx context.Context, g *globals) error {
 		len(sol.W), share(v.Zero), share(v.One), share(v.Small), share(v.Full), gib(compiled.Estimate().Total()))
 	sol = nil
 
+	if c.SynthProf != "" {
+		stop, err := startProfiles(c.SynthProf)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if perr := stop(); err == nil {
+				err = perr
+			}
+		}()
+	}
 	splits := map[string][]bool{"off": {false}, "on": {true}, "both": {false, true}}[c.SynthSplit]
 	for _, split := range splits {
 		rates, err := bench.MeasureSolves(ctx, compiled, inputs, c.Concurrency, c.Runs, split)
@@ -94,3 +107,48 @@ func (c benchCmd) runSynthOnly(ctx context.Context, g *globals) error {
 }
 
 func gib(b int64) string { return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30)) }
+
+// startProfiles starts a CPU profile into dir/cpu.pprof and snapshots the
+// allocations so far (compiling or loading the circuit, the warm-up solve) into
+// dir/allocs-before.pprof; stop ends the CPU profile and writes dir/allocs.pprof.
+// The timed solves' allocations are the difference:
+// go tool pprof -diff_base allocs-before.pprof allocs.pprof.
+func startProfiles(dir string) (stop func() error, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("profile directory: %w", err)
+	}
+	if err := writeAllocs(filepath.Join(dir, "allocs-before.pprof")); err != nil {
+		return nil, err
+	}
+	cpu, err := os.Create(filepath.Join(dir, "cpu.pprof"))
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(cpu); err != nil {
+		cpu.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := cpu.Close(); err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		return writeAllocs(filepath.Join(dir, "allocs.pprof"))
+	}, nil
+}
+
+func writeAllocs(path string) error {
+	runtime.GC() // the profile counts allocations as of the last collection
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("allocation profile: %w", err)
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("allocation profile: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("allocation profile: %w", err)
+	}
+	return nil
+}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
@@ -31,6 +33,20 @@ func TestBenchSynthOnly(t *testing.T) {
 	procs := regexp.MustCompile(`(?m)^solve x2, (\d+) tasks each: .*\(GOMAXPROCS (\d+)\)$`).FindAllStringSubmatch(r.stdout, -1)
 	if len(procs) != 2 || procs[0][1] != procs[0][2] || procs[1][1] != strconv.Itoa(max(1, mustAtoi(t, procs[1][2])/2)) {
 		t.Errorf("solve x2 lines %q, want one with GOMAXPROCS tasks, then one with half", procs)
+	}
+
+	// --synth-profile writes gzipped pprof protobufs.
+	prof := t.TempDir()
+	mustOK(t, cuzkDB(t, "", "bench", "--circuit", "porep-k16", "--synth-only", "--runs", "1", "--concurrency", "1",
+		"--synth-profile", prof, "--keys-dir", t.TempDir(), "--cache-dir", t.TempDir()))
+	for _, name := range []string{"cpu.pprof", "allocs-before.pprof", "allocs.pprof"} {
+		b, err := os.ReadFile(filepath.Join(prof, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+			t.Errorf("%s: %d bytes, not gzip (a pprof profile)", name, len(b))
+		}
 	}
 
 	wantExit(t, cuzkDB(t, "", "bench", "--circuit", "porep-k16", "--synth-only", "--concurrency", "0"), exitUsage, "--concurrency 0")
