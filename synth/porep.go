@@ -68,9 +68,6 @@ type porepCircuit struct {
 	Path    [][]frontend.Variable // per challenge, porepDepth siblings, leaf level first
 
 	rounds []int `gnark:"-"` // labelling rounds per challenge
-	// words, when set, replaces the hint that computes a round's gate outputs (the
-	// reference BenchmarkSolvePorepHints measures against); nil is roundHint.
-	words func(frontend.API) gateWords `gnark:"-"`
 }
 
 func newPorep(p []int) builtin {
@@ -121,11 +118,7 @@ func (c *porepCircuit) Define(api frontend.API) error {
 	if err != nil {
 		return fmt.Errorf("poseidon2 gadget: %w", err)
 	}
-	var words gateWords = &roundHint{api: api}
-	if c.words != nil {
-		words = c.words(api)
-	}
-	g := newBitGates(api, words)
+	g := newBitGates(api, &roundHint{api: api})
 	// Also range-checks Seed below 2^254.
 	iv := labelWords(api.ToBinary(c.Seed, porepLabelBits))
 	for i := range c.Parents {
@@ -303,32 +296,17 @@ func porepRoundGates(s [8]uint32, w, k uint32) (next, gates [8]uint32) {
 }
 
 // bitGates builds the labelling's bit gates: words has the solver compute the gate
-// outputs, constraints check them.
+// outputs (a round's at once), constraints check them.
 type bitGates struct {
 	api   frontend.API
 	r1c   constraint.BlueprintID // gnark's generic R1C, for assertBit
 	buf   []uint32
-	words gateWords
+	words *roundHint
 }
 
-func newBitGates(api frontend.API, words gateWords) *bitGates {
+func newBitGates(api frontend.API, words *roundHint) *bitGates {
 	return &bitGates{api: api, r1c: api.Compiler().AddBlueprint(&constraint.BlueprintGenericR1C{}), words: words}
 }
-
-// gateWords gives the labelling's gates their outputs as new variables, a 32-bit
-// word at a time, computed by the solver.
-type gateWords interface {
-	// round starts a round over the state s with message word w and round constant k.
-	round(s [8]word, w word, k uint32)
-	// next is the round's next word of gate outputs: of kind gateMaj or gateXor, over
-	// the operand words x, y and z.
-	next(kind int, x, y, z word) word
-}
-
-const (
-	gateMaj = iota
-	gateXor
-)
 
 // assertBit adds the constraint x·(1−x) = 0, as api.AssertIsBoolean does but without
 // its table of known booleans: that hashes every expression it checks (blake2b per
@@ -384,7 +362,7 @@ func (g *bitGates) round(s [8]word, w word, k uint32) [8]word {
 // x+y+z−2m, x+y−m, y+z−m and x+z−m (the bounds that pin a majority).
 func (g *bitGates) maj(x, y, z word) word {
 	api := g.api
-	m := g.words.next(gateMaj, x, y, z)
+	m := g.words.next()
 	for i := range m {
 		g.assertBit(m[i])
 		g.assertBit(api.Sub(api.Add(x[i], y[i], z[i]), api.Mul(m[i], 2)))
@@ -412,7 +390,7 @@ func (g *bitGates) xor3(x, y, z word) word {
 // (x+y+z−r)/2 is 0 or 1.
 func (g *bitGates) xorWord(x, y, z word) word {
 	api := g.api
-	r := g.words.next(gateXor, x, y, z)
+	r := g.words.next()
 	for i := range r {
 		g.assertBit(r[i])
 		g.assertBit(api.Mul(api.Sub(api.Add(x[i], y[i], z[i]), r[i]), halfFr))
@@ -448,8 +426,8 @@ func (h *roundHint) round(s [8]word, w word, k uint32) {
 	h.out = out
 }
 
-// next ignores its operands: porepRoundHint computed the word from the round's.
-func (h *roundHint) next(int, word, word, word) word {
+// next is the round's next word of gate outputs, in the order the gates take them.
+func (h *roundHint) next() word {
 	if len(h.out) < 32 {
 		panic("porep round: its gates take more words than porepRoundHint computed")
 	}
