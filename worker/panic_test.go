@@ -55,6 +55,48 @@ func TestPanicInProverFailsTheAttemptNotTheWorker(t *testing.T) {
 	}
 }
 
+// panicPrepare is the worker's catalog with a fault injected: its first Prepare
+// panics, as a decoder bug on a damaged key might.
+type panicPrepare struct {
+	worker.Catalog
+	calls atomic.Int32
+}
+
+func (p *panicPrepare) Prepare(ctx context.Context, name string) (*worker.PreparedKey, time.Duration, error) {
+	if p.calls.Add(1) == 1 {
+		panic("injected key fault")
+	}
+	return p.Catalog.Prepare(ctx, name)
+}
+
+// A panic while a batch prepares its key fails that attempt (retried) instead of
+// ending the process.
+func TestPanicPreparingKeyFailsTheAttemptNotTheWorker(t *testing.T) {
+	db := pgtest.New(t)
+	const circuit = "synthetic-k8"
+	register(t, db.Pool, circuit)
+	cat := &panicPrepare{Catalog: worker.NewCatalog(keys.reg.Get, keys.load, nil)}
+	startWorkerCatalog(t, db.Pool, cat, nil, nil, func(c *worker.Config) { c.RetryBackoff = 100 * time.Millisecond })
+
+	in, err := synth.Inputs(circuit, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	psql(t, db.URL, fmt.Sprintf("INSERT INTO cuzk.proof_requests (request_id, circuit, inputs) VALUES ('k', '%s', $j$%s$j$);", circuit, in))
+	if st, le := waitState(t, db.Pool, "k", "succeeded", "failed"); st != "succeeded" {
+		t.Fatalf("after a panic preparing the key: %s: %s", st, le)
+	}
+	verifyStored(t, db.Pool, "k")
+	var outcome, msg string
+	if err := db.Pool.QueryRow(context.Background(),
+		"SELECT outcome, error FROM cuzk.proof_attempts WHERE request_id = 'k' AND attempt = 1").Scan(&outcome, &msg); err != nil {
+		t.Fatal(err)
+	}
+	if outcome != "retryable" || !strings.Contains(msg, "panic: injected key fault") {
+		t.Errorf("attempt 1: %s %q, want retryable naming the panic", outcome, msg)
+	}
+}
+
 // The memory a request's synthesis reserves goes back however its attempt ends: a
 // proof stored, a prover that panics (the attempt retried), inputs that fail in the
 // solver after the reservation was taken.

@@ -89,8 +89,16 @@ func (w *Worker) startBatch(b *batch) {
 		}
 		keyDone := make(chan prepared, 1)
 		go func() {
-			key, waited, err := w.catalog.Prepare(keyCtx, b.circuit)
-			keyDone <- prepared{key, waited > 0, time.Now(), err}
+			var p prepared
+			// A panic reading a key fails the batch's attempts, not the process.
+			p.err = w.safely("prepare proving key", func() (err error) {
+				var waited time.Duration
+				p.key, waited, err = w.catalog.Prepare(keyCtx, b.circuit)
+				p.loaded = waited > 0
+				return err
+			})
+			p.at = time.Now()
+			keyDone <- p
 		}()
 
 		solved := make([]*synthesized, len(b.reqs))
