@@ -1,6 +1,8 @@
 package keys
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -213,4 +215,48 @@ func BenchmarkDumpHash(b *testing.B) {
 				size, chunk, procs, r["sha256"], r["tree"], r["tree"]/r["sha256"])
 		}
 	}
+}
+
+// BenchmarkReadDumpKZ is the A/B of decoding a dump into the prover's key: gnark's
+// ReadDump, whose K and Z NewProvingKey then copies into one vector, against
+// readDumpKZ, which reads them into one vector in the first place. The dump of the key
+// shaped like CUZK_DUMP_BENCH (default synthetic-k18) is read from memory, the two
+// alternating, and both medians and their ratio are printed:
+//
+//	go test -run '^$' -bench ReadDumpKZ -benchtime 1x ./keys/
+func BenchmarkReadDumpKZ(b *testing.B) {
+	name := cmp.Or(os.Getenv("CUZK_DUMP_BENCH"), "synthetic-k18")
+	d, _ := benchDir(b, name)
+	dump, err := os.ReadFile(d.Path(name, DumpFile))
+	if err != nil {
+		b.Fatal(err)
+	}
+	arms := [2]func() (*groth16bls.ProvingKey, error){
+		func() (*groth16bls.ProvingKey, error) {
+			pk := new(groth16bls.ProvingKey)
+			return pk, pk.ReadDump(bytes.NewReader(dump))
+		},
+		func() (*groth16bls.ProvingKey, error) { return readDumpKZ(bytes.NewReader(dump)) },
+	}
+	var t [2][]time.Duration
+	for range 5 * b.N {
+		for i, read := range arms {
+			runtime.GC()
+			t0 := time.Now()
+			pk, err := read()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := prover.NewProvingKey(name, pk, int(pk.Domain.Cardinality)); err != nil {
+				b.Fatal(err)
+			}
+			t[i] = append(t[i], time.Since(t0))
+		}
+	}
+	for i := range t {
+		slices.Sort(t[i])
+	}
+	a, kz := t[0][len(t[0])/2], t[1][len(t[1])/2]
+	fmt.Printf("dump to prover key %s (%d bytes): ReadDump and copy %v, K and Z read as one %v: %.2fx\n",
+		name, len(dump), a.Round(time.Millisecond), kz.Round(time.Millisecond), float64(a)/float64(kz))
 }

@@ -243,12 +243,12 @@ func (d Dir) readDump(circuit string, s *dumpSum, prog *loadProgress) (*groth16b
 	if err := checkDump(f, s, prog); err != nil {
 		return nil, err
 	}
-	pk := new(groth16bls.ProvingKey)
-	err = decode(f, func(r io.Reader) error {
+	var pk *groth16bls.ProvingKey
+	err = decode(f, func(r io.Reader) (err error) {
 		if prog != nil {
 			r = prog.reader(r, DumpFile)
 		}
-		if err := pk.ReadDump(r); err != nil {
+		if pk, err = readDumpKZ(r); err != nil {
 			return err
 		}
 		if n, _ := io.Copy(io.Discard, r); n != 0 {
