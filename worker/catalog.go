@@ -949,15 +949,27 @@ func (c *catalog) close(k *ResidentKey) {
 func (c *catalog) buildKey(ctx context.Context, name string) (ppk *prover.ProvingKey, vk *groth16bls.VerifyingKey, err error) {
 	st := c.begin(name, "")
 	defer func() { c.end(st, err) }()
+	// The key needs the circuit's constraint count: its compiled system is read beside
+	// the key's files, not after them (each takes seconds at Filecoin sizes).
+	type loaded struct {
+		c   *synth.Compiled
+		err error
+	}
+	circuit := make(chan loaded, 1)
+	go func() {
+		comp, err := recovered(ctx, func(ctx context.Context) (*synth.Compiled, error) { return c.circuits(ctx, name) })
+		circuit <- loaded{comp, err}
+	}()
 	pk, vk, err := c.keys(ctx, name, func(read, total int64) {
 		c.mu.Lock()
 		st.Bytes, st.Total = read, total
 		c.mu.Unlock()
 	})
+	cl := <-circuit
 	if err != nil {
 		return nil, nil, err
 	}
-	compiled, err := c.circuits(ctx, name)
+	compiled, err := cl.c, cl.err
 	if err != nil {
 		return nil, nil, err
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
+
 	"github.com/cuzk/cuzk/internal/pgtest"
 	"github.com/cuzk/cuzk/prover"
 	"github.com/cuzk/cuzk/synth"
@@ -527,4 +529,32 @@ func proveWith(t *testing.T, dev prover.Backend, compiled *synth.Compiled, k *wo
 	if err := prover.VerifyProof(k.VK, proofs[0], public); err != nil {
 		t.Fatalf("proof with the key of %s: %v", k.PK.Circuit, err)
 	}
+}
+
+// A key's files and its circuit's compiled system are read side by side: the key's
+// read is still under way when the circuit's starts (here the key's read waits for
+// it, which read one after the other would never see).
+func TestKeyReadBesideItsCircuit(t *testing.T) {
+	const name = "synthetic-k6"
+	keys.setup(t, name)
+	started := make(chan struct{})
+	var once sync.Once
+	circuits := func(ctx context.Context, n string) (*synth.Compiled, error) {
+		once.Do(func() { close(started) })
+		return keys.reg.Get(ctx, n)
+	}
+	load := func(ctx context.Context, n string, progress func(read, total int64)) (*groth16bls.ProvingKey, *groth16bls.VerifyingKey, error) {
+		select {
+		case <-started:
+		case <-time.After(time.Minute):
+			return nil, nil, errors.New("the circuit's read did not start while the key was read")
+		}
+		return keys.load(ctx, n, progress)
+	}
+	cat := worker.NewCatalog(circuits, load, nil)
+	k, _, err := cat.Key(context.Background(), name, prover.NewCPU())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.Release()
 }
