@@ -25,11 +25,14 @@ import (
 //
 // Partitions stream through the pipeline: partition i+1 enters it once partition i has
 // its memory reserved and its synthesis under way, so reservations are taken in order
-// and as many partitions are solved at once as the synthesis concurrency and the budget
-// allow (one solve alone uses many cores poorly) while those solved are proven. Each reservation is released in two steps as
-// for any request: its bulk once its proof is made, the rest once that proof is stored.
-// Proofs are stored in partition order. After a partition fails no further partition
-// starts; those already started finish, and those of them that succeed are stored.
+// and as many partitions are solved at once as the synthesis concurrency and the
+// budget allow (one solve alone uses many cores poorly) while those solved are proven.
+// Each reservation is released in two steps as for any request: its bulk once its
+// proof is made, the rest once that proof is stored. Each partition's proof is stored
+// as soon as it is verified, in whatever order the partitions finish, so that a dead
+// worker or a cancel loses none that was made. After a partition fails no further
+// partition starts; those already started finish, and those of them that succeed are
+// stored.
 // While an urgent request is on its way to a prover, no further partition of a request
 // that is not urgent starts (urgent.go).
 func (w *Worker) workPartitions(ctx context.Context, job *river.Job[jobs.ProveArgs], req *store.Request, start time.Time, log *slog.Logger) error {
@@ -56,7 +59,6 @@ func (w *Worker) workPartitions(ctx context.Context, job *river.Job[jobs.ProveAr
 		wg       sync.WaitGroup
 		stopping atomic.Bool // a partition failed: start no more
 		runs     = make([]partitionRun, len(inputs))
-		prev     chan struct{} // closed once the previous partition is stored or failed
 		endErr   error
 	)
 	for i, in := range inputs {
@@ -78,12 +80,8 @@ func (w *Worker) workPartitions(ctx context.Context, job *river.Job[jobs.ProveAr
 			}
 		}
 		it := w.startPartition(ctx, job, req, in)
-		settled := make(chan struct{})
-		wg.Add(1)
-		go func(prev <-chan struct{}) {
-			defer wg.Done()
-			defer close(settled)
-			r := w.finishPartition(ctx, i, it, prev, log)
+		wg.Go(func() {
+			r := w.finishPartition(ctx, i, it, log)
 			if r.err != nil {
 				stopping.Store(true)
 			} else {
@@ -92,8 +90,7 @@ func (w *Worker) workPartitions(ctx context.Context, job *river.Job[jobs.ProveAr
 				mu.Unlock()
 			}
 			runs[i] = r
-		}(prev)
-		prev = settled
+		})
 		// The next partition starts once this one's synthesis has begun (or it failed).
 		select {
 		case <-it.synthStart:
@@ -163,9 +160,8 @@ func (w *Worker) startPartition(ctx context.Context, job *river.Job[jobs.ProveAr
 }
 
 // finishPartition waits for partition i (it) to come out of the pipeline, verifies its
-// proof and, once prev is closed (the partition before it is settled), stores the proof
-// with its row of the attempt.
-func (w *Worker) finishPartition(ctx context.Context, i int, it *item, prev <-chan struct{}, log *slog.Logger) partitionRun {
+// proof and stores it with its row of the attempt.
+func (w *Worker) finishPartition(ctx context.Context, i int, it *item, log *slog.Logger) partitionRun {
 	<-it.done // every stage delivers, also when ctx ends
 	out, req := it.out, it.req
 	att := out.att
@@ -181,9 +177,6 @@ func (w *Worker) finishPartition(ctx context.Context, i int, it *item, prev <-ch
 			proofBytes, err = checkProof(att, out.proved)
 			return err
 		})
-	}
-	if prev != nil {
-		<-prev
 	}
 	var persisted []phaseTime // the last write's, which a failed partition's row keeps
 	if err == nil {
@@ -235,10 +228,11 @@ func absorb(all *attempt, r partitionRun) {
 		a.BatchID, a.BatchSize = p.BatchID, p.BatchSize
 	}
 	a.MemReservedBytes = max(a.MemReservedBytes, p.MemReservedBytes)
-	if a.SynthStartedAt.IsZero() {
+	// Partitions finish in any order: the attempt's phases began with its earliest.
+	if a.SynthStartedAt.IsZero() || (!p.SynthStartedAt.IsZero() && p.SynthStartedAt.Before(a.SynthStartedAt)) {
 		a.SynthStartedAt = p.SynthStartedAt
 	}
-	if a.ProveStartedAt.IsZero() {
+	if a.ProveStartedAt.IsZero() || (!p.ProveStartedAt.IsZero() && p.ProveStartedAt.Before(a.ProveStartedAt)) {
 		a.ProveStartedAt = p.ProveStartedAt
 	}
 }
