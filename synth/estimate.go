@@ -66,7 +66,7 @@ func estimate(c *Compiled) MemEstimate {
 		allocSize(witnessHeaderSize+fr.Bytes*nbPub) + // Solution.Public
 		allocSize(nbWires) + // solver: which wires are solved
 		hintScratch(c) +
-		solveOverhead + perCPUOverhead*int64(runtime.NumCPU())
+		solveOverhead + (perCPUOverhead+hintPool(c))*int64(runtime.NumCPU())
 	// Measured up to 2^20 the rest is exact to 0.1%, now and then just below: 1/128
 	// of the vectors covers what it misses.
 	m.Scratch += (m.W + m.ABC) / 128
@@ -88,6 +88,26 @@ func hintScratch(c *Compiled) int64 {
 		total += allocSize(8*int64(len(h.Inputs))) + allocSize(8*int64(h.OutputRange.End-h.OutputRange.Start))
 	}
 	return total
+}
+
+// pooledBigInt is the heap of one of the solver's pooled big.Ints holding a field
+// element: its header and its four words, a size class each.
+const pooledBigInt = 32 + 32
+
+// hintPool is what the solver's pool of big.Ints holds for one worker: as many as the
+// largest hint call takes, inputs and outputs, all at once (porep's labelling rounds
+// take 545).
+func hintPool(c *Compiled) int64 {
+	var most int
+	sys := &c.CS.System
+	var h constraint.HintMapping
+	for _, pi := range sys.Instructions {
+		if bh, ok := sys.Blueprints[pi.BlueprintID].(constraint.BlueprintHint); ok {
+			bh.DecompressHint(&h, pi.Unpack(sys))
+			most = max(most, len(h.Inputs)+int(h.OutputRange.End-h.OutputRange.Start))
+		}
+	}
+	return pooledBigInt * int64(most)
 }
 
 // goSizeClasses are the Go runtime's small-object size classes (internal/runtime/gc,
