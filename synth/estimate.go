@@ -58,6 +58,7 @@ func estimate(c *Compiled) MemEstimate {
 	m.W = allocSize(fr.Bytes * nbWires)
 	m.ABC = 3 * allocSize(fr.Bytes*domain)
 
+	hintCalls, hintPool := hintScratch(c)
 	witnessBin := allocSize(witnessHeaderSize + fr.Bytes*nbIn) // parsed inputs, gnark encoding
 	m.Scratch = witnessBin +
 		allocSize(fr.Bytes*nbIn) + // witness vector decoded from it
@@ -65,18 +66,24 @@ func estimate(c *Compiled) MemEstimate {
 		perInputScratch*nbIn +
 		allocSize(witnessHeaderSize+fr.Bytes*nbPub) + // Solution.Public
 		allocSize(nbWires) + // solver: which wires are solved
-		hintScratch(c) +
-		solveOverhead + (perCPUOverhead+hintPool(c))*int64(runtime.NumCPU())
+		hintCalls +
+		solveOverhead + (perCPUOverhead+hintPool)*int64(runtime.NumCPU())
 	// Measured up to 2^20 the rest is exact to 0.1%, now and then just below: 1/128
 	// of the vectors covers what it misses.
 	m.Scratch += (m.W + m.ABC) / 128
 	return m
 }
 
-// hintScratch sums what gnark's solver allocates per hint call: one slice of
-// *big.Int for the inputs and one for the outputs (the big.Ints come from a pool).
-func hintScratch(c *Compiled) int64 {
-	var total int64
+// pooledBigInt is the heap of one of the solver's pooled big.Ints holding a field
+// element: its header and its four words, a size class each.
+const pooledBigInt = 32 + 32
+
+// hintScratch is what gnark's solver allocates for hints, from one walk over the
+// instructions: per call, one slice of *big.Int for the inputs and one for the outputs
+// (calls), and per worker the pool's big.Ints for the largest call, inputs and outputs
+// all at once (pool; porep's labelling rounds take 545).
+func hintScratch(c *Compiled) (calls, pool int64) {
+	var most int
 	sys := &c.CS.System
 	var h constraint.HintMapping
 	for _, pi := range sys.Instructions {
@@ -85,29 +92,11 @@ func hintScratch(c *Compiled) int64 {
 			continue
 		}
 		bh.DecompressHint(&h, pi.Unpack(sys))
-		total += allocSize(8*int64(len(h.Inputs))) + allocSize(8*int64(h.OutputRange.End-h.OutputRange.Start))
+		in, out := len(h.Inputs), int(h.OutputRange.End-h.OutputRange.Start)
+		calls += allocSize(8*int64(in)) + allocSize(8*int64(out))
+		most = max(most, in+out)
 	}
-	return total
-}
-
-// pooledBigInt is the heap of one of the solver's pooled big.Ints holding a field
-// element: its header and its four words, a size class each.
-const pooledBigInt = 32 + 32
-
-// hintPool is what the solver's pool of big.Ints holds for one worker: as many as the
-// largest hint call takes, inputs and outputs, all at once (porep's labelling rounds
-// take 545).
-func hintPool(c *Compiled) int64 {
-	var most int
-	sys := &c.CS.System
-	var h constraint.HintMapping
-	for _, pi := range sys.Instructions {
-		if bh, ok := sys.Blueprints[pi.BlueprintID].(constraint.BlueprintHint); ok {
-			bh.DecompressHint(&h, pi.Unpack(sys))
-			most = max(most, len(h.Inputs)+int(h.OutputRange.End-h.OutputRange.Start))
-		}
-	}
-	return pooledBigInt * int64(most)
+	return calls, pooledBigInt * int64(most)
 }
 
 // goSizeClasses are the Go runtime's small-object size classes (internal/runtime/gc,
