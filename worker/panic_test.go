@@ -36,21 +36,28 @@ func TestPanicInProverFailsTheAttemptNotTheWorker(t *testing.T) {
 	startWorkerWith(t, db.Pool, []worker.Prover{{Backend: &panicFirst{Backend: prover.NewCPU()}}}, nil,
 		func(c *worker.Config) { c.RetryBackoff = 100 * time.Millisecond })
 
+	provenAfterPanic(t, db, circuit, "p", "panic: injected backend fault")
+}
+
+// provenAfterPanic submits request rid of circuit and checks that it is proven, its
+// first attempt retryable with an error naming the panic want.
+func provenAfterPanic(t *testing.T, db *pgtest.DB, circuit, rid, want string) {
+	t.Helper()
 	in, err := synth.Inputs(circuit, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	psql(t, db.URL, fmt.Sprintf("INSERT INTO cuzk.proof_requests (request_id, circuit, inputs) VALUES ('p', '%s', $j$%s$j$);", circuit, in))
-	if st, le := waitState(t, db.Pool, "p", "succeeded", "failed"); st != "succeeded" {
-		t.Fatalf("after a prover panic: %s: %s", st, le)
+	psql(t, db.URL, fmt.Sprintf("INSERT INTO cuzk.proof_requests (request_id, circuit, inputs) VALUES ('%s', '%s', $j$%s$j$);", rid, circuit, in))
+	if st, le := waitState(t, db.Pool, rid, "succeeded", "failed"); st != "succeeded" {
+		t.Fatalf("after a panic: %s: %s", st, le)
 	}
-	verifyStored(t, db.Pool, "p")
+	verifyStored(t, db.Pool, rid)
 	var outcome, msg string
 	if err := db.Pool.QueryRow(context.Background(),
-		"SELECT outcome, error FROM cuzk.proof_attempts WHERE request_id = 'p' AND attempt = 1").Scan(&outcome, &msg); err != nil {
+		"SELECT outcome, error FROM cuzk.proof_attempts WHERE request_id = $1 AND attempt = 1", rid).Scan(&outcome, &msg); err != nil {
 		t.Fatal(err)
 	}
-	if outcome != "retryable" || !strings.Contains(msg, "panic: injected backend fault") {
+	if outcome != "retryable" || !strings.Contains(msg, want) {
 		t.Errorf("attempt 1: %s %q, want retryable naming the panic", outcome, msg)
 	}
 }
@@ -77,24 +84,7 @@ func TestPanicPreparingKeyFailsTheAttemptNotTheWorker(t *testing.T) {
 	register(t, db.Pool, circuit)
 	cat := &panicPrepare{Catalog: worker.NewCatalog(keys.reg.Get, keys.load, nil)}
 	startWorkerCatalog(t, db.Pool, cat, nil, nil, func(c *worker.Config) { c.RetryBackoff = 100 * time.Millisecond })
-
-	in, err := synth.Inputs(circuit, 3)
-	if err != nil {
-		t.Fatal(err)
-	}
-	psql(t, db.URL, fmt.Sprintf("INSERT INTO cuzk.proof_requests (request_id, circuit, inputs) VALUES ('k', '%s', $j$%s$j$);", circuit, in))
-	if st, le := waitState(t, db.Pool, "k", "succeeded", "failed"); st != "succeeded" {
-		t.Fatalf("after a panic preparing the key: %s: %s", st, le)
-	}
-	verifyStored(t, db.Pool, "k")
-	var outcome, msg string
-	if err := db.Pool.QueryRow(context.Background(),
-		"SELECT outcome, error FROM cuzk.proof_attempts WHERE request_id = 'k' AND attempt = 1").Scan(&outcome, &msg); err != nil {
-		t.Fatal(err)
-	}
-	if outcome != "retryable" || !strings.Contains(msg, "panic: injected key fault") {
-		t.Errorf("attempt 1: %s %q, want retryable naming the panic", outcome, msg)
-	}
+	provenAfterPanic(t, db, circuit, "k", "panic: injected key fault")
 }
 
 // The memory a request's synthesis reserves goes back however its attempt ends: a
