@@ -434,7 +434,9 @@ func (e *env) exactlyOnce(ids []string) {
 	}
 }
 
-// logAttempts writes every attempt row to the test log when the test has failed.
+// logAttempts writes every attempt row to the test log when the test has failed, with
+// what decides who hands a dead worker's jobs back: the workers' rows, River's jobs and
+// River's leader.
 func (e *env) logAttempts() {
 	e.t.Cleanup(func() {
 		if !e.t.Failed() {
@@ -459,7 +461,30 @@ func (e *env) logAttempts() {
 			}
 			e.t.Logf("attempt %s #%d by %s: %s %q started %s finished %v", id, n, worker, outcome, msg, started.Format("15:04:05.000"), finished)
 		}
+		e.logRows("workers", `SELECT worker, coalesce(river_client_id, '-'), started_at::text, last_seen_at::text, coalesce(stopped_at::text, '-')
+			FROM cuzk.workers ORDER BY worker`)
+		e.logRows("river_job", `SELECT id::text, state::text, queue, attempt::text, coalesce(array_to_string(attempted_by, ','), '-')
+			FROM river_job ORDER BY id`)
+		e.logRows("river_leader", `SELECT leader_id, elected_at::text, expires_at::text, now()::text FROM river_leader`)
 	})
+}
+
+// logRows writes the text columns of query's rows to the test log.
+func (e *env) logRows(what, query string) {
+	rows, err := e.pool.Query(context.Background(), query)
+	if err != nil {
+		e.t.Logf("%s: %v", what, err)
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		vals, err := rows.Values()
+		if err != nil {
+			e.t.Logf("%s: %v", what, err)
+			return
+		}
+		e.t.Logf("%s: %v", what, vals)
+	}
 }
 
 // jobErrors is every error River recorded on the job of request id, joined with "; ".

@@ -125,6 +125,50 @@ func TestRescueCoversTheUrgentQueue(t *testing.T) {
 	}
 }
 
+// A worker marked stopped while alive (its heartbeat was late) claims a job before its
+// next beat and dies: the job is handed back once the row is silent for deadAfter,
+// although the row was already stopped; a stopped worker with no running job is left
+// as it was.
+func TestRescueLooksAgainAtStoppedWorkersWithRunningJobs(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	p := db.Pool
+	mustRegister(t, p, testCircuit("c", 1))
+	mustSubmit(t, p, &Submission{RequestID: "r", Circuit: "c", Inputs: []byte(`{}`)})
+	for _, b := range []*Beat{{Worker: "w", RiverClientID: "client-w"}, {Worker: "idle", RiverClientID: "client-idle"}} {
+		b.Host, b.PID, b.Backend, b.Devices, b.Config = "h", 1, "cpu", []byte(`[]`), []byte(`{}`)
+		if _, err := Heartbeat(ctx, p, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(t, p, "UPDATE cuzk.workers SET last_seen_at = now() - interval '1 hour'")
+	if jobs, err := RescueDeadWorkers(ctx, p, "self", time.Minute, []string{"cuzk"}); err != nil || len(jobs) != 0 {
+		t.Fatalf("rescue with no running job: %v, %v; want none", jobs, err)
+	}
+	var stoppedAt time.Time
+	if err := p.QueryRow(ctx, "SELECT stopped_at FROM cuzk.workers WHERE worker = 'idle'").Scan(&stoppedAt); err != nil {
+		t.Fatal(err)
+	}
+	if last, _, _ := LastHeartbeat(ctx, p, "w"); !last.Stopped {
+		t.Fatal("the silent worker is not marked stopped")
+	}
+
+	j := jobOf(t, p, "r")
+	exec(t, p, `UPDATE public.river_job SET state = 'running', attempt = 1, attempted_at = now(), attempted_by = ARRAY['client-w']
+	             WHERE id = $1`, j)
+	jobs, err := RescueDeadWorkers(ctx, p, "self", time.Minute, []string{"cuzk"})
+	if err != nil || len(jobs) != 1 || jobs[0] != (RescuedJob{JobID: j, Worker: "w"}) {
+		t.Fatalf("rescue of a stopped worker's running job: %+v, %v; want job %d of w", jobs, err, j)
+	}
+	if counts, err := QueueJobs(ctx, p, "cuzk"); err != nil || counts[0] != (JobCount{"available", 1}) || counts[1].N != 0 {
+		t.Fatalf("after the rescue: %v, %v; want 1 available, none running", counts, err)
+	}
+	var again time.Time
+	if err := p.QueryRow(ctx, "SELECT stopped_at FROM cuzk.workers WHERE worker = 'idle'").Scan(&again); err != nil || !again.Equal(stoppedAt) {
+		t.Fatalf("the idle stopped worker's stopped_at moved from %s to %s (%v)", stoppedAt, again, err)
+	}
+}
+
 // A selector that matches nothing is refused with code 22023 (as SelectorSamples
 // says); each RecordBench gets an id of its own, even for no runs, and stores all its
 // runs or none (two runs of one number and arm conflict).

@@ -10,9 +10,29 @@ import (
 	"github.com/cuzk/cuzk/store"
 )
 
-// heartbeat keeps this worker's row in cuzk.workers fresh until ctx ends. The
-// cluster's upkeep that reads those rows runs elsewhere, once per cluster (maintain.go).
-func (w *Worker) heartbeat(ctx context.Context) {
+// heartbeat keeps this worker's row in cuzk.workers fresh with beat (newBeat) until ctx
+// ends. The cluster's upkeep that reads those rows runs elsewhere, once per cluster
+// (maintain.go).
+func (w *Worker) heartbeat(ctx context.Context, beat func(context.Context) error) {
+	t := time.NewTicker(w.cfg.HeartbeatEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			if err := beat(c); err != nil && ctx.Err() == nil {
+				w.log.Warn("worker heartbeat", "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// newBeat returns the write of one heartbeat: this process's row in cuzk.workers, with
+// its River client ID, marked seen now and not stopped.
+func (w *Worker) newBeat() func(context.Context) error {
 	host, _ := os.Hostname()
 	devs := make([]string, len(w.devices))
 	for i, d := range w.devices {
@@ -27,30 +47,15 @@ func (w *Worker) heartbeat(ctx context.Context) {
 		// A process restarted under the name reads it to tell a dead predecessor (identity.go).
 		Heartbeat string `json:"heartbeat"`
 	}{w.perfConfig(), w.cfg.RescueAfter.String(), w.cfg.DeadAfter.String(), w.cfg.HeartbeatEvery.String()})
-	backend := w.devices[0].Backend.Name()
-	beat := func() {
-		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		prev, err := store.Heartbeat(c, w.pool, &store.Beat{Worker: w.cfg.Name, Host: host, PID: os.Getpid(),
-			Backend: backend, Devices: devJSON, Config: cfgJSON, RiverClientID: w.clientID})
-		if err != nil && ctx.Err() == nil {
-			w.log.Warn("worker heartbeat", "err", err)
-		}
+	b := &store.Beat{Worker: w.cfg.Name, Host: host, PID: os.Getpid(), Backend: w.devices[0].Backend.Name(),
+		Devices: devJSON, Config: cfgJSON, RiverClientID: w.clientID}
+	return func(ctx context.Context) error {
+		prev, err := store.Heartbeat(ctx, w.pool, b)
 		if err == nil && prev != nil && *prev != w.clientID && *prev != w.predecessorID {
 			// Someone else wrote this row since the last beat: a live process with the same name.
 			w.lock.conflict("another live process heartbeats under this worker's name", predecessor{clientID: *prev})
 		}
-	}
-	beat()
-	t := time.NewTicker(w.cfg.HeartbeatEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			beat()
-		}
+		return err
 	}
 }
 

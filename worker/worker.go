@@ -256,6 +256,30 @@ func (w *Worker) Run(ctx context.Context) error {
 		<-lockDone
 		w.lock.release()
 	}()
+	// The first heartbeat is written before River claims anything: the row, with this
+	// process's River client ID, is all that other workers (--dead-after) and a process
+	// restarted under the name (takeOver) know this process's jobs by, so a process
+	// killed between its first claim and a later first heartbeat would leave its jobs
+	// running until --rescue-after. The heartbeat goes on while River starts.
+	beat := w.newBeat()
+	if err := w.retryDB(ctx, w.log, "first heartbeat", func(ctx context.Context) error {
+		c, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return beat(c)
+	}); err != nil {
+		w.drain()
+		if ctx.Err() != nil {
+			return nil // stopped before it started: nothing is in flight
+		}
+		return fmt.Errorf("worker: %w", err)
+	}
+	hbCtx, hbStop := context.WithCancel(ctx)
+	defer hbStop()
+	hbDone := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		w.heartbeat(hbCtx, beat)
+	}()
 	// River gets a context of its own: a cancelled Start context would cancel every
 	// running job at once, and in-flight work is meant to finish within the grace period.
 	// A database that went away since the process connected is waited for, as below.
@@ -263,6 +287,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		return w.client.Start(context.WithoutCancel(ctx))
 	}); err != nil {
 		w.drain()
+		hbStop()
+		<-hbDone
+		w.markStopped()
 		if ctx.Err() != nil {
 			return nil // stopped before it started: nothing is in flight
 		}
@@ -275,11 +302,6 @@ func (w *Worker) Run(ctx context.Context) error {
 		w.log.Warn("no urgent slots: this worker claims no urgent requests (priority 1); they wait for a worker with urgent slots")
 	}
 
-	hbDone := make(chan struct{})
-	go func() {
-		defer close(hbDone)
-		w.heartbeat(ctx)
-	}()
 	mtDone := make(chan struct{})
 	go func() {
 		defer close(mtDone)

@@ -4,11 +4,17 @@
 -- name: RescueDeadWorkers :many
 -- Workers other than $1 silent for $2 seconds are marked stopped; their running jobs in
 -- the queues $3 (those their River client claimed last) are locked until the hand-back
--- commits, so that none finishes in between.
+-- commits, so that none finishes in between. A worker already marked stopped is looked
+-- at again while such jobs remain: one marked while alive (its heartbeat late) may
+-- claim before its next beat and die, and a stopping one may leave jobs behind.
 WITH dead AS (
-    UPDATE cuzk.workers SET stopped_at = now()
-     WHERE stopped_at IS NULL AND worker <> $1 AND river_client_id IS NOT NULL
-       AND last_seen_at < now() - make_interval(secs => $2)
+    UPDATE cuzk.workers w SET stopped_at = coalesce(w.stopped_at, now())
+     WHERE w.worker <> $1 AND w.river_client_id IS NOT NULL
+       AND w.last_seen_at < now() - make_interval(secs => $2)
+       AND (w.stopped_at IS NULL OR EXISTS (
+            SELECT 1 FROM public.river_job j
+             WHERE j.state = 'running' AND j.queue = ANY($3::text[])
+               AND j.attempted_by[array_upper(j.attempted_by, 1)] = w.river_client_id))
     RETURNING worker, river_client_id,
               'worker ' || worker || ' stopped heartbeating during the attempt (rescued)' AS reason)
 SELECT j.id, d.worker, d.reason, j.attempt, j.max_attempts, now()
