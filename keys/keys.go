@@ -285,6 +285,9 @@ type LoadOptions struct {
 	// Progress, when set, is told the bytes read so far and the bytes the load expects
 	// to read (a dump is read twice: hashed, then decoded), from the loading goroutine.
 	Progress func(read, total int64)
+	// SerialDecode reads pk.dump's point vectors on the decoding goroutine instead of
+	// on every core: the reference for the parallel read's A/B (TestKeyTierTimes).
+	SerialDecode bool
 
 	progress *progressLimits // when progress is logged; nil: defaultProgress
 }
@@ -344,7 +347,7 @@ func (d Dir) LoadWith(circuit, digest string, o LoadOptions) (*groth16bls.Provin
 	var pk *groth16bls.ProvingKey
 	if sum != nil {
 		prog.expect(2 * dumpBytes)
-		if pk, err = d.readDump(circuit, sum, prog); err != nil {
+		if pk, err = d.readDump(circuit, sum, prog, o.SerialDecode); err != nil {
 			log.Warn("proving key dump not used; it will be rebuilt from "+PKFile, "circuit", circuit, "reason", err)
 			st.Source = SourcePK
 		}
@@ -473,15 +476,20 @@ func readFile(path string, read func(io.Reader) error) error {
 }
 
 // decode runs read over f through a buffer.
-func decode(f *os.File, read func(io.Reader) error) (err error) {
-	// gnark's decoders trust the lengths they read, so a file of the wrong kind can
-	// make them panic (makeslice out of range) instead of returning an error.
+func decode(f *os.File, read func(io.Reader) error) error {
+	return decodeWith(func() error { return read(bufio.NewReaderSize(f, bufSize)) })
+}
+
+// decodeWith runs read, a panic in it an error: gnark's decoders trust the lengths
+// they read, so a file of the wrong kind can make them panic (makeslice out of range)
+// instead of returning an error.
+func decodeWith(read func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("malformed file (decoder panicked: %v)", r)
 		}
 	}()
-	return read(bufio.NewReaderSize(f, bufSize))
+	return read()
 }
 
 func writeAtomic(path string, write func(io.Writer) error) error {

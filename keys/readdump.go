@@ -1,9 +1,15 @@
 package keys
 
 import (
+	"bufio"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
@@ -49,10 +55,10 @@ func readDumpKZ(r io.Reader) (*groth16bls.ProvingKey, error) {
 	}
 
 	var err error
-	if pk.G1.A, _, err = dump.ReadSlice[[]curve.G1Affine](r); err != nil {
+	if pk.G1.A, err = readSliceInto(r, makeSlice[curve.G1Affine]); err != nil {
 		return nil, fmt.Errorf("read G1.A: %w", err)
 	}
-	if pk.G1.B, _, err = dump.ReadSlice[[]curve.G1Affine](r); err != nil {
+	if pk.G1.B, err = readSliceInto(r, makeSlice[curve.G1Affine]); err != nil {
 		return nil, fmt.Errorf("read G1.B: %w", err)
 	}
 	var kz []curve.G1Affine
@@ -72,15 +78,15 @@ func readDumpKZ(r io.Reader) (*groth16bls.ProvingKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read G1.K: %w", err)
 	}
-	if pk.G2.B, _, err = dump.ReadSlice[[]curve.G2Affine](r); err != nil {
+	if pk.G2.B, err = readSliceInto(r, makeSlice[curve.G2Affine]); err != nil {
 		return nil, fmt.Errorf("read G2.B: %w", err)
 	}
 	for i := range int(nbCommitments) {
 		var c pedersen.ProvingKey
-		if c.Basis, _, err = dump.ReadSlice[[]curve.G1Affine](r); err != nil {
+		if c.Basis, err = readSliceInto(r, makeSlice[curve.G1Affine]); err != nil {
 			return nil, fmt.Errorf("read commitment basis %d: %w", i, err)
 		}
-		if c.BasisExpSigma, _, err = dump.ReadSlice[[]curve.G1Affine](r); err != nil {
+		if c.BasisExpSigma, err = readSliceInto(r, makeSlice[curve.G1Affine]); err != nil {
 			return nil, fmt.Errorf("read commitment basisExpSigma %d: %w", i, err)
 		}
 		pk.CommitmentKeys = append(pk.CommitmentKeys, c)
@@ -88,8 +94,12 @@ func readDumpKZ(r io.Reader) (*groth16bls.ProvingKey, error) {
 	return pk, nil
 }
 
+// makeSlice is readSliceInto's alloc for a vector of its own.
+func makeSlice[E any](n uint64) []E { return make([]E, n) }
+
 // readSliceInto reads a slice as dump.WriteSlice wrote it (its length, then its
-// elements' memory) into the slice that alloc gives for that length.
+// elements' memory) into the slice that alloc gives for that length. From a
+// dumpReader, a length beyond the file's end is an error before anything is allocated.
 func readSliceInto[E any](r io.Reader, alloc func(n uint64) []E) ([]E, error) {
 	var b [8]byte
 	if _, err := io.ReadFull(r, b[:]); err != nil {
@@ -99,10 +109,99 @@ func readSliceInto[E any](r io.Reader, alloc func(n uint64) []E) ([]E, error) {
 	if n == 0 {
 		return make([]E, 0), nil
 	}
-	s := alloc(n)
 	var e E
-	if _, err := io.ReadFull(r, unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), int(unsafe.Sizeof(e))*len(s))); err != nil {
+	size := uint64(unsafe.Sizeof(e))
+	d, bulk := r.(*dumpReader)
+	if bulk && n > uint64(d.size-d.off)/size {
+		return nil, fmt.Errorf("a vector of %d elements of %d bytes runs past the file's end (%d bytes left)", n, size, d.size-d.off)
+	}
+	s := alloc(n)
+	mem := unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), int(size)*len(s))
+	if bulk {
+		return s, d.readBulk(mem)
+	}
+	_, err := io.ReadFull(r, mem)
+	return s, err
+}
+
+// dumpReader reads pk.dump from its start: the small fields through a buffer, and the
+// point vectors (readBulk, gigabytes at Filecoin sizes) with positioned reads on every
+// core, so that copying them out of the page cache and faulting in their fresh pages
+// is not one goroutine's work.
+type dumpReader struct {
+	f      *os.File
+	br     *bufio.Reader
+	off    int64 // the file offset of the next byte the decoder gets
+	size   int64
+	prog   *loadProgress
+	serial bool // readBulk reads through the buffer (LoadOptions.SerialDecode)
+}
+
+func newDumpReader(f *os.File, size int64, prog *loadProgress, serial bool) (*dumpReader, error) {
+	off, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
 		return nil, err
 	}
-	return s, nil
+	return &dumpReader{f: f, br: bufio.NewReaderSize(f, bufSize), off: off, size: size, prog: prog, serial: serial}, nil
+}
+
+func (d *dumpReader) Read(p []byte) (int, error) {
+	n, err := d.br.Read(p)
+	d.off += int64(n)
+	if n > 0 && d.prog != nil {
+		d.prog.add(int64(n), DumpFile)
+	}
+	return n, err
+}
+
+// bulkChunk is what one goroutine of readBulk reads at a time.
+const bulkChunk = 16 << 20
+
+// readBulk fills dst with the next len(dst) bytes of the file.
+func (d *dumpReader) readBulk(dst []byte) error {
+	if d.serial || len(dst) < 2*bulkChunk {
+		_, err := io.ReadFull(d, dst)
+		return err
+	}
+	n, err := io.ReadFull(d, dst[:min(len(dst), d.br.Buffered())])
+	if err != nil {
+		return err
+	}
+	rest, start := dst[n:], d.off
+	var next atomic.Int64
+	var failed atomic.Bool
+	errs := make([]error, runtime.GOMAXPROCS(0))
+	read := make(chan int64, 64) // progress is told on this goroutine, as hashTree does
+	var wg sync.WaitGroup
+	for g := range errs {
+		wg.Go(func() {
+			for o := next.Add(bulkChunk) - bulkChunk; o < int64(len(rest)) && !failed.Load(); o = next.Add(bulkChunk) - bulkChunk {
+				chunk := rest[o:min(o+bulkChunk, int64(len(rest)))]
+				if _, errs[g] = d.f.ReadAt(chunk, start+o); errs[g] != nil {
+					errs[g] = fmt.Errorf("read %s at %d: %w", d.f.Name(), start+o, errs[g])
+					failed.Store(true)
+					return
+				}
+				read <- int64(len(chunk))
+			}
+		})
+	}
+	go func() {
+		wg.Wait()
+		close(read)
+	}()
+	for m := range read {
+		if d.prog != nil {
+			d.prog.add(m, DumpFile)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	d.off = start + int64(len(rest))
+	if _, err := d.f.Seek(d.off, io.SeekStart); err != nil {
+		return err
+	}
+	d.br.Reset(d.f)
+	return nil
 }
