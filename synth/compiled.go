@@ -3,6 +3,7 @@ package synth
 import (
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/consensys/gnark-crypto/ecc"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
@@ -25,6 +26,9 @@ type Compiled struct {
 	est    MemEstimate
 	held   int64
 	schema *inputSchema
+
+	planOnce sync.Once
+	plan     *blockPlan // see blocks
 }
 
 // NbConstraints is the number of R1CS constraints (len of Solution.A, B, C).

@@ -8,6 +8,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark/constraint/solver"
 )
 
 // BenchmarkSolvePorep is Solve on the PoRep-shaped circuits, with the process's CPU
@@ -132,5 +135,40 @@ func BenchmarkSolveGC(b *testing.B) {
 		b.Run(name+"/limit", func(b *testing.B) {
 			solveAB(b, in, [2]solveArm{{name: "default", c: c}, {name: "limit", c: c, solve: tight}})
 		})
+	}
+}
+
+// BenchmarkSolveBlocks is the A/B of the solver on n goroutines: A gnark's
+// (solver.WithNbTasks(n)), B the block solver SolveWitness uses (blocksolve.go).
+//
+//	go test ./synth/ -run '^$' -bench SolveBlocks/porep-k20 -benchtime 3x
+func BenchmarkSolveBlocks(b *testing.B) {
+	for _, name := range []string{"porep-k20", "porep-k22"} {
+		for _, n := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/tasks-%d", name, n), func(b *testing.B) {
+				c := mustCompile(b, name)
+				in := mustInputs(b, name, 1)
+				w, err := c.Witness(in)
+				if err != nil {
+					b.Fatal(err)
+				}
+				vec := w.Vector().(fr.Vector)
+				t0 := time.Now()
+				if c.blocks() == nil {
+					b.Fatalf("%s: no useful split", name)
+				}
+				fmt.Printf("%s: %d instructions, split in %s: %s\n", name, len(c.CS.Instructions),
+					time.Since(t0).Round(time.Millisecond), c.blocks())
+				gnark := func(c *Compiled) error {
+					_, err := gnarkSolve(c, w, vec, solver.WithNbTasks(n))
+					return err
+				}
+				blocks := func(c *Compiled) error {
+					_, err := SolveWitness(context.Background(), c, w, solver.WithNbTasks(n))
+					return err
+				}
+				solveAB(b, in, [2]solveArm{{name: "gnark", c: c, solve: gnark}, {name: "blocks", c: c, solve: blocks}})
+			})
+		}
 	}
 }
