@@ -53,6 +53,15 @@ func (p *blockPlan) String() string {
 		p.prefix, p.blocks, len(p.tasks), p.largest, p.suffix)
 }
 
+// BlockSplit describes how SolveWitness solves c: its split into blocks, or that it
+// uses gnark's solver. The first call computes the split (as the first solve would).
+func (c *Compiled) BlockSplit() string {
+	if p := c.blocks(); p != nil {
+		return "blocks: " + p.String()
+	}
+	return "gnark's solver (no useful split into blocks)"
+}
+
 // blocks returns c's split, computed on first use; nil if it has no useful one.
 func (c *Compiled) blocks() *blockPlan {
 	c.planOnce.Do(func() {
