@@ -18,12 +18,13 @@ import (
 
 // Block solving: gnark's solver runs the system level by level, each level a barrier
 // across its workers, and PoRep-shaped circuits have thousands of levels. Here the
-// instructions are split once per compiled circuit into a prefix that everything may
-// depend on, independent blocks, and a suffix that may depend on everything; the
-// prefix is solved first on one goroutine, the blocks in parallel, each in instruction
-// order (a dependency order: every wire is solved by the instruction that creates it)
-// with no barrier between them, and the suffix last. Which wire an instruction solves
-// does not depend on values, so the split is a property of the compiled system.
+// instructions are split once per compiled circuit (newCompiled) into a prefix that
+// everything may depend on, independent blocks, and a suffix that may depend on
+// everything; the prefix is solved first on one goroutine, the blocks in parallel,
+// each in instruction order (a dependency order: every wire is solved by the
+// instruction that creates it) with no barrier between them, and the suffix last.
+// Which wire an instruction solves does not depend on values, so the split is a
+// property of the compiled system.
 
 // blockPlan is the split of one compiled system's instructions.
 type blockPlan struct {
@@ -54,22 +55,12 @@ func (p *blockPlan) String() string {
 }
 
 // BlockSplit describes how SolveWitness solves c: its split into blocks, or that it
-// uses gnark's solver. The first call computes the split (as the first solve would).
+// uses gnark's solver.
 func (c *Compiled) BlockSplit() string {
-	if p := c.blocks(); p != nil {
-		return "blocks: " + p.String()
+	if c.plan != nil {
+		return "blocks: " + c.plan.String()
 	}
 	return "gnark's solver (no useful split into blocks)"
-}
-
-// blocks returns c's split, computed on first use; nil if it has no useful one.
-func (c *Compiled) blocks() *blockPlan {
-	c.planOnce.Do(func() {
-		if p := planBlocks(c.CS); p != nil && p.useful(len(c.CS.Instructions)) {
-			c.plan = p
-		}
-	})
-	return c.plan
 }
 
 // instrWires decodes instructions' wires: what each reads and what it solves.

@@ -39,7 +39,7 @@ func TestBlockSolveMatchesGnark(t *testing.T) {
 			if plan == nil {
 				t.Fatal("no plan")
 			}
-			t.Logf("%d instructions: %s; used: %v", len(c.CS.Instructions), plan, c.blocks() != nil)
+			t.Logf("%d instructions: %s; used: %v", len(c.CS.Instructions), plan, c.plan != nil)
 			for _, tasks := range []int{1, 2, 4} {
 				cfg, err := solver.NewConfig(solver.WithNbTasks(tasks))
 				if err != nil {
@@ -71,7 +71,7 @@ func TestBlockSolveMatchesGnark(t *testing.T) {
 // bits, and SolveWitness uses the split.
 func TestBlockSplitPorep(t *testing.T) {
 	c := mustCompile(t, "porep-k18")
-	plan := c.blocks()
+	plan := c.plan
 	if plan == nil {
 		t.Fatal("porep-k18 has no useful split")
 	}
@@ -136,7 +136,7 @@ func TestBlockSolveCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	cfg, _ := solver.NewConfig(solver.WithNbTasks(2))
-	if _, err := solveBlocks(ctx, c, c.blocks(), w.Vector().(fr.Vector), cfg); !errors.Is(err, context.Canceled) {
+	if _, err := solveBlocks(ctx, c, c.plan, w.Vector().(fr.Vector), cfg); !errors.Is(err, context.Canceled) {
 		t.Errorf("got %v, want context.Canceled", err)
 	}
 }

@@ -3,7 +3,6 @@ package synth
 import (
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/consensys/gnark-crypto/ecc"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
@@ -27,8 +26,7 @@ type Compiled struct {
 	held   int64
 	schema *inputSchema
 
-	planOnce sync.Once
-	plan     *blockPlan // see blocks
+	plan *blockPlan // nil: SolveWitness uses gnark's solver (blocksolve.go)
 }
 
 // NbConstraints is the number of R1CS constraints (len of Solution.A, B, C).
@@ -100,6 +98,11 @@ func newCompiled(name string, sys *cs.R1CS, builtin bool) (*Compiled, error) {
 	c.schema = newInputSchema(sys.Public[1:], sys.Secret)
 	c.est = estimate(c)
 	c.held = heldBytes(c)
+	// Here rather than at the first solve: the split's working memory (about 17 bytes
+	// per instruction) would otherwise fall inside a solve, outside its estimate.
+	if p := planBlocks(sys); p != nil && p.useful(len(sys.Instructions)) {
+		c.plan = p
+	}
 	return c, nil
 }
 

@@ -52,7 +52,7 @@ func SolveWitness(ctx context.Context, c *Compiled, w witness.Witness, opts ...s
 	if len(vec) != c.nbInputs() {
 		return nil, badInput("witness has %d values, circuit %s takes %d", len(vec), c.Name, c.nbInputs())
 	}
-	if plan := c.blocks(); plan != nil {
+	if plan := c.plan; plan != nil {
 		cfg, err := solver.NewConfig(opts...)
 		if err != nil {
 			return nil, fmt.Errorf("solve %s: %w", c.Name, err)
