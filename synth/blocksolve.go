@@ -303,7 +303,7 @@ type blockSolve struct {
 }
 
 // solveBlocks solves c on witness vec (public inputs after the one wire, then
-// secret) with plan over nbTasks goroutines, producing exactly gnark's W, A, B, C,
+// secret) with plan over cfg.NbTasks goroutines, producing exactly gnark's W, A, B, C,
 // and checking every constraint as gnark's solver does.
 func solveBlocks(ctx context.Context, c *Compiled, plan *blockPlan, vec fr.Vector, cfg solver.Config) (*cs.R1CSSolution, error) {
 	sys := c.CS
@@ -394,6 +394,8 @@ type blockWorker struct {
 	ins, outs []*big.Int
 	q         *big.Int
 	solved    int64
+
+	_ [128]byte // workers sit side by side in a slice: keep their hot fields apart
 }
 
 // accumulate adds t's value to r, as gnark's accumulateInto.
