@@ -25,6 +25,8 @@ type Compiled struct {
 	est    MemEstimate
 	held   int64
 	schema *inputSchema
+
+	plan *blockPlan // nil: SolveWitness uses gnark's solver (blocksolve.go)
 }
 
 // NbConstraints is the number of R1CS constraints (len of Solution.A, B, C).
@@ -96,6 +98,11 @@ func newCompiled(name string, sys *cs.R1CS, builtin bool) (*Compiled, error) {
 	c.schema = newInputSchema(sys.Public[1:], sys.Secret)
 	c.est = estimate(c)
 	c.held = heldBytes(c)
+	// Here rather than at the first solve: the split's working memory (about 17 bytes
+	// per instruction) would otherwise fall inside a solve, outside its estimate.
+	if p := planBlocks(sys); p != nil && p.useful(len(sys.Instructions)) {
+		c.plan = p
+	}
 	return c, nil
 }
 

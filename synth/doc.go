@@ -16,8 +16,10 @@
 // full-witness binary, with strict validation. Every problem with the inputs,
 // including an unsatisfied constraint, is an *InputError (see IsBadInput).
 //
-// Solving: Solve runs gnark's solver and returns a Solution (W, A, B, C, public
-// witness, and the gnark witness for reference provers). EstimateBytes bounds the
+// Solving: Solve returns a Solution (W, A, B, C, public witness, and the gnark
+// witness for reference provers): gnark's solution, computed by the block solver
+// (blocksolve.go) where the circuit splits into independent blocks, else by gnark's
+// solver. EstimateBytes bounds the
 // heap one Solve allocates, for memory budgets that reserve before solving.
 //
 // gnark logs through its global logger (github.com/consensys/gnark/logger): a

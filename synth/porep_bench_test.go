@@ -8,6 +8,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark/constraint/solver"
 )
 
 // BenchmarkSolvePorep is Solve on the PoRep-shaped circuits, with the process's CPU
@@ -45,8 +48,8 @@ type solveArm struct {
 // so that whatever else the machine does falls on both alike, and reports each arm's
 // median wall and CPU time per solve and the ratios B/A.
 func solveAB(b *testing.B, in []byte, arms [2]solveArm) {
-	run := func(a solveArm) (wall, cpu time.Duration) {
-		t0, c0 := time.Now(), cpuTime(b)
+	run := func(a solveArm) (wall, cpu time.Duration, faults int64) {
+		t0, c0, f0 := time.Now(), cpuTime(b), pageFaults(b)
 		var err error
 		if a.solve != nil {
 			err = a.solve(a.c)
@@ -56,18 +59,19 @@ func solveAB(b *testing.B, in []byte, arms [2]solveArm) {
 		if err != nil {
 			b.Fatalf("%s: %v", a.name, err)
 		}
-		return time.Since(t0), cpuTime(b) - c0
+		return time.Since(t0), cpuTime(b) - c0, pageFaults(b) - f0
 	}
 	for _, a := range arms { // warm-up
 		run(a)
 	}
 	var wall, cpu [2][]time.Duration
+	var faults [2]int64
 	r := 0
 	for b.Loop() {
 		for j := range 2 {
 			i := (r + j) % 2
-			w, c := run(arms[i])
-			wall[i], cpu[i] = append(wall[i], w), append(cpu[i], c)
+			w, c, f := run(arms[i])
+			wall[i], cpu[i], faults[i] = append(wall[i], w), append(cpu[i], c), faults[i]+f
 		}
 		r++
 	}
@@ -79,10 +83,10 @@ func solveAB(b *testing.B, in []byte, arms [2]solveArm) {
 	}
 	b.ReportMetric(float64(mw[1])/float64(mw[0]), "wall-B/A")
 	b.ReportMetric(float64(mc[1])/float64(mc[0]), "cpu-B/A")
-	fmt.Printf("%s (%d constraints), median of %d: A %s: wall %s, cpu %s; B %s: wall %s (%.3f×A), cpu %s (%.3f×A)\n",
+	fmt.Printf("%s (%d constraints), median of %d: A %s: wall %s, cpu %s, %d page faults; B %s: wall %s (%.3f×A), cpu %s (%.3f×A), %d page faults\n",
 		b.Name(), arms[0].c.NbConstraints(), r,
-		arms[0].name, mw[0].Round(time.Millisecond), mc[0].Round(time.Millisecond),
-		arms[1].name, mw[1].Round(time.Millisecond), float64(mw[1])/float64(mw[0]), mc[1].Round(time.Millisecond), float64(mc[1])/float64(mc[0]))
+		arms[0].name, mw[0].Round(time.Millisecond), mc[0].Round(time.Millisecond), faults[0]/int64(max(r, 1)),
+		arms[1].name, mw[1].Round(time.Millisecond), float64(mw[1])/float64(mw[0]), mc[1].Round(time.Millisecond), float64(mc[1])/float64(mc[0]), faults[1]/int64(max(r, 1)))
 }
 
 // cpuTime is the user and system CPU time this process has used.
@@ -93,6 +97,17 @@ func cpuTime(tb testing.TB) time.Duration {
 		tb.Fatalf("getrusage: %v", err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// pageFaults is the minor page faults this process has taken: a solve whose vectors
+// come fresh from the kernel pays one per page touched, one on reused memory none.
+func pageFaults(tb testing.TB) int64 {
+	tb.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatalf("getrusage: %v", err)
+	}
+	return ru.Minflt
 }
 
 // BenchmarkSolveGC is the A/B of the garbage collector's settings during a solve of
@@ -132,5 +147,41 @@ func BenchmarkSolveGC(b *testing.B) {
 		b.Run(name+"/limit", func(b *testing.B) {
 			solveAB(b, in, [2]solveArm{{name: "default", c: c}, {name: "limit", c: c, solve: tight}})
 		})
+	}
+}
+
+// BenchmarkSolveBlocks is the A/B of the solver on n goroutines: A gnark's
+// (solver.WithNbTasks(n)), B the block solver SolveWitness uses (blocksolve.go).
+//
+//	go test ./synth/ -run '^$' -bench SolveBlocks/porep-k20 -benchtime 3x
+func BenchmarkSolveBlocks(b *testing.B) {
+	for _, name := range []string{"porep-k20", "porep-k22"} {
+		for _, n := range []int{1, 2} {
+			b.Run(fmt.Sprintf("%s/tasks-%d", name, n), func(b *testing.B) {
+				c := mustCompile(b, name)
+				in := mustInputs(b, name, 1)
+				w, err := c.Witness(in)
+				if err != nil {
+					b.Fatal(err)
+				}
+				vec := w.Vector().(fr.Vector)
+				if c.plan == nil {
+					b.Fatalf("%s: no useful split", name)
+				}
+				t0 := time.Now()
+				planBlocks(c.CS) // as newCompiled does, timed
+				fmt.Printf("%s: %d instructions, split in %s: %s\n", name, len(c.CS.Instructions),
+					time.Since(t0).Round(time.Millisecond), c.plan)
+				gnark := func(c *Compiled) error {
+					_, err := gnarkSolve(c, w, vec, solver.WithNbTasks(n))
+					return err
+				}
+				blocks := func(c *Compiled) error {
+					_, err := SolveWitness(context.Background(), c, w, solver.WithNbTasks(n))
+					return err
+				}
+				solveAB(b, in, [2]solveArm{{name: "gnark", c: c, solve: gnark}, {name: "blocks", c: c, solve: blocks}})
+			})
+		}
 	}
 }

@@ -14,9 +14,11 @@ import (
 // Solve parses inputs (see Compiled.Witness) and solves c on them. Bad inputs,
 // including inputs that do not satisfy the circuit, give an *InputError.
 //
-// ctx is checked before each phase; gnark's solver itself cannot be interrupted, so
-// a Solve under way runs to completion (its memory stays in use until then). opts are
-// gnark's solver options, e.g. solver.WithNbTasks(Tasks(cpus, solves)).
+// ctx is checked before each phase and between the block solver's blocks; gnark's
+// solver itself cannot be interrupted, so a solve on it runs to completion (its memory
+// stays in use until then). opts are gnark's solver options, e.g.
+// solver.WithNbTasks(Tasks(cpus, solves)): the block solver takes its goroutine count
+// and hints from them too.
 func Solve(ctx context.Context, c *Compiled, inputs []byte, opts ...solver.Option) (*Solution, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -36,6 +38,9 @@ func Tasks(cpus, solves int) int {
 }
 
 // SolveWitness solves c on a gnark full witness, e.g. one from Compiled.Witness.
+// Where c splits into independent blocks (see blocksolve.go) it solves them on
+// solver.WithNbTasks goroutines (default one per core) with its own solver, whose
+// result is gnark's; otherwise, and for the error of inputs that fail, gnark's.
 func SolveWitness(ctx context.Context, c *Compiled, w witness.Witness, opts ...solver.Option) (*Solution, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -47,6 +52,26 @@ func SolveWitness(ctx context.Context, c *Compiled, w witness.Witness, opts ...s
 	if len(vec) != c.nbInputs() {
 		return nil, badInput("witness has %d values, circuit %s takes %d", len(vec), c.Name, c.nbInputs())
 	}
+	if plan := c.plan; plan != nil {
+		cfg, err := solver.NewConfig(opts...)
+		if err != nil {
+			return nil, fmt.Errorf("solve %s: %w", c.Name, err)
+		}
+		sol, err := solveBlocks(ctx, c, plan, vec, cfg)
+		if err == nil {
+			return c.solution(sol, w, vec), nil
+		}
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		// Any other failure (an unsatisfied constraint, a failing hint): gnark's
+		// solver below gives its exact error.
+	}
+	return gnarkSolve(c, w, vec, opts...)
+}
+
+// gnarkSolve is SolveWitness with gnark's own solver.
+func gnarkSolve(c *Compiled, w witness.Witness, vec fr.Vector, opts ...solver.Option) (*Solution, error) {
 	res, err := c.CS.Solve(w, opts...)
 	if err != nil {
 		if unsat, ok := asUnsatisfied(err); ok {
@@ -61,6 +86,10 @@ func SolveWitness(ctx context.Context, c *Compiled, w witness.Witness, opts ...s
 	if !ok {
 		return nil, fmt.Errorf("solve %s: gnark returned %T, want an R1CS solution", c.Name, res)
 	}
+	return c.solution(sol, w, vec), nil
+}
+
+func (c *Compiled) solution(sol *cs.R1CSSolution, w witness.Witness, vec fr.Vector) *Solution {
 	return &Solution{
 		Circuit:  c.Name,
 		W:        sol.W,
@@ -70,7 +99,7 @@ func SolveWitness(ctx context.Context, c *Compiled, w witness.Witness, opts ...s
 		NbPublic: c.NbPublic(),
 		Public:   publicWitness(vec[:c.NbPublic()-1]),
 		Witness:  w,
-	}, nil
+	}
 }
 
 // solverError is a solver failure other than an unsatisfied constraint, its text

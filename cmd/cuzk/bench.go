@@ -23,7 +23,7 @@ type benchCmd struct {
 	Record  bool   `help:"Store every timed run in cuzk.bench_runs (DATABASE_URL), for cuzk timings --compare and cuzk.compare_timings."`
 	AB      abArms `name:"ab" placeholder:"'FLAGS A' 'FLAGS B'" help:"Run two configurations interleaved, each a quoted set of --backend, --devices and --threads, and print their per-phase comparison (exit 3 when B is slower); each arm runs at least 10 times, the fewest a phase is compared on."`
 
-	SynthOnly   bool   `name:"synth-only" help:"Time only synthesis (gnark's solver): no keys, prover or database. Prints the circuit's shape, its compile time and memory, then constraints/s at each --concurrency (--runs rounds each) and the peak RSS."`
+	SynthOnly   bool   `name:"synth-only" help:"Time only synthesis (the worker's solver): no keys, prover or database. Prints the circuit's shape, its compile time and memory, then constraints/s at each --concurrency (--runs rounds each) and the peak RSS."`
 	Concurrency []int  `default:"1,2,4" help:"With --synth-only: how many solves run at once, each count in turn."`
 	SynthSplit  string `name:"synth-split" enum:"off,on,both" default:"off" help:"With --synth-only: on, each of N solves at once runs cores/N goroutines, as the worker's solves do; off, gnark's default of one per core each; both, each count both ways."`
 	SynthProf   string `name:"synth-profile" placeholder:"DIR" help:"With --synth-only: write a CPU profile of the timed solves (cpu.pprof) and allocation profiles before and after them (allocs-before.pprof, allocs.pprof) into DIR, for go tool pprof."`

@@ -57,6 +57,8 @@ func (c benchCmd) runSynthOnly(ctx context.Context, g *globals) (err error) {
 	}
 	fmt.Fprintf(out, "%s in %.1fs; heap after it %s, peak RSS so far %s\n", how, took.Seconds(), gib(int64(ms.HeapAlloc)), gib(compileRSS))
 
+	fmt.Fprintf(out, "solver: %s\n", compiled.BlockSplit())
+
 	inputs, err := synth.Inputs(c.Circuit, c.Seed)
 	if err != nil {
 		return err

@@ -32,7 +32,7 @@ type Case struct {
 	// Witness is the full gnark witness; gnark's groth16.Prove solves it.
 	Witness witness.Witness
 	// Solve is our synthesis, as the worker runs it (e.g. synth.Solve on the inputs).
-	// Nil means gnark's solver on Witness (what synth.SolveWitness does).
+	// Nil means gnark's solver on Witness, packed as synth packs a solution.
 	Solve func(ctx context.Context) (*synth.Solution, error)
 	// PK is the proving key. Nil means a random key of the circuit's shape
 	// (prover.RandomKeyFor): timing only, proofs are not verified.

@@ -1,0 +1,550 @@
+package synth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/big"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/consensys/gnark-crypto/ecc"
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark/constraint"
+	cs "github.com/consensys/gnark/constraint/bls12-381"
+	"github.com/consensys/gnark/constraint/solver"
+)
+
+// Block solving: gnark's solver runs the system level by level, each level a barrier
+// across its workers, and PoRep-shaped circuits have thousands of levels. Here the
+// instructions are split once per compiled circuit (newCompiled) into a prefix that
+// everything may depend on, independent blocks, and a suffix that may depend on
+// everything; the prefix is solved first on one goroutine, the blocks in parallel,
+// each in instruction order (a dependency order: every wire is solved by the
+// instruction that creates it) with no barrier between them, and the suffix last.
+// Which wire an instruction solves does not depend on values, so the split is a
+// property of the compiled system.
+
+// blockPlan is the split of one compiled system's instructions.
+type blockPlan struct {
+	prefix, suffix int            // [0, prefix) first, [suffix, n) last
+	tasks          [][]instrRange // groups of blocks, each solved in instruction order; largest first
+	blocks         int            // independent blocks in [prefix, suffix)
+	largest        int            // instructions in the largest block
+}
+
+type instrRange struct{ start, end int32 }
+
+// minTaskShare groups blocks smaller than 1/minTaskShare of the middle into tasks of
+// about that size: circuits of many tiny independent pieces would otherwise pay a
+// scheduling step per constraint.
+const minTaskShare = 1024
+
+// useful: the split is used only if the prefix, the largest block and the suffix
+// together (the part that cannot be spread across cores) are at most two thirds of
+// all instructions; otherwise gnark's level-parallel solver may do better.
+func (p *blockPlan) useful(n int) bool {
+	return len(p.tasks) > 1 && 3*(p.prefix+p.largest+n-p.suffix) <= 2*n
+}
+
+// String describes the split, for logs and benchmarks.
+func (p *blockPlan) String() string {
+	return fmt.Sprintf("prefix %d, %d blocks in %d tasks (largest %d), suffix from %d",
+		p.prefix, p.blocks, len(p.tasks), p.largest, p.suffix)
+}
+
+// BlockSplit describes how SolveWitness solves c: its split into blocks, or that it
+// uses gnark's solver.
+func (c *Compiled) BlockSplit() string {
+	if c.plan != nil {
+		return "blocks: " + c.plan.String()
+	}
+	return "gnark's solver (no useful split into blocks)"
+}
+
+// instrWires decodes instructions' wires: what each reads and what it solves.
+type instrWires struct {
+	sys *cs.R1CS
+	r1c constraint.R1C
+	hm  constraint.HintMapping
+}
+
+// visit calls read for every wire instruction i reads (an R1C's unknown included,
+// which the caller tells apart by its producer) and returns i's hint outputs, or
+// ok false for a blueprint other than gnark's R1C and hint ones.
+func (d *instrWires) visit(i int, read func(w uint32)) (outStart, outEnd uint32, isHint, ok bool) {
+	pi := d.sys.Instructions[i]
+	inst := pi.Unpack(&d.sys.System)
+	switch bp := d.sys.Blueprints[pi.BlueprintID].(type) {
+	case constraint.BlueprintR1C:
+		bp.DecompressR1C(&d.r1c, inst)
+		for _, le := range [...]constraint.LinearExpression{d.r1c.L, d.r1c.R, d.r1c.O} {
+			for _, t := range le {
+				if !t.IsConstant() {
+					read(t.VID)
+				}
+			}
+		}
+		return 0, 0, false, true
+	case constraint.BlueprintHint:
+		bp.DecompressHint(&d.hm, inst)
+		for _, le := range d.hm.Inputs {
+			for _, t := range le {
+				if !t.IsConstant() {
+					read(t.VID)
+				}
+			}
+		}
+		return d.hm.OutputRange.Start, d.hm.OutputRange.End, true, true
+	}
+	return 0, 0, false, false
+}
+
+// planBlocks finds sys's split, or nil where the solver below cannot solve sys the
+// way gnark does (another blueprint, an R1C with two unknowns, a wire left unsolved).
+//
+// The prefix end p minimises p + (largest connected component of the instructions
+// from p on, counting dependencies among them only), found by adding instructions
+// from the last back in a union-find; the suffix start s likewise minimises
+// (n - s) + (largest component of [p, s)), adding instructions forwards.
+func planBlocks(sys *cs.R1CS) *blockPlan {
+	n := len(sys.Instructions)
+	nbWires := len(sys.Public) + len(sys.Secret) + sys.NbInternalVariables
+	d := &instrWires{sys: sys}
+
+	// Which instruction solves each wire: gnark's solved set, simulated.
+	producer := make([]int32, nbWires)
+	inputs := len(sys.Public) + len(sys.Secret)
+	for w := range producer {
+		producer[w] = -1
+		if w >= inputs {
+			producer[w] = -2 // unsolved
+		}
+	}
+	for i := range n {
+		unknowns := 0
+		outStart, outEnd, isHint, ok := d.visit(i, func(w uint32) {
+			if producer[w] == -2 {
+				producer[w] = int32(i)
+				unknowns++
+			} else if producer[w] == int32(i) {
+				unknowns++ // the unknown twice: gnark refuses this too
+			}
+		})
+		if !ok || unknowns > 1 || (isHint && unknowns > 0) {
+			return nil
+		}
+		for w := outStart; w < outEnd; w++ {
+			if producer[w] != -2 {
+				return nil
+			}
+			producer[w] = int32(i)
+		}
+	}
+	if slices.Contains(producer, -2) {
+		return nil
+	}
+	// deps calls f for each instruction that i reads a wire of, i excluded.
+	deps := func(i int, f func(j int32)) {
+		last := int32(-1)
+		d.visit(i, func(w uint32) {
+			if j := producer[w]; j >= 0 && j != int32(i) && j != last {
+				last = j
+				f(j)
+			}
+		})
+	}
+
+	// Dependents of each instruction, for adding instructions from the last back.
+	off := make([]int32, n+1)
+	for i := range n {
+		deps(i, func(j int32) { off[j+1]++ })
+	}
+	for i := range n {
+		off[i+1] += off[i]
+	}
+	users := make([]int32, off[n])
+	fill := slices.Clone(off[:n])
+	for i := range n {
+		deps(i, func(j int32) { users[fill[j]] = int32(i); fill[j]++ })
+	}
+	fill = nil
+
+	uf := newUnionFind(n)
+	p, best := n, n
+	for i := n - 1; i >= 0; i-- {
+		uf.add(i)
+		for _, u := range users[off[i]:off[i+1]] {
+			uf.union(int32(i), u)
+		}
+		if cost := i + uf.largest; cost <= best {
+			p, best = i, cost
+		}
+	}
+	users, off = nil, nil
+
+	// forward adds [p, to) to a fresh union-find, calling f after each.
+	forward := func(to int, f func(i int)) {
+		uf.largest = 0 // add initialises each node
+		for i := p; i < to; i++ {
+			uf.add(i)
+			deps(i, func(j int32) {
+				if int(j) >= p {
+					uf.union(int32(i), j)
+				}
+			})
+			f(i)
+		}
+	}
+	s, best := p, n-p
+	forward(n, func(i int) {
+		if cost := n - (i + 1) + uf.largest; cost <= best {
+			s, best = i+1, cost
+		}
+	})
+	if s == p {
+		return &blockPlan{prefix: p, suffix: s}
+	}
+	if s < n { // the blocks of [p, s): rebuild up to s
+		forward(s, func(int) {})
+	}
+	plan := &blockPlan{prefix: p, suffix: s, largest: uf.largest}
+	// Tasks: blocks in order of their first instruction, small ones grouped.
+	minTask := int32(max(1, (s-p)/minTaskShare))
+	taskOf := make([]int32, n) // by block root
+	for i := range taskOf {
+		taskOf[i] = -1
+	}
+	var sizes []int32
+	for i := p; i < s; i++ {
+		r := uf.find(int32(i))
+		if taskOf[r] >= 0 {
+			continue
+		}
+		plan.blocks++
+		if t := len(sizes) - 1; t >= 0 && sizes[t] < minTask {
+			taskOf[r], sizes[t] = int32(t), sizes[t]+uf.size[r]
+		} else {
+			taskOf[r] = int32(len(sizes))
+			sizes = append(sizes, uf.size[r])
+		}
+	}
+	tasks := make([][]instrRange, len(sizes))
+	for i := p; i < s; i++ {
+		rs := &tasks[taskOf[uf.find(int32(i))]]
+		if k := len(*rs) - 1; k >= 0 && (*rs)[k].end == int32(i) {
+			(*rs)[k].end++
+		} else {
+			*rs = append(*rs, instrRange{int32(i), int32(i + 1)})
+		}
+	}
+	// Largest first, so the last tasks to start are the short ones.
+	order := make([]int, len(tasks))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return int(sizes[b] - sizes[a]) })
+	for _, t := range order {
+		plan.tasks = append(plan.tasks, tasks[t])
+	}
+	return plan
+}
+
+// unionFind over instructions, with component sizes and the largest one.
+type unionFind struct {
+	parent, size []int32
+	largest      int
+}
+
+func newUnionFind(n int) *unionFind {
+	return &unionFind{parent: make([]int32, n), size: make([]int32, n)}
+}
+
+func (u *unionFind) add(i int) {
+	u.parent[i], u.size[i] = int32(i), 1
+	u.largest = max(u.largest, 1)
+}
+
+func (u *unionFind) find(i int32) int32 {
+	for u.parent[i] != i {
+		u.parent[i] = u.parent[u.parent[i]]
+		i = u.parent[i]
+	}
+	return i
+}
+
+func (u *unionFind) union(a, b int32) {
+	a, b = u.find(a), u.find(b)
+	if a == b {
+		return
+	}
+	if u.size[a] < u.size[b] {
+		a, b = b, a
+	}
+	u.parent[b] = a
+	u.size[a] += u.size[b]
+	u.largest = max(u.largest, int(u.size[a]))
+}
+
+// errBlockSolve is any failure of solveBlocks other than ctx's: SolveWitness then
+// runs gnark's solver for its exact error.
+var errBlockSolve = errors.New("block solve failed")
+
+// blockSolve is the state of one solveBlocks call, shared by its goroutines; each
+// goroutine writes only the wires and constraints of its own instructions.
+type blockSolve struct {
+	sys     *cs.R1CS
+	values  []fr.Element
+	solved  []bool
+	a, b, c fr.Vector
+	hints   map[solver.HintID]solver.Hint
+	q       *big.Int
+}
+
+// solveBlocks solves c on witness vec (public inputs after the one wire, then
+// secret) with plan over cfg.NbTasks goroutines, producing exactly gnark's W, A, B, C,
+// and checking every constraint as gnark's solver does.
+func solveBlocks(ctx context.Context, c *Compiled, plan *blockPlan, vec fr.Vector, cfg solver.Config) (*cs.R1CSSolution, error) {
+	sys := c.CS
+	nbWires, nbCons := c.NbWires(), c.NbConstraints()
+	if len(vec) != len(sys.Public)-1+len(sys.Secret) {
+		return nil, errBlockSolve
+	}
+	// Capacity as gnark's: the prover extends A, B, C to the FFT domain in place.
+	domain := ecc.NextPowerOfTwo(uint64(nbCons))
+	s := &blockSolve{
+		sys:    sys,
+		values: make([]fr.Element, nbWires),
+		solved: make([]bool, nbWires),
+		a:      make(fr.Vector, nbCons, domain),
+		b:      make(fr.Vector, nbCons, domain),
+		c:      make(fr.Vector, nbCons, domain),
+		hints:  cfg.HintFunctions,
+		q:      fr.Modulus(),
+	}
+	s.values[0].SetOne()
+	copy(s.values[1:], vec)
+	for i := range len(vec) + 1 {
+		s.solved[i] = true
+	}
+	solvedWires := int64(len(vec) + 1)
+
+	n := len(sys.Instructions)
+	var main blockWorker
+	if err := s.run(&main, 0, plan.prefix); err != nil {
+		return nil, err
+	}
+	var (
+		next   atomic.Int64
+		failed atomic.Bool
+		wg     sync.WaitGroup
+	)
+	work := func(w *blockWorker) {
+		for !failed.Load() {
+			t := int(next.Add(1) - 1)
+			if t >= len(plan.tasks) {
+				return
+			}
+			if ctx.Err() != nil {
+				failed.Store(true)
+				return
+			}
+			for _, r := range plan.tasks[t] {
+				if s.run(w, int(r.start), int(r.end)) != nil {
+					failed.Store(true)
+					return
+				}
+			}
+		}
+	}
+	workers := make([]blockWorker, max(1, min(cfg.NbTasks, len(plan.tasks)))-1)
+	for i := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			work(&workers[i])
+		}()
+	}
+	work(&main)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if failed.Load() {
+		return nil, errBlockSolve
+	}
+	if err := s.run(&main, plan.suffix, n); err != nil {
+		return nil, err
+	}
+	solvedWires += main.solved
+	for _, w := range workers {
+		solvedWires += w.solved
+	}
+	if solvedWires != int64(nbWires) { // gnark's "didn't assign a value to all wires"
+		return nil, errBlockSolve
+	}
+	return &cs.R1CSSolution{W: s.values, A: s.a, B: s.b, C: s.c}, nil
+}
+
+// blockWorker is one goroutine's scratch space, reused across its instructions.
+type blockWorker struct {
+	r1c       constraint.R1C
+	hm        constraint.HintMapping
+	ins, outs []*big.Int
+	q         *big.Int
+	solved    int64
+
+	_ [128]byte // workers sit side by side in a slice: keep their hot fields apart
+}
+
+// accumulate adds t's value to r, as gnark's accumulateInto.
+func (s *blockSolve) accumulate(t constraint.Term, r *fr.Element) {
+	if t.IsConstant() {
+		r.Add(r, &s.sys.Coefficients[t.CID])
+		return
+	}
+	switch t.CID {
+	case constraint.CoeffIdZero:
+	case constraint.CoeffIdOne:
+		r.Add(r, &s.values[t.VID])
+	case constraint.CoeffIdTwo:
+		var d fr.Element
+		d.Double(&s.values[t.VID])
+		r.Add(r, &d)
+	case constraint.CoeffIdMinusOne:
+		r.Sub(r, &s.values[t.VID])
+	default:
+		var m fr.Element
+		m.Mul(&s.sys.Coefficients[t.CID], &s.values[t.VID])
+		r.Add(r, &m)
+	}
+}
+
+// run solves instructions [from, to) in order on w.
+func (s *blockSolve) run(w *blockWorker, from, to int) error {
+	sys := s.sys
+	for i := from; i < to; i++ {
+		pi := sys.Instructions[i]
+		inst := pi.Unpack(&sys.System)
+		var err error
+		switch bp := sys.Blueprints[pi.BlueprintID].(type) {
+		case constraint.BlueprintR1C:
+			bp.DecompressR1C(&w.r1c, inst)
+			err = s.solveR1C(w, inst.ConstraintOffset)
+		case constraint.BlueprintHint:
+			bp.DecompressHint(&w.hm, inst)
+			err = s.solveHint(w)
+		default:
+			err = errBlockSolve
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// solveR1C is gnark's solveR1C (constraint/bls12-381/solver.go): solve the one
+// unknown wire, if any, else check a·b = c; the same arithmetic, so the same A, B, C.
+func (s *blockSolve) solveR1C(w *blockWorker, id uint32) error {
+	var a, b, c fr.Element
+	var unknown constraint.Term
+	loc := 0
+	for side, le := range [...]constraint.LinearExpression{w.r1c.L, w.r1c.R, w.r1c.O} {
+		v := [...]*fr.Element{&a, &b, &c}[side]
+		for _, t := range le {
+			if !t.IsConstant() && !s.solved[t.VID] {
+				if loc != 0 {
+					return errBlockSolve
+				}
+				unknown, loc = t, side+1
+				continue
+			}
+			s.accumulate(t, v)
+		}
+	}
+	var x, check fr.Element
+	switch loc {
+	case 0:
+		if !check.Mul(&a, &b).Equal(&c) {
+			return errBlockSolve
+		}
+	case 1, 2: // the unknown in a (b): x = c/b - a (c/a - b)
+		known, solving := &b, &a
+		if loc == 2 {
+			known, solving = &a, &b
+		}
+		if known.IsZero() { // gnark leaves x zero and only checks
+			if !check.Mul(&a, &b).Equal(&c) {
+				return errBlockSolve
+			}
+		} else {
+			x.Div(&c, known).Sub(&x, solving)
+			solving.Add(solving, &x)
+		}
+	case 3:
+		x.Mul(&a, &b).Sub(&x, &c)
+		c.Add(&c, &x)
+	}
+	s.a[id], s.b[id], s.c[id] = a, b, c
+	if loc == 0 {
+		return nil
+	}
+	// x is coefficient × value; gnark's divByCoeff.
+	switch unknown.CID {
+	case constraint.CoeffIdOne:
+	case constraint.CoeffIdMinusOne:
+		x.Neg(&x)
+	case constraint.CoeffIdZero:
+		return errBlockSolve // gnark panics: division by zero
+	default:
+		x.Div(&x, &s.sys.Coefficients[unknown.CID])
+	}
+	s.values[unknown.VID], s.solved[unknown.VID] = x, true
+	w.solved++
+	return nil
+}
+
+// solveHint is gnark's solveWithHint, with the worker's big.Ints instead of a pool.
+func (s *blockSolve) solveHint(w *blockWorker) error {
+	f, ok := s.hints[w.hm.HintID]
+	if !ok {
+		return errBlockSolve
+	}
+	nIn, nOut := len(w.hm.Inputs), int(w.hm.OutputRange.End-w.hm.OutputRange.Start)
+	for len(w.ins) < nIn {
+		w.ins = append(w.ins, new(big.Int))
+	}
+	for len(w.outs) < nOut {
+		w.outs = append(w.outs, new(big.Int))
+	}
+	if w.q == nil {
+		w.q = new(big.Int)
+	}
+	w.q.Set(s.q) // a copy per call, as gnark's: a hint may change it
+	ins, outs := w.ins[:nIn], w.outs[:nOut]
+	for i, le := range w.hm.Inputs {
+		var v fr.Element
+		for _, t := range le {
+			s.accumulate(t, &v)
+		}
+		v.BigInt(ins[i])
+	}
+	for _, o := range outs {
+		o.SetUint64(0)
+	}
+	if err := f(w.q, ins, outs); err != nil {
+		return errBlockSolve
+	}
+	for i, o := range outs {
+		id := w.hm.OutputRange.Start + uint32(i)
+		if s.solved[id] {
+			return errBlockSolve
+		}
+		s.values[id].SetBigInt(o)
+		s.solved[id] = true
+	}
+	w.solved += int64(nOut)
+	return nil
+}

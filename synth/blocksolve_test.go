@@ -1,0 +1,142 @@
+package synth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math/big"
+	"testing"
+
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark/constraint/solver"
+)
+
+// blockCircuits is one or more small circuits of every built-in family.
+var blockCircuits = []string{
+	"porep-k16", "porep-k17", "porep-k18", // 1, 2 and 4 challenges
+	"synthetic-k1", "synthetic-k10", "synthetic-k12",
+	"merkle-poseidon2-d1-c1", "merkle-poseidon2-d4-c4",
+	"sha256-preimage-b3",
+}
+
+// TestBlockSolveMatchesGnark: W, A, B, C (values and capacities) of solveBlocks on 1, 2
+// and 4 goroutines are gnark's, for every family, with the split planBlocks finds
+// whether or not SolveWitness would use it.
+func TestBlockSolveMatchesGnark(t *testing.T) {
+	for _, name := range blockCircuits {
+		t.Run(name, func(t *testing.T) {
+			c := mustCompile(t, name)
+			w, err := c.Witness(mustInputs(t, name, 3))
+			if err != nil {
+				t.Fatal(err)
+			}
+			vec := w.Vector().(fr.Vector)
+			want, err := gnarkSolve(c, w, vec, solver.WithNbTasks(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan := planBlocks(c.CS)
+			if plan == nil {
+				t.Fatal("no plan")
+			}
+			t.Logf("%d instructions: %s; used: %v", len(c.CS.Instructions), plan, c.plan != nil)
+			for _, tasks := range []int{1, 2, 4} {
+				cfg, err := solver.NewConfig(solver.WithNbTasks(tasks))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := solveBlocks(context.Background(), c, plan, vec, cfg)
+				if err != nil {
+					t.Fatalf("%d goroutines: %v", tasks, err)
+				}
+				for _, v := range [...]struct {
+					name      string
+					got, want fr.Vector
+				}{{"W", got.W, want.W}, {"A", got.A, want.A}, {"B", got.B, want.B}, {"C", got.C, want.C}} {
+					if len(v.got) != len(v.want) || cap(v.got) < cap(v.want) {
+						t.Fatalf("%d goroutines: %s len %d cap %d, gnark's %d, %d", tasks, v.name, len(v.got), cap(v.got), len(v.want), cap(v.want))
+					}
+					for i := range v.got {
+						if !v.got[i].Equal(&v.want[i]) {
+							t.Fatalf("%d goroutines: %s[%d] differs from gnark's", tasks, v.name, i)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestBlockSplitPorep: porep's challenges are independent blocks after the seed's
+// bits, and SolveWitness uses the split.
+func TestBlockSplitPorep(t *testing.T) {
+	c := mustCompile(t, "porep-k18")
+	plan := c.plan
+	if plan == nil {
+		t.Fatal("porep-k18 has no useful split")
+	}
+	n := len(c.CS.Instructions)
+	t.Logf("%d instructions: %s", n, plan)
+	if plan.blocks < 2 || 3*plan.largest > n || plan.suffix != n || 100*plan.prefix > n {
+		t.Errorf("split %s of %d instructions: want a short prefix, no suffix, blocks of under a third", plan, n)
+	}
+}
+
+// TestBlockSolveUnsatisfied: inputs that fail a constraint fail the block solver,
+// and SolveWitness then gives gnark's error: an *InputError naming the constraint,
+// the same text as gnark's solver path.
+func TestBlockSolveUnsatisfied(t *testing.T) {
+	for _, tc := range []struct{ circuit, key string }{
+		{"porep-k18", "CommD"},       // the CommD tree's root check
+		{"porep-k18", "Parents.3.1"}, // inside a challenge's block
+		{"porep-k18", "CommR"},
+		{"merkle-poseidon2-d4-c4", "Root"},
+	} {
+		c := mustCompile(t, tc.circuit)
+		var in map[string]string
+		if err := json.Unmarshal(mustInputs(t, tc.circuit, 5), &in); err != nil {
+			t.Fatal(err)
+		}
+		v, ok := new(big.Int).SetString(in[tc.key], 0)
+		if !ok {
+			t.Fatalf("%s: %s = %q", tc.circuit, tc.key, in[tc.key])
+		}
+		in[tc.key] = "0x" + v.Add(v, big.NewInt(1)).Text(16)
+		data, err := json.Marshal(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := c.Witness(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vec := w.Vector().(fr.Vector)
+		if plan := planBlocks(c.CS); plan != nil {
+			cfg, _ := solver.NewConfig(solver.WithNbTasks(2))
+			if _, err := solveBlocks(context.Background(), c, plan, vec, cfg); !errors.Is(err, errBlockSolve) {
+				t.Errorf("%s, %s + 1: block solve gave %v, want errBlockSolve", tc.circuit, tc.key, err)
+			}
+		}
+		_, got := SolveWitness(context.Background(), c, w, solver.WithNbTasks(2))
+		_, want := gnarkSolve(c, w, vec, solver.WithNbTasks(2))
+		var unsat *UnsatisfiedError
+		if !IsBadInput(got) || !errors.As(got, &unsat) || want == nil || got.Error() != want.Error() {
+			t.Errorf("%s, %s + 1: got %v, want gnark's %v", tc.circuit, tc.key, got, want)
+		}
+	}
+}
+
+// TestBlockSolveCancelled: a cancelled context stops the block solver.
+func TestBlockSolveCancelled(t *testing.T) {
+	c := mustCompile(t, "porep-k18")
+	w, err := c.Witness(mustInputs(t, "porep-k18", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	cfg, _ := solver.NewConfig(solver.WithNbTasks(2))
+	if _, err := solveBlocks(ctx, c, c.plan, w.Vector().(fr.Vector), cfg); !errors.Is(err, context.Canceled) {
+		t.Errorf("got %v, want context.Canceled", err)
+	}
+}
