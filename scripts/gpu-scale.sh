@@ -3,8 +3,8 @@
 # of SCALE_PARTS partitions of porep-k<SCALE_K> end to end through SQL with an urgent
 # request during it (scripts/gpu-e2e.sh), then, with the key that setup made, the key's
 # tier moves from a cold page cache (TestKeyTierTimes), streamed against resident bases
-# (TestGPUBench op stream) and the solver alone with and without the cores split
-# between solves (cuzk bench --synth-only). Each step runs only while the call has time
+# (TestGPUBench op stream) and the solver alone, the block solver against gnark's
+# (cuzk bench --synth-only). Each step runs only while the call has time
 # for it; logs and summary.txt go to $OUT.
 #
 # Prepare on a machine with Go (the GPU host has none):
@@ -20,6 +20,8 @@
 #   SCALE_URGENT       the priority-1 request's circuit (default synthetic-k20)
 #   SCALE_STREAM_LOGS  sizes of the streamed-bases bench (default 24; "" skips it)
 #   SCALE_SYNTH        solves at once for the solver bench (default 2,4,8; "" skips it)
+#   SCALE_SPLIT        its --synth-split (default on: the cores split as the worker does)
+#   SCALE_SOLVER       its --synth-solver (default both: the block solver against gnark's)
 #   SCALE_DEADLINE_S   give up starting steps this long after the start (default 560)
 #   SCALE_KEYS_DIR     where setup keeps keys and compiled circuits (default /tmp/e2ekeys;
 #                      a warm machine reuses them)
@@ -79,11 +81,11 @@ if [ -n "${SCALE_STREAM_LOGS-24}" ] && [ "$(left)" -gt 90 ]; then
 	grep -h -E '^BENCH|differs|^--- FAIL' "$OUT/stream.log" | tee -a "$S"
 fi
 
-# 4. The solver alone at this size: solves at once, with and without the split.
+# 4. The solver alone at this size: solves at once, the block solver against gnark's.
 if [ -n "${SCALE_SYNTH-2,4,8}" ] && [ "$(left)" -gt 60 ] && [ -d "$KEYS/r1cs" ]; then
 	mkdir -p /tmp/scale-bin && tar -C /tmp/scale-bin -xJf .gpubundle/bundle.tar.xz ./cuzk &&
 		timeout "$(left)" /tmp/scale-bin/cuzk bench --synth-only --circuit "$CIRCUIT" --runs 1 \
-			--concurrency "${SCALE_SYNTH-2,4,8}" --synth-split both --cache-dir "$KEYS/r1cs" >"$OUT/synth.log" 2>&1
+			--concurrency "${SCALE_SYNTH-2,4,8}" --synth-split "${SCALE_SPLIT:-on}" --synth-solver "${SCALE_SOLVER:-both}" --cache-dir "$KEYS/r1cs" >"$OUT/synth.log" 2>&1
 	log "solver bench: rc=$?"
 	grep -h -E 'solve x|peak RSS' "$OUT/synth.log" | tee -a "$S"
 fi

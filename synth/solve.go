@@ -30,6 +30,23 @@ func Solve(ctx context.Context, c *Compiled, inputs []byte, opts ...solver.Optio
 	return SolveWitness(ctx, c, w, opts...)
 }
 
+// SolveLevels is Solve with gnark's own solver, level by level, whatever split c has:
+// the reference that cuzk bench measures the block solver against.
+func SolveLevels(ctx context.Context, c *Compiled, inputs []byte, opts ...solver.Option) (*Solution, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	w, err := c.Witness(inputs)
+	if err != nil {
+		return nil, err
+	}
+	vec, ok := w.Vector().(fr.Vector)
+	if !ok || len(vec) != c.nbInputs() {
+		return nil, badInput("witness does not fit circuit %s", c.Name)
+	}
+	return gnarkSolve(c, w, vec, opts...)
+}
+
 // Tasks is how many goroutines each of solves concurrent solves should run on cpus
 // cores: gnark's solver defaults to one per core for each solve, and solves that each
 // run that many on shared cores spend their time switching instead of solving.

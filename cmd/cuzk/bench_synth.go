@@ -85,19 +85,26 @@ func (c benchCmd) runSynthOnly(ctx context.Context, g *globals) (err error) {
 		}()
 	}
 	splits := map[string][]bool{"off": {false}, "on": {true}, "both": {false, true}}[c.SynthSplit]
-	for _, split := range splits {
-		rates, err := bench.MeasureSolves(ctx, compiled, inputs, c.Concurrency, c.Runs, split)
-		if err != nil {
-			return err
+	solvers := map[string][]string{"blocks": {"blocks"}, "levels": {"levels"}, "both": {"levels", "blocks"}}[c.SynthSolver]
+	for _, name := range solvers {
+		solve := bench.SolveFunc(synth.Solve)
+		if name == "levels" {
+			solve = synth.SolveLevels
 		}
-		procs := runtime.GOMAXPROCS(0)
-		for _, r := range rates {
-			tasks := procs
-			if split {
-				tasks = synth.Tasks(procs, r.Concurrency)
+		for _, split := range splits {
+			rates, err := bench.MeasureSolves(ctx, compiled, inputs, c.Concurrency, c.Runs, split, solve)
+			if err != nil {
+				return err
 			}
-			fmt.Fprintf(out, "solve x%d, %d tasks each: median %.3fs of %d rounds, %.2fM constraints/s (GOMAXPROCS %d)\n",
-				r.Concurrency, tasks, r.Median().Seconds(), len(r.Rounds), r.ConstraintsPerSec(n)/1e6, procs)
+			procs := runtime.GOMAXPROCS(0)
+			for _, r := range rates {
+				tasks := procs
+				if split {
+					tasks = synth.Tasks(procs, r.Concurrency)
+				}
+				fmt.Fprintf(out, "solve x%d (%s), %d tasks each: median %.3fs of %d rounds, %.2fM constraints/s (GOMAXPROCS %d)\n",
+					r.Concurrency, name, tasks, r.Median().Seconds(), len(r.Rounds), r.ConstraintsPerSec(n)/1e6, procs)
+			}
 		}
 	}
 	peak, err := bench.PeakRSS()

@@ -9,19 +9,20 @@ import (
 )
 
 // cuzk bench --synth-only needs no database or keys: it prints the circuit's shape,
-// one constraints/s line per concurrency (and per split of the cores with --synth-split
-// both), then the peak RSS.
+// one constraints/s line per concurrency (per split of the cores with --synth-split
+// both, and per solver with --synth-solver both), then the peak RSS.
 func TestBenchSynthOnly(t *testing.T) {
 	t.Parallel()
 	r := mustOK(t, cuzkDB(t, "", "bench", "--circuit", "porep-k16", "--synth-only", "--runs", "1", "--concurrency", "1,2", "--synth-split", "both",
-		"--keys-dir", t.TempDir(), "--cache-dir", t.TempDir()))
+		"--synth-solver", "both", "--keys-dir", t.TempDir(), "--cache-dir", t.TempDir()))
 	for _, want := range []string{
 		`circuit porep-k16: 64766 constraints, domain 2\^16 \(98\.83% used\)`,
 		`variables: 4 public \(with the constant 1\), 22 secret, 18102 internal; private per constraint 0\.280`,
 		`compiled in [0-9.]+s; heap after it [0-9.]+ GiB, peak RSS so far [0-9.]+ GiB`,
 		`witness: 18128 values: [0-9.]+% zero, [0-9.]+% one, 0\.0% other below 2\^64, 16\.6% full-size; solve estimate [0-9.]+ GiB`,
-		`solve x1, \d+ tasks each: median [0-9.]+s of 1 rounds, [0-9.]+M constraints/s \(GOMAXPROCS \d+\)`,
-		`solve x2, \d+ tasks each: median [0-9.]+s of 1 rounds, [0-9.]+M constraints/s \(GOMAXPROCS \d+\)`,
+		`solver: (blocks: prefix \d+, \d+ blocks in \d+ tasks \(largest \d+\), suffix from \d+|gnark's solver \(no useful split into blocks\))`,
+		`solve x1 \(levels\), \d+ tasks each: median [0-9.]+s of 1 rounds, [0-9.]+M constraints/s \(GOMAXPROCS \d+\)`,
+		`solve x2 \(blocks\), \d+ tasks each: median [0-9.]+s of 1 rounds, [0-9.]+M constraints/s \(GOMAXPROCS \d+\)`,
 		`peak RSS: [0-9.]+ GiB`,
 	} {
 		if !regexp.MustCompile(`(?m)^` + want + `$`).MatchString(r.stdout) {
@@ -29,10 +30,19 @@ func TestBenchSynthOnly(t *testing.T) {
 		}
 	}
 
-	// Each way once: x2 with every core a solve, and with half of them (at least one).
-	procs := regexp.MustCompile(`(?m)^solve x2, (\d+) tasks each: .*\(GOMAXPROCS (\d+)\)$`).FindAllStringSubmatch(r.stdout, -1)
-	if len(procs) != 2 || procs[0][1] != procs[0][2] || procs[1][1] != strconv.Itoa(max(1, mustAtoi(t, procs[1][2])/2)) {
-		t.Errorf("solve x2 lines %q, want one with GOMAXPROCS tasks, then one with half", procs)
+	// Each way once per solver: x2 with every core a solve, and with half of them (at least one).
+	procs := regexp.MustCompile(`(?m)^solve x2 \((levels|blocks)\), (\d+) tasks each: .*\(GOMAXPROCS (\d+)\)$`).FindAllStringSubmatch(r.stdout, -1)
+	if len(procs) != 4 {
+		t.Fatalf("solve x2 lines %q, want four", procs)
+	}
+	for i, p := range procs {
+		solver, tasks := []string{"levels", "blocks"}[i/2], p[3]
+		if i%2 == 1 {
+			tasks = strconv.Itoa(max(1, mustAtoi(t, p[3])/2))
+		}
+		if p[1] != solver || p[2] != tasks {
+			t.Errorf("solve x2 line %d is %q, want %s with %s tasks", i, p[0], solver, tasks)
+		}
 	}
 
 	// --synth-profile writes gzipped pprof protobufs.

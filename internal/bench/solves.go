@@ -38,7 +38,7 @@ func (r SolveRate) ConstraintsPerSec(n int) float64 {
 // heap collected between rounds, so a round holds at most its own solutions. With
 // split, each of n solves at once runs synth.Tasks(GOMAXPROCS, n) goroutines instead of
 // gnark's default of one per core.
-func MeasureSolves(ctx context.Context, c *synth.Compiled, inputs []byte, concurrency []int, rounds int, split bool) ([]SolveRate, error) {
+func MeasureSolves(ctx context.Context, c *synth.Compiled, inputs []byte, concurrency []int, rounds int, split bool, solve SolveFunc) ([]SolveRate, error) {
 	if rounds < 1 {
 		return nil, errors.New("measure solves: rounds must be at least 1")
 	}
@@ -59,7 +59,7 @@ func MeasureSolves(ctx context.Context, c *synth.Compiled, inputs []byte, concur
 			start := time.Now()
 			for i := range n {
 				wg.Go(func() {
-					_, errs[i] = synth.Solve(ctx, c, inputs, opts...)
+					_, errs[i] = solve(ctx, c, inputs, opts...)
 				})
 			}
 			wg.Wait()
@@ -72,6 +72,9 @@ func MeasureSolves(ctx context.Context, c *synth.Compiled, inputs []byte, concur
 	}
 	return rates, nil
 }
+
+// SolveFunc is a solver MeasureSolves times: synth.Solve, or synth.SolveLevels.
+type SolveFunc func(ctx context.Context, c *synth.Compiled, inputs []byte, opts ...solver.Option) (*synth.Solution, error)
 
 // PeakRSS is the process's peak resident set size in bytes (VmHWM in
 // /proc/self/status, Linux only).

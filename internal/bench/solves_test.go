@@ -20,7 +20,7 @@ func TestMeasureSolves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rates, err := MeasureSolves(context.Background(), c, inputs, []int{1, 2}, 2, true)
+	rates, err := MeasureSolves(context.Background(), c, inputs, []int{1, 2}, 2, true, synth.Solve)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,12 +40,12 @@ func TestMeasureSolves(t *testing.T) {
 	}
 	in["CommR"] = "1"
 	bad, _ := json.Marshal(in)
-	_, err = MeasureSolves(context.Background(), c, bad, []int{2}, 1, false)
+	_, err = MeasureSolves(context.Background(), c, bad, []int{2}, 1, false, synth.SolveLevels)
 	var unsat *synth.UnsatisfiedError
 	if !errors.As(err, &unsat) || !strings.Contains(err.Error(), "solve "+name+" (2 at once)") {
 		t.Errorf("bad inputs: %v", err)
 	}
-	if _, err := MeasureSolves(context.Background(), c, inputs, []int{0}, 1, false); err == nil {
+	if _, err := MeasureSolves(context.Background(), c, inputs, []int{0}, 1, false, synth.Solve); err == nil {
 		t.Error("concurrency 0 accepted")
 	}
 
