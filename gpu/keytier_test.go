@@ -49,24 +49,10 @@ func TestKeyTierTimes(t *testing.T) {
 
 	// The first read is from wherever the file is (a cold cache when the caller dropped
 	// it), the second from the page cache the first filled: the file tier's two cases.
-	cold := readKeyTimed(t, dir, name, digest, false)
+	cold := readKeyTimed(t, dir, name, digest)
 	cold.pk = nil
-	// Warm, the point vectors read on every core against on the decoding goroutine,
-	// alternating; the last parallel read is the host copy uploaded below.
-	var serial, parallel []time.Duration
-	var warm timedKeyRead
-	for i := range 4 {
-		runtime.GC()
-		r := readKeyTimed(t, dir, name, digest, i%2 == 0)
-		if i%2 == 0 {
-			serial = append(serial, r.decode)
-			continue
-		}
-		parallel = append(parallel, r.decode)
-		warm = r
-	}
-	fmt.Printf("KEYTIER %s warm decode: serial %v parallel %v (ms), serial/parallel %.2f\n", name,
-		msList(serial), msList(parallel), float64(slices.Min(serial))/float64(slices.Min(parallel)))
+	runtime.GC()
+	warm := readKeyTimed(t, dir, name, digest)
 	pk, st, toPinned := warm.pk, warm.st, warm.total
 
 	b := testBackend(t)
@@ -113,7 +99,7 @@ type timedKeyRead struct {
 
 // readKeyTimed reads name's key from dir as the worker does, telling the digest pass
 // from the decode by the progress callback (the dump is read twice: hashed, then decoded).
-func readKeyTimed(t *testing.T, dir keys.Dir, name, digest string, serial bool) timedKeyRead {
+func readKeyTimed(t *testing.T, dir keys.Dir, name, digest string) timedKeyRead {
 	t.Helper()
 	var r timedKeyRead
 	t0 := time.Now()
@@ -123,7 +109,7 @@ func readKeyTimed(t *testing.T, dir keys.Dir, name, digest string, serial bool) 
 			hashed = time.Now()
 		}
 	}
-	gpk, _, st, err := dir.LoadWith(name, digest, keys.LoadOptions{Progress: progress, SerialDecode: serial})
+	gpk, _, st, err := dir.LoadWith(name, digest, keys.LoadOptions{Progress: progress})
 	if err != nil {
 		t.Fatalf("read %s: %v", name, err)
 	}
@@ -138,12 +124,4 @@ func readKeyTimed(t *testing.T, dir keys.Dir, name, digest string, serial bool) 
 	r.pk, r.st = pk, st
 	r.hash, r.decode, r.prover, r.total = hashed.Sub(t0), loaded.Sub(hashed), time.Since(loaded), time.Since(t0)
 	return r
-}
-
-func msList(ds []time.Duration) []int64 {
-	out := make([]int64, len(ds))
-	for i, d := range ds {
-		out[i] = d.Milliseconds()
-	}
-	return out
 }

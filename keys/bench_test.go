@@ -127,7 +127,7 @@ func BenchmarkKeyLoad(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := d.readDump(name, s, nil, false); err != nil {
+				if _, err := d.readDump(name, s, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

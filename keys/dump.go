@@ -143,7 +143,7 @@ func (d Dir) loadDumpOnly(circuit, digest string, s *dumpSum, o LoadOptions, log
 	log.Info("loading proving key", "circuit", circuit, "from", st.Source, "dump_bytes", st.Bytes)
 	prog := newLoadProgress(circuit, log, o.Progress, o.progress)
 	prog.expect(2 * st.Bytes)
-	pk, err := d.readDump(circuit, s, prog, o.SerialDecode)
+	pk, err := d.readDump(circuit, s, prog)
 	if err != nil {
 		return nil, nil, st, d.damagedDump(circuit, digest, s, err)
 	}
@@ -226,7 +226,7 @@ func (d Dir) rawSum(circuit string) *dumpSum {
 // that may succeed and get the process OOM-killed) long before a hash taken while
 // reading could be compared. The second pass reads from the page cache. A tree digest
 // is hashed on every core (hashTree); a sidecar's whole-file SHA-256 on one.
-func (d Dir) readDump(circuit string, s *dumpSum, prog *loadProgress, serial bool) (*groth16bls.ProvingKey, error) {
+func (d Dir) readDump(circuit string, s *dumpSum, prog *loadProgress) (*groth16bls.ProvingKey, error) {
 	path := d.Path(circuit, DumpFile)
 	f, err := os.Open(path)
 	if err != nil {
@@ -245,7 +245,7 @@ func (d Dir) readDump(circuit string, s *dumpSum, prog *loadProgress, serial boo
 	}
 	var pk *groth16bls.ProvingKey
 	err = decodeWith(func() (err error) {
-		r, err := newDumpReader(f, st.Size(), prog, serial)
+		r, err := newDumpReader(f, st.Size(), prog)
 		if err != nil {
 			return err
 		}

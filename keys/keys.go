@@ -285,9 +285,6 @@ type LoadOptions struct {
 	// Progress, when set, is told the bytes read so far and the bytes the load expects
 	// to read (a dump is read twice: hashed, then decoded), from the loading goroutine.
 	Progress func(read, total int64)
-	// SerialDecode reads pk.dump's point vectors on the decoding goroutine instead of
-	// on every core: the reference for the parallel read's A/B (TestKeyTierTimes).
-	SerialDecode bool
 
 	progress *progressLimits // when progress is logged; nil: defaultProgress
 }
@@ -347,7 +344,7 @@ func (d Dir) LoadWith(circuit, digest string, o LoadOptions) (*groth16bls.Provin
 	var pk *groth16bls.ProvingKey
 	if sum != nil {
 		prog.expect(2 * dumpBytes)
-		if pk, err = d.readDump(circuit, sum, prog, o.SerialDecode); err != nil {
+		if pk, err = d.readDump(circuit, sum, prog); err != nil {
 			log.Warn("proving key dump not used; it will be rebuilt from "+PKFile, "circuit", circuit, "reason", err)
 			st.Source = SourcePK
 		}

@@ -129,20 +129,20 @@ func readSliceInto[E any](r io.Reader, alloc func(n uint64) []E) ([]E, error) {
 // core, so that copying them out of the page cache and faulting in their fresh pages
 // is not one goroutine's work.
 type dumpReader struct {
-	f      *os.File
-	br     *bufio.Reader
-	off    int64 // the file offset of the next byte the decoder gets
-	size   int64
-	prog   *loadProgress
-	serial bool // readBulk reads through the buffer (LoadOptions.SerialDecode)
+	f     *os.File
+	br    *bufio.Reader
+	off   int64 // the file offset of the next byte the decoder gets
+	size  int64
+	prog  *loadProgress
+	chunk int64 // what one goroutine of readBulk reads at a time
 }
 
-func newDumpReader(f *os.File, size int64, prog *loadProgress, serial bool) (*dumpReader, error) {
+func newDumpReader(f *os.File, size int64, prog *loadProgress) (*dumpReader, error) {
 	off, err := f.Seek(0, io.SeekCurrent)
 	if err != nil {
 		return nil, err
 	}
-	return &dumpReader{f: f, br: bufio.NewReaderSize(f, bufSize), off: off, size: size, prog: prog, serial: serial}, nil
+	return &dumpReader{f: f, br: bufio.NewReaderSize(f, bufSize), off: off, size: size, prog: prog, chunk: bulkChunk}, nil
 }
 
 func (d *dumpReader) Read(p []byte) (int, error) {
@@ -159,7 +159,7 @@ const bulkChunk = 16 << 20
 
 // readBulk fills dst with the next len(dst) bytes of the file.
 func (d *dumpReader) readBulk(dst []byte) error {
-	if d.serial || len(dst) < 2*bulkChunk {
+	if int64(len(dst)) < 2*d.chunk {
 		_, err := io.ReadFull(d, dst)
 		return err
 	}
@@ -175,8 +175,8 @@ func (d *dumpReader) readBulk(dst []byte) error {
 	var wg sync.WaitGroup
 	for g := range errs {
 		wg.Go(func() {
-			for o := next.Add(bulkChunk) - bulkChunk; o < int64(len(rest)) && !failed.Load(); o = next.Add(bulkChunk) - bulkChunk {
-				chunk := rest[o:min(o+bulkChunk, int64(len(rest)))]
+			for o := next.Add(d.chunk) - d.chunk; o < int64(len(rest)) && !failed.Load(); o = next.Add(d.chunk) - d.chunk {
+				chunk := rest[o:min(o+d.chunk, int64(len(rest)))]
 				if _, errs[g] = d.f.ReadAt(chunk, start+o); errs[g] != nil {
 					errs[g] = fmt.Errorf("read %s at %d: %w", d.f.Name(), start+o, errs[g])
 					failed.Store(true)

@@ -2,6 +2,10 @@ package keys
 
 import (
 	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/consensys/gnark/backend/groth16"
@@ -70,5 +74,63 @@ func TestReadDumpKZ(t *testing.T) {
 	}
 	if _, err := readDumpKZ(bytes.NewReader(b.Bytes()[:b.Len()-10])); err == nil || !bytes.Contains([]byte(err.Error()), []byte("read G2.B")) {
 		t.Errorf("truncated dump: %v, want an error reading G2.B", err)
+	}
+}
+
+// TestDumpReaderBulk reads a dump from its file as the load does (dumpReader), with
+// chunks small and not a point's size, so that every vector goes through the reads on
+// every core: the key equals gnark's reading of the dump, the reader ends at the
+// file's end, and a vector whose length runs past the end fails before it is allocated.
+func TestDumpReaderBulk(t *testing.T) {
+	c, err := synth.NewRegistry(t.TempDir()).Get(t.Context(), "porep-k16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pk, err := prover.RandomKeyFor("porep-k16", c.CS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := pk.WriteDump(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := new(groth16bls.ProvingKey)
+	if err := want.ReadDump(bytes.NewReader(b.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	read := func(dump []byte) (*groth16bls.ProvingKey, *dumpReader, error) {
+		path := filepath.Join(t.TempDir(), DumpFile)
+		if err := os.WriteFile(path, dump, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		r, err := newDumpReader(f, int64(len(dump)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.chunk = 1000
+		pk, err := readDumpKZ(r)
+		return pk, r, err
+	}
+	got, r, err := read(b.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(raw(t, got), raw(t, want)) {
+		t.Error("the key read in chunks differs from gnark's reading of its dump")
+	}
+	if r.off != int64(b.Len()) {
+		t.Errorf("reader at %d after the key, want the file's end %d", r.off, b.Len())
+	}
+	if n, _ := io.Copy(io.Discard, r); n != 0 {
+		t.Errorf("%d bytes after the key", n)
+	}
+	// Cut inside G1.A: its length now runs past the file's end.
+	if _, _, err := read(b.Bytes()[:b.Len()/4]); err == nil || !strings.Contains(err.Error(), "runs past the file's end") {
+		t.Errorf("dump cut in G1.A: %v, want a vector running past the file's end", err)
 	}
 }
