@@ -140,3 +140,35 @@ func TestBlockSolveCancelled(t *testing.T) {
 		t.Errorf("got %v, want context.Canceled", err)
 	}
 }
+
+// TestSkipBlockSplit: a registry for a process that never solves (cuzk setup) loads
+// porep-k18 from the same cache file without its split, and the circuit still solves,
+// with gnark's solver, to the same solution as the split one.
+func TestSkipBlockSplit(t *testing.T) {
+	dir := t.TempDir()
+	split, err := NewRegistry(dir).Get(t.Context(), "porep-k18")
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := NewRegistry(dir).SkipBlockSplit().Get(t.Context(), "porep-k18")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if split.plan == nil || plain.plan != nil {
+		t.Fatalf("split: %s; skipped: %s", split.BlockSplit(), plain.BlockSplit())
+	}
+	in := mustInputs(t, "porep-k18", 3)
+	a, err := Solve(t.Context(), split, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Solve(t.Context(), plain, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range a.W {
+		if !a.W[i].Equal(&b.W[i]) {
+			t.Fatalf("W[%d] differs between the split and the unsplit circuit", i)
+		}
+	}
+}

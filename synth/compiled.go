@@ -98,12 +98,18 @@ func newCompiled(name string, sys *cs.R1CS, builtin bool) (*Compiled, error) {
 	c.schema = newInputSchema(sys.Public[1:], sys.Secret)
 	c.est = estimate(c)
 	c.held = heldBytes(c)
-	// Here rather than at the first solve: the split's working memory (about 17 bytes
-	// per instruction) would otherwise fall inside a solve, outside its estimate.
-	if p := planBlocks(sys); p != nil && p.useful(len(sys.Instructions)) {
+	return c, nil
+}
+
+// splitBlocks finds c's split into blocks for SolveWitness (blocksolve.go). It is
+// done as the circuit is compiled or loaded rather than at its first solve, whose
+// memory estimate the split's working memory (about 17 bytes per instruction) would
+// exceed; a circuit without it solves with gnark's solver.
+func (c *Compiled) splitBlocks() *Compiled {
+	if p := planBlocks(c.CS); p != nil && p.useful(len(c.CS.Instructions)) {
 		c.plan = p
 	}
-	return c, nil
+	return c
 }
 
 func missingHints(sys *cs.R1CS) []string {

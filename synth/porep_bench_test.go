@@ -169,7 +169,7 @@ func BenchmarkSolveBlocks(b *testing.B) {
 					b.Fatalf("%s: no useful split", name)
 				}
 				t0 := time.Now()
-				planBlocks(c.CS) // as newCompiled does, timed
+				planBlocks(c.CS) // as the Registry does, timed
 				fmt.Printf("%s: %d instructions, split in %s: %s\n", name, len(c.CS.Instructions),
 					time.Since(t0).Round(time.Millisecond), c.plan)
 				gnark := func(c *Compiled) error {

@@ -25,7 +25,8 @@ const CircuitRevision = 2
 // most once per process and caching the result on disk. It is safe for concurrent
 // use; concurrent requests for the same circuit wait for a single compilation.
 type Registry struct {
-	dir string
+	dir     string
+	noSplit bool // SkipBlockSplit
 
 	mu      sync.Mutex
 	entries map[string]*entry
@@ -42,6 +43,17 @@ type entry struct {
 // circuits are unavailable.
 func NewRegistry(dir string) *Registry {
 	return &Registry{dir: dir, entries: map[string]*entry{}}
+}
+
+// SkipBlockSplit is for a process that never solves (cuzk setup): the circuits r
+// compiles or loads from then on are not split into blocks, a pass over every
+// instruction that only the solver needs (such a circuit still solves, with gnark's
+// solver). It returns r.
+func (r *Registry) SkipBlockSplit() *Registry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.noSplit = true
+	return r
 }
 
 // CacheFile is the on-disk cache path of a built-in circuit: the name, gnark's
@@ -72,6 +84,12 @@ func (r *Registry) Get(ctx context.Context, name string) (*Compiled, error) {
 				}
 			}()
 			e.c, e.err = r.load(ctx, name)
+			r.mu.Lock()
+			split := !r.noSplit
+			r.mu.Unlock()
+			if e.err == nil && split {
+				e.c.splitBlocks()
+			}
 		}()
 		if e.err != nil {
 			// Forget failures so a later call can retry (e.g. after disk space is freed).
@@ -165,6 +183,12 @@ func (r *Registry) Import(ctx context.Context, name string, src io.Reader, size 
 	c, err := newCompiled(name, sys, false)
 	if err != nil {
 		return nil, &InputError{Msg: "import " + name, Err: err}
+	}
+	r.mu.Lock()
+	split := !r.noSplit
+	r.mu.Unlock()
+	if split {
+		c.splitBlocks()
 	}
 
 	r.mu.Lock()

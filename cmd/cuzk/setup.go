@@ -100,14 +100,15 @@ func (c setupCmd) Run(ctx context.Context, g *globals) error {
 		return err
 	}
 	if c.Offline {
-		return setupOffline(ctx, g, synth.NewRegistry(c.CacheDir), keys.Dir(c.KeysDir), c.Circuit, c.Backend)
+		return setupOffline(ctx, g, synth.NewRegistry(c.CacheDir).SkipBlockSplit(), keys.Dir(c.KeysDir), c.Circuit, c.Backend)
 	}
 	pool, err := g.connect(ctx)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	reg := synth.NewRegistry(c.CacheDir)
+	// Setup never solves: the block split is left to the processes that do.
+	reg := synth.NewRegistry(c.CacheDir).SkipBlockSplit()
 	if c.Import != "" {
 		return importCircuit(ctx, g, pool, reg, keys.Dir(c.KeysDir), c.Import, c.R1CS, c.PK, c.VK, c.Force)
 	}
