@@ -3,13 +3,9 @@ package keys
 import (
 	"bufio"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"runtime"
-	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	curve "github.com/consensys/gnark-crypto/ecc/bls12-381"
@@ -168,34 +164,19 @@ func (d *dumpReader) readBulk(dst []byte) error {
 		return err
 	}
 	rest, start := dst[n:], d.off
-	var next atomic.Int64
-	var failed atomic.Bool
-	errs := make([]error, runtime.GOMAXPROCS(0))
-	read := make(chan int64, 64) // progress is told on this goroutine, as hashTree does
-	var wg sync.WaitGroup
-	for g := range errs {
-		wg.Go(func() {
-			for o := next.Add(d.chunk) - d.chunk; o < int64(len(rest)) && !failed.Load(); o = next.Add(d.chunk) - d.chunk {
-				chunk := rest[o:min(o+d.chunk, int64(len(rest)))]
-				if _, errs[g] = d.f.ReadAt(chunk, start+o); errs[g] != nil {
-					errs[g] = fmt.Errorf("read %s at %d: %w", d.f.Name(), start+o, errs[g])
-					failed.Store(true)
-					return
-				}
-				read <- int64(len(chunk))
-			}
-		})
+	var progress func(int64)
+	if d.prog != nil {
+		progress = func(m int64) { d.prog.add(m, DumpFile) }
 	}
-	go func() {
-		wg.Wait()
-		close(read)
-	}()
-	for m := range read {
-		if d.prog != nil {
-			d.prog.add(m, DumpFile)
+	err = onEveryCore((int64(len(rest))+d.chunk-1)/d.chunk, func(k int64, _ []byte, report func(int64)) error {
+		chunk := rest[k*d.chunk : min((k+1)*d.chunk, int64(len(rest)))]
+		if _, err := d.f.ReadAt(chunk, start+k*d.chunk); err != nil {
+			return fmt.Errorf("read %s at %d: %w", d.f.Name(), start+k*d.chunk, err)
 		}
-	}
-	if err := errors.Join(errs...); err != nil {
+		report(int64(len(chunk)))
+		return nil
+	}, 0, progress)
+	if err != nil {
 		return err
 	}
 	d.off = start + int64(len(rest))

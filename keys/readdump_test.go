@@ -36,14 +36,7 @@ func TestReadDumpKZ(t *testing.T) {
 		}
 	}
 	for name, pk := range keys {
-		var b bytes.Buffer
-		if err := pk.WriteDump(&b); err != nil {
-			t.Fatal(err)
-		}
-		want := new(groth16bls.ProvingKey)
-		if err := want.ReadDump(bytes.NewReader(b.Bytes())); err != nil {
-			t.Fatal(err)
-		}
+		b, want := dumpOf(t, pk)
 		got, err := readDumpKZ(bytes.NewReader(b.Bytes()))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -90,14 +83,7 @@ func TestDumpReaderBulk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
-	if err := pk.WriteDump(&b); err != nil {
-		t.Fatal(err)
-	}
-	want := new(groth16bls.ProvingKey)
-	if err := want.ReadDump(bytes.NewReader(b.Bytes())); err != nil {
-		t.Fatal(err)
-	}
+	b, want := dumpOf(t, pk)
 	read := func(dump []byte) (*groth16bls.ProvingKey, *dumpReader, error) {
 		path := filepath.Join(t.TempDir(), DumpFile)
 		if err := os.WriteFile(path, dump, 0o600); err != nil {
@@ -133,4 +119,18 @@ func TestDumpReaderBulk(t *testing.T) {
 	if _, _, err := read(b.Bytes()[:b.Len()/4]); err == nil || !strings.Contains(err.Error(), "runs past the file's end") {
 		t.Errorf("dump cut in G1.A: %v, want a vector running past the file's end", err)
 	}
+}
+
+// dumpOf is pk's dump and gnark's reading of it.
+func dumpOf(t *testing.T, pk *groth16bls.ProvingKey) (*bytes.Buffer, *groth16bls.ProvingKey) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := pk.WriteDump(&b); err != nil {
+		t.Fatal(err)
+	}
+	want := new(groth16bls.ProvingKey)
+	if err := want.ReadDump(bytes.NewReader(b.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	return &b, want
 }

@@ -151,7 +151,7 @@ func (t *treeWriter) finish() (root string, chunks []string) {
 }
 
 // hashTree returns the SHA-256 of each chunk of the size bytes of f, read with
-// positional reads on up to GOMAXPROCS goroutines, each with one buffer of treePiece
+// positional reads on every core (onEveryCore), each chunk in pieces of treePiece
 // bytes. read is told, on the calling goroutine, each piece's bytes as they are read.
 func hashTree(f *os.File, chunk, size int64, read func(n int64)) ([][sha256.Size]byte, error) {
 	if chunk <= 0 || size < 0 || treeChunks(chunk, size) > treeMaxChunks {
@@ -159,45 +159,60 @@ func hashTree(f *os.File, chunk, size int64, read func(n int64)) ([][sha256.Size
 	}
 	n := treeChunks(chunk, size)
 	sums := make([][sha256.Size]byte, n)
+	err := onEveryCore(n, func(k int64, buf []byte, report func(int64)) error {
+		h := sha256.New()
+		for off, end := k*chunk, min((k+1)*chunk, size); off < end; {
+			m, err := f.ReadAt(buf[:min(int64(len(buf)), end-off)], off)
+			if err != nil {
+				return fmt.Errorf("read %s at %d: %w", f.Name(), off, err)
+			}
+			h.Write(buf[:m])
+			off += int64(m)
+			report(int64(m))
+		}
+		h.Sum(sums[k][:0])
+		return nil
+	}, min(treePiece, chunk), read)
+	if err != nil {
+		return nil, err
+	}
+	return sums, nil
+}
+
+// onEveryCore runs work for k = 0 … n-1 on up to GOMAXPROCS goroutines, each taking
+// the next k and keeping a buffer of bufBytes (0: none) for its calls, until every k is
+// done or one call fails, whose error it returns. What work reports goes to progress
+// (nil: nowhere) on the calling goroutine.
+func onEveryCore(n int64, work func(k int64, buf []byte, report func(int64)) error, bufBytes int64, progress func(int64)) error {
 	var next atomic.Int64
 	var failed atomic.Bool
 	var errOnce sync.Once
 	var firstErr error
-	progress := make(chan int64, 64)
+	reports := make(chan int64, 64)
+	report := func(m int64) { reports <- m }
 	var wg sync.WaitGroup
 	for range min(int64(runtime.GOMAXPROCS(0)), n) {
 		wg.Go(func() {
-			buf := make([]byte, min(treePiece, chunk))
+			buf := make([]byte, bufBytes)
 			for k := next.Add(1) - 1; k < n && !failed.Load(); k = next.Add(1) - 1 {
-				h := sha256.New()
-				for off, end := k*chunk, min((k+1)*chunk, size); off < end; {
-					m, err := f.ReadAt(buf[:min(int64(len(buf)), end-off)], off)
-					if err != nil {
-						errOnce.Do(func() { firstErr = fmt.Errorf("read %s at %d: %w", f.Name(), off, err) })
-						failed.Store(true)
-						return
-					}
-					h.Write(buf[:m])
-					off += int64(m)
-					progress <- int64(m)
+				if err := work(k, buf, report); err != nil {
+					errOnce.Do(func() { firstErr = err })
+					failed.Store(true)
+					return
 				}
-				h.Sum(sums[k][:0])
 			}
 		})
 	}
 	go func() {
 		wg.Wait()
-		close(progress)
+		close(reports)
 	}()
-	for m := range progress {
-		if read != nil {
-			read(m)
+	for m := range reports {
+		if progress != nil {
+			progress(m)
 		}
 	}
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	return sums, nil
+	return firstErr
 }
 
 // treeMismatch says how the chunks of a dump whose root is not the sidecar's differ
