@@ -40,9 +40,9 @@ func SolveLevels(ctx context.Context, c *Compiled, inputs []byte, opts ...solver
 	if err != nil {
 		return nil, err
 	}
-	vec, ok := w.Vector().(fr.Vector)
-	if !ok || len(vec) != c.nbInputs() {
-		return nil, badInput("witness does not fit circuit %s", c.Name)
+	vec, err := c.witnessVector(w)
+	if err != nil {
+		return nil, err
 	}
 	return gnarkSolve(c, w, vec, opts...)
 }
@@ -62,12 +62,9 @@ func SolveWitness(ctx context.Context, c *Compiled, w witness.Witness, opts ...s
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	vec, ok := w.Vector().(fr.Vector)
-	if !ok {
-		return nil, badInput("witness is %T, want a BLS12-381 witness", w.Vector())
-	}
-	if len(vec) != c.nbInputs() {
-		return nil, badInput("witness has %d values, circuit %s takes %d", len(vec), c.Name, c.nbInputs())
+	vec, err := c.witnessVector(w)
+	if err != nil {
+		return nil, err
 	}
 	if plan := c.plan; plan != nil {
 		cfg, err := solver.NewConfig(opts...)
@@ -85,6 +82,18 @@ func SolveWitness(ctx context.Context, c *Compiled, w witness.Witness, opts ...s
 		// solver below gives its exact error.
 	}
 	return gnarkSolve(c, w, vec, opts...)
+}
+
+// witnessVector is w's values, checked to be c's inputs.
+func (c *Compiled) witnessVector(w witness.Witness) (fr.Vector, error) {
+	vec, ok := w.Vector().(fr.Vector)
+	if !ok {
+		return nil, badInput("witness is %T, want a BLS12-381 witness", w.Vector())
+	}
+	if len(vec) != c.nbInputs() {
+		return nil, badInput("witness has %d values, circuit %s takes %d", len(vec), c.Name, c.nbInputs())
+	}
+	return vec, nil
 }
 
 // gnarkSolve is SolveWitness with gnark's own solver.
