@@ -21,17 +21,15 @@ func (w *Worker) heartbeat(ctx context.Context, beat func(context.Context) error
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			c, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-			if err := beat(c); err != nil && ctx.Err() == nil {
+			if err := beat(context.WithoutCancel(ctx)); err != nil && ctx.Err() == nil {
 				w.log.Warn("worker heartbeat", "err", err)
 			}
-			cancel()
 		}
 	}
 }
 
-// newBeat returns the write of one heartbeat: this process's row in cuzk.workers, with
-// its River client ID, marked seen now and not stopped.
+// newBeat returns the write of one heartbeat, of at most 10 s: this process's row in
+// cuzk.workers, with its River client ID, marked seen now and not stopped.
 func (w *Worker) newBeat() func(context.Context) error {
 	host, _ := os.Hostname()
 	devs := make([]string, len(w.devices))
@@ -50,6 +48,8 @@ func (w *Worker) newBeat() func(context.Context) error {
 	b := &store.Beat{Worker: w.cfg.Name, Host: host, PID: os.Getpid(), Backend: w.devices[0].Backend.Name(),
 		Devices: devJSON, Config: cfgJSON, RiverClientID: w.clientID}
 	return func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
 		prev, err := store.Heartbeat(ctx, w.pool, b)
 		if err == nil && prev != nil && *prev != w.clientID && *prev != w.predecessorID {
 			// Someone else wrote this row since the last beat: a live process with the same name.

@@ -262,11 +262,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// killed between its first claim and a later first heartbeat would leave its jobs
 	// running until --rescue-after. The heartbeat goes on while River starts.
 	beat := w.newBeat()
-	if err := w.retryDB(ctx, w.log, "first heartbeat", func(ctx context.Context) error {
-		c, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		return beat(c)
-	}); err != nil {
+	if err := w.retryDB(ctx, w.log, "first heartbeat", beat); err != nil {
 		w.drain()
 		if ctx.Err() != nil {
 			return nil // stopped before it started: nothing is in flight
