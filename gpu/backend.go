@@ -64,11 +64,11 @@ type CUDA struct {
 	auto    bool  // Options.PrecomputeAuto
 	limit   int64 // Options.KeyMemoryBytes; 0: none
 
-	mu sync.Mutex // one Prove or LoadKey at a time on s1 and s2: the streams own their scratch
+	mu prioMutex // one Prove or LoadKey at a time on s1 and s2: the streams own their scratch
 	// stage is held while a batch group is uploaded and gets its H on s3, beside
 	// another call's MSMs under mu. Lock order: mu before stage; a fault's reset holds
-	// both.
-	stage      sync.Mutex
+	// both. An urgent request's proof (prover.WithUrgent) takes each of them first.
+	stage      prioMutex
 	s1, s2, s3 *cudaStream
 	// gen counts device resets: a key loaded in an earlier generation is gone. live is
 	// the number of keys of this generation not yet closed, liveBytes their Bytes.
@@ -643,7 +643,7 @@ func (b *CUDA) Prove(ctx context.Context, key prover.Key, sols []*synth.Solution
 		}
 		return parts, times, nil
 	}
-	b.mu.Lock()
+	b.mu.lockAs(prover.Urgent(ctx))
 	defer b.mu.Unlock()
 	times.Wait = time.Since(start)
 	if err := b.usable(k); err != nil {
@@ -746,7 +746,7 @@ func (b *CUDA) proveStaged(ctx context.Context, k *cudaKey, sols []*synth.Soluti
 		}
 		err = b.stageOne(ctx, k, sol, k.wh[slot], times)
 		if err == nil {
-			err = b.msmOne(k, k.wh[slot], &parts[i], times)
+			err = b.msmOne(ctx, k, k.wh[slot], &parts[i], times)
 		}
 		k.slots <- slot
 		if err != nil {
@@ -775,7 +775,7 @@ func takeSlot(ctx context.Context, free chan int, times *prover.PhaseTimes) (int
 // on s3 under b.stage.
 func (b *CUDA) stageOne(ctx context.Context, k *cudaKey, sol *synth.Solution, wh *devBuf, times *prover.PhaseTimes) error {
 	t := time.Now()
-	b.stage.Lock()
+	b.stage.lockAs(prover.Urgent(ctx))
 	times.Wait += time.Since(t)
 	err := b.usable(k)
 	if err == nil {
@@ -795,8 +795,8 @@ func (b *CUDA) stageOne(ctx context.Context, k *cudaKey, sol *synth.Solution, wh
 
 // msmOne runs the four MSMs of the solution staged in wh under b.mu, G2 on s2 beside
 // the G1 ones on s1.
-func (b *CUDA) msmOne(k *cudaKey, wh *devBuf, p *prover.Parts, times *prover.PhaseTimes) error {
-	return b.locked(k, times, func() error { return b.msmSingle(k, wh, p, times) })
+func (b *CUDA) msmOne(ctx context.Context, k *cudaKey, wh *devBuf, p *prover.Parts, times *prover.PhaseTimes) error {
+	return b.locked(ctx, k, times, func() error { return b.msmSingle(k, wh, p, times) })
 }
 
 func (b *CUDA) msmSingle(k *cudaKey, wh *devBuf, p *prover.Parts, times *prover.PhaseTimes) error {
@@ -846,7 +846,7 @@ func (b *CUDA) proveBatched(ctx context.Context, k *cudaKey, sols []*synth.Solut
 		}
 		err = b.stageGroup(ctx, k, group, k.whBatch[set], stride, times)
 		if err == nil {
-			err = b.msmGroup(k, k.whBatch[set], len(group), stride, parts[lo:lo+len(group)], times)
+			err = b.msmGroup(ctx, k, k.whBatch[set], len(group), stride, parts[lo:lo+len(group)], times)
 		}
 		k.sets <- set
 		if err != nil {
@@ -861,7 +861,7 @@ func (b *CUDA) proveBatched(ctx context.Context, k *cudaKey, sols []*synth.Solut
 func (b *CUDA) stageGroup(ctx context.Context, k *cudaKey, group []*synth.Solution, wh *devBuf, stride int,
 	times *prover.PhaseTimes) error {
 	t := time.Now()
-	b.stage.Lock()
+	b.stage.lockAs(prover.Urgent(ctx))
 	times.Wait += time.Since(t)
 	err := b.usable(k)
 	if err == nil {
@@ -878,15 +878,15 @@ func (b *CUDA) stageGroup(ctx context.Context, k *cudaKey, group []*synth.Soluti
 
 // msmGroup runs the four MSMs of a staged group of g solutions in wh under b.mu and
 // writes their parts.
-func (b *CUDA) msmGroup(k *cudaKey, wh *devBuf, g, stride int, parts []prover.Parts, times *prover.PhaseTimes) error {
-	return b.locked(k, times, func() error { return b.msmBatch(k, wh, g, stride, parts, times) })
+func (b *CUDA) msmGroup(ctx context.Context, k *cudaKey, wh *devBuf, g, stride int, parts []prover.Parts, times *prover.PhaseTimes) error {
+	return b.locked(ctx, k, times, func() error { return b.msmBatch(k, wh, g, stride, parts, times) })
 }
 
 // locked runs f under b.mu on a usable k, the wait for the lock booked as Wait, and
 // passes f's error through b.fault.
-func (b *CUDA) locked(k *cudaKey, times *prover.PhaseTimes, f func() error) error {
+func (b *CUDA) locked(ctx context.Context, k *cudaKey, times *prover.PhaseTimes, f func() error) error {
 	t := time.Now()
-	b.mu.Lock()
+	b.mu.lockAs(prover.Urgent(ctx))
 	defer b.mu.Unlock()
 	times.Wait += time.Since(t)
 	if err := b.usable(k); err != nil {

@@ -10,7 +10,7 @@ package phase
 const (
 	Queue     = "queue"      // from being queued to being claimed
 	BatchWait = "batch_wait" // in the batch collector
-	MemWait   = "mem_wait"   // for the memory budget
+	MemWait   = "mem_wait"   // for the memory budget, then a synthesis slot
 	SRS       = "srs"        // for the proving key (load, or wait on another's load)
 	Synth     = "synth"      // witness synthesis and solving
 	ProveWait = "prove_wait" // in the bounded channel before a prover took it

@@ -124,3 +124,16 @@ type HostMemory interface {
 	// HostBytes is the host memory the backend holds for its life.
 	HostBytes() int64
 }
+
+// urgentKey marks a Prove call's context as an urgent request's (WithUrgent).
+type urgentKey struct{}
+
+// WithUrgent marks ctx as an urgent request's: a backend whose device is shared by
+// several Prove calls gives it the device first at each step (an upload, a group of
+// MSMs) while the others wait, without stopping a step under way.
+func WithUrgent(ctx context.Context) context.Context {
+	return context.WithValue(ctx, urgentKey{}, true)
+}
+
+// Urgent reports whether ctx was marked by WithUrgent.
+func Urgent(ctx context.Context) bool { return ctx.Value(urgentKey{}) != nil }

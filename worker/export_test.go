@@ -33,8 +33,18 @@ func (b *Budget) KindBytes(kind string) (now, peak int64) {
 	return 0, 0
 }
 
-// UrgentQueued is how many batches with an urgent request wait for a prover (tests only).
-func (w *Worker) UrgentQueued() int { return len(w.urgentCh) }
+// HoldSynthSlots takes every synthesis slot (--synth-concurrency) until release is
+// called, as solves of other requests would (tests only).
+func (w *Worker) HoldSynthSlots() (release func()) {
+	for range cap(w.synthSem) {
+		w.synthSem <- struct{}{}
+	}
+	return func() {
+		for range cap(w.synthSem) {
+			<-w.synthSem
+		}
+	}
+}
 
 // CountIn makes cat, made by NewCatalogWith, count what it holds in b as a worker's
 // catalog does (tests only).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,12 +15,12 @@ import (
 	"github.com/cuzk/cuzk/synth"
 )
 
-// runProver proves batches on device i until the channel is closed or the device is
-// lost.
-func (w *Worker) runProver(i int) {
+// runProver proves the batches next gives on device i until next says there are no
+// more or the device is lost.
+func (w *Worker) runProver(i int, next func() (*solvedBatch, bool)) {
 	d := &w.devices[i]
 	for {
-		b, ok := w.nextBatch()
+		b, ok := next()
 		if !ok {
 			return
 		}
@@ -52,6 +53,17 @@ func (w *Worker) nextBatch() (*solvedBatch, bool) {
 		return b, true
 	case b, ok := <-w.proveCh:
 		return b, ok
+	}
+}
+
+// nextUrgent is the next urgent batch, for a device's urgent lane; false once the
+// provers are stopping (the other lanes take what is left: nextBatch).
+func (w *Worker) nextUrgent() (*solvedBatch, bool) {
+	select {
+	case b := <-w.urgentCh:
+		return b, true
+	case <-w.proversStop:
+		return nil, false
 	}
 }
 
@@ -137,6 +149,9 @@ func (w *Worker) proveBatch(d *Prover, b *solvedBatch) {
 	}
 	ctx, stop := allDone(ctxs)
 	defer stop()
+	if slices.ContainsFunc(live, func(s *synthesized) bool { return s.it.urgent() }) {
+		ctx = prover.WithUrgent(ctx) // the device's next step is its
+	}
 	key, loaded, err := w.catalog.Resident(ctx, b.key, d.Backend)
 	for _, s := range live {
 		s.att.clock.record(phase.SRS, s.keyWait+loaded)

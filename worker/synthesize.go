@@ -184,8 +184,8 @@ func (w *Worker) synthesize(r *claimed, keyMemWait time.Duration) (*synthesized,
 	need := synth.EstimateBytes(compiled)
 	t := time.Now()
 	err = att.mem.take(waitCtx, need)
-	att.clock.record(phase.MemWait, keyMemWait+time.Since(t))
 	if err != nil {
+		att.clock.record(phase.MemWait, keyMemWait+time.Since(t))
 		if errors.Is(context.Cause(waitCtx), errHandBack) {
 			return nil, errHandBack
 		}
@@ -193,12 +193,21 @@ func (w *Worker) synthesize(r *claimed, keyMemWait time.Duration) (*synthesized,
 	}
 	att.row.MemReservedBytes = need
 
+	// The mem_wait phase ends when the solve starts: its memory, then a synthesis slot
+	// (--synth-concurrency). Urgent requests have slots of their own, so an urgent
+	// solve never waits for another request's to end; it shares the cores meanwhile.
+	sem := w.synthSem
+	if it.urgent() {
+		sem = w.urgentSynth
+	}
 	select {
-	case w.synthSem <- struct{}{}:
+	case sem <- struct{}{}:
+		att.clock.record(phase.MemWait, keyMemWait+time.Since(t))
 	case <-waitCtx.Done():
+		att.clock.record(phase.MemWait, keyMemWait+time.Since(t))
 		return nil, context.Cause(waitCtx)
 	}
-	defer func() { <-w.synthSem }()
+	defer func() { <-sem }()
 	if w.drainCtx.Err() != nil {
 		return nil, errHandBack
 	}

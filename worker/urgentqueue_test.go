@@ -73,8 +73,8 @@ func jobStates(t *testing.T, db *pgtest.DB, prefix string) map[string]int {
 }
 
 // An urgent request is claimed and proven while every slot of the worker's normal
-// queue holds a long request: it has a slot of its own (jobs.UrgentQueue), and at the
-// prover it goes before the long requests already waiting. Without urgent slots the
+// queue holds a long request and the device's lane is held by one: it has a slot of
+// its own (jobs.UrgentQueue) and a prover lane of its own. Without urgent slots the
 // worker leaves it in the queue however long the long requests take.
 func TestUrgentQueueClaimsWhileEverySlotIsBusy(t *testing.T) {
 	const long, short = "synthetic-k8", "synthetic-k10"
@@ -94,7 +94,7 @@ func TestUrgentQueueClaimsWhileEverySlotIsBusy(t *testing.T) {
 					close(dev.open)
 				}
 			}
-			rw := startWorkerWith(t, db.Pool, []worker.Prover{{Backend: dev}}, nil, func(cfg *worker.Config) {
+			startWorkerWith(t, db.Pool, []worker.Prover{{Backend: dev}}, nil, func(cfg *worker.Config) {
 				cfg.MaxBatch, cfg.QueueDepth, cfg.SynthConcurrency, cfg.BatchWait = 1, 1, 1, 0
 				cfg.UrgentSlots = c.slots
 			})
@@ -133,32 +133,78 @@ func TestUrgentQueueClaimsWhileEverySlotIsBusy(t *testing.T) {
 				}
 				return
 			}
-			// Claimed and solved while the long requests hold every slot, and queued
-			// ahead of them at the prover.
-			deadline = time.Now().Add(2 * time.Minute)
-			for rw.w.UrgentQueued() == 0 {
-				if time.Now().After(deadline) {
-					t.Fatalf("urgent request not queued for the prover; its job %v", jobStates(t, db, "urgent"))
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
+			// Claimed, solved and proven while the long requests hold every slot and
+			// the device's lanes: a lane of the device is kept for urgent requests.
+			waitSucceeded(t, db.Pool, "urgent", 1)
 			if s := jobStates(t, db, "long"); s["running"] != slots || s["available"] != 1 {
-				t.Errorf("long requests' jobs %v while the urgent one waits for the prover, want %d running and 1 available", s, slots)
+				t.Errorf("long requests' jobs %v once the urgent one is proven, want %d running and 1 available", s, slots)
 			}
 			release()
-			waitSucceeded(t, db.Pool, "urgent", 1)
 			waitSucceeded(t, db.Pool, "long", slots+1)
 			verifyStored(t, db.Pool, "urgent-1")
-			var before int
-			if err := db.Pool.QueryRow(context.Background(), `
-				SELECT count(*) FROM cuzk.proof_requests l, cuzk.proof_requests u
-				 WHERE u.request_id = 'urgent-1' AND l.request_id LIKE 'long-%' AND l.finished_at < u.finished_at`).Scan(&before); err != nil {
-				t.Fatal(err)
-			}
-			if before > 1 {
-				t.Errorf("%d long requests finished before the urgent one, want at most the one proving when it came", before)
-			}
 		})
+	}
+}
+
+// An urgent request is solved while every synthesis slot is taken: its solve does not
+// wait for other requests' solves to end. A request that is not urgent waits for a
+// slot, and the wait is in its mem_wait phase, so the phases still add up to its total.
+func TestUrgentSolvesWhileEverySynthesisSlotIsTaken(t *testing.T) {
+	const circuit = "synthetic-k8"
+	db := pgtest.New(t)
+	register(t, db.Pool, circuit)
+	rw := startWorker(t, db.Pool, func(cfg *worker.Config) {
+		cfg.SynthConcurrency, cfg.BatchWait = 1, 0
+	})
+	release := rw.w.HoldSynthSlots()
+	held := true
+	defer func() {
+		if held {
+			release()
+		}
+	}()
+	insertRequests(t, db.Pool, "urgent", circuit, 1, jobs.UrgentPriority)
+	waitSucceeded(t, db.Pool, "urgent", 1)
+	verifyStored(t, db.Pool, "urgent-1")
+
+	insertRequests(t, db.Pool, "normal", circuit, 1, 2)
+	deadline := time.Now().Add(2 * time.Minute)
+	for jobStates(t, db, "normal")["running"] != 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("request not claimed: its job %v", jobStates(t, db, "normal"))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	const hold = 2 * time.Second
+	time.Sleep(hold)
+	var started *time.Time
+	if err := db.Pool.QueryRow(context.Background(), `SELECT max(synth_started_at) FROM cuzk.proof_attempts a
+		JOIN cuzk.proof_requests r USING (request_id) WHERE r.request_id = 'normal-1'`).Scan(&started); err != nil {
+		t.Fatal(err)
+	}
+	if started != nil {
+		t.Fatalf("request not urgent began synthesis at %v while every slot was taken", started)
+	}
+	released := time.Now()
+	release()
+	held = false
+	waitSucceeded(t, db.Pool, "normal", 1)
+	var memWait, total, sum float64
+	var synthStarted time.Time
+	if err := db.Pool.QueryRow(context.Background(), `
+		SELECT mem_wait_ms, total_ms, queue_ms + batch_wait_ms + mem_wait_ms + srs_ms + synth_ms + prove_wait_ms + prove_ms + verify_ms + persist_ms,
+		       synth_started_at
+		  FROM cuzk.proof_attempts WHERE request_id = 'normal-1'`).Scan(&memWait, &total, &sum, &synthStarted); err != nil {
+		t.Fatal(err)
+	}
+	if synthStarted.Before(released) {
+		t.Errorf("synthesis began at %v, before the slots were released at %v", synthStarted, released)
+	}
+	if memWait < float64(hold/time.Millisecond)/2 {
+		t.Errorf("mem_wait_ms %.1f, want the wait for a slot (at least %v) in it", memWait, hold/2)
+	}
+	if sum < total*0.9 {
+		t.Errorf("phases add up to %.1f ms of the total %.1f", sum, total)
 	}
 }
 

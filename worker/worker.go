@@ -63,9 +63,11 @@ type Worker struct {
 	predecessorID string
 	collector     *collector
 	synthSem      chan struct{}
-	solving       atomic.Int32 // solves under way: each splits the cores with the others (synthesize.go)
+	urgentSynth   chan struct{} // urgent requests' solves: they never wait behind the others' (urgent.go)
+	solving       atomic.Int32  // solves under way: each splits the cores with the others (synthesize.go)
 	proveCh       chan *solvedBatch
 	urgentCh      chan *solvedBatch // batches with an urgent request: provers take them first
+	proversStop   chan struct{}     // closed with proveCh: the urgent lanes stop
 	urgent        urgentGate        // urgent requests not yet queued for a prover
 	assembling    sync.WaitGroup    // batches' proofs being assembled after their device work (prove.go)
 
@@ -117,8 +119,11 @@ func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Prover, log 
 		devices:  devices,
 		budget:   NewBudget(cfg.MemBudget),
 		synthSem: make(chan struct{}, cfg.SynthConcurrency),
-		proveCh:  make(chan *solvedBatch, cfg.QueueDepth),
-		urgentCh: make(chan *solvedBatch, cfg.QueueDepth),
+		// With no urgent slots no urgent request is claimed; one slot keeps it usable.
+		urgentSynth: make(chan struct{}, max(1, cfg.UrgentSlots)),
+		proveCh:     make(chan *solvedBatch, cfg.QueueDepth),
+		urgentCh:    make(chan *solvedBatch, cfg.QueueDepth),
+		proversStop: make(chan struct{}),
 
 		leaderTicks: make(chan struct{}, 1),
 	}
@@ -229,7 +234,16 @@ func (w *Worker) Run(ctx context.Context) error {
 			provers.Add(1)
 			go func() {
 				defer provers.Done()
-				w.runProver(i)
+				w.runProver(i, w.nextBatch)
+			}()
+		}
+		if w.cfg.UrgentSlots > 0 {
+			// A lane kept for urgent batches: one waits for the device, not for a
+			// lane to finish another request's proof (urgent.go).
+			provers.Add(1)
+			go func() {
+				defer provers.Done()
+				w.runProver(i, w.nextUrgent)
 			}()
 		}
 	}
@@ -237,6 +251,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer func() {
 		if drained {
 			close(w.proveCh)
+			close(w.proversStop)
 			provers.Wait()
 			w.assembling.Wait()
 		}
