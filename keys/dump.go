@@ -218,14 +218,16 @@ func (d Dir) rawSum(circuit string) *dumpSum {
 	return &s
 }
 
-// readDump reads pk.dump after checking it against its sidecar s.
+// readDump reads pk.dump, checked against its sidecar s.
 //
-// The whole file is hashed BEFORE ReadDump sees a byte, not while it reads: ReadDump
-// allocates every slice at the length the file states, so a flipped bit in a length
-// could ask for terabytes (a panic we recover) or for tens of gigabytes (an allocation
-// that may succeed and get the process OOM-killed) long before a hash taken while
-// reading could be compared. The second pass reads from the page cache. A tree digest
-// is hashed on every core (hashTree); a sidecar's whole-file SHA-256 on one.
+// No byte reaches ReadDump's decoding before it is verified: ReadDump allocates every
+// slice at the length the file states, so a flipped bit in a length could ask for
+// terabytes (a panic we recover) or for tens of gigabytes (an allocation that may
+// succeed and get the process OOM-killed) long before a hash of the whole file could
+// be compared. A sidecar that lists its chunks' SHA-256 lets the decoding follow the
+// hash chunk by chunk (verified.go); otherwise the whole file is hashed first and
+// decoded in a second pass, from the page cache. A tree digest is hashed on every
+// core (hashTree); a sidecar's whole-file SHA-256 on one.
 func (d Dir) readDump(circuit string, s *dumpSum, prog *loadProgress) (*groth16bls.ProvingKey, error) {
 	path := d.Path(circuit, DumpFile)
 	f, err := os.Open(path)
@@ -240,15 +242,23 @@ func (d Dir) readDump(circuit string, s *dumpSum, prog *loadProgress) (*groth16b
 	if st.Size() != s.DumpBytes {
 		return nil, fmt.Errorf("%s has %d bytes, its sidecar says %d (truncated or replaced)", path, st.Size(), s.DumpBytes)
 	}
-	if err := checkDump(f, s, prog); err != nil {
-		return nil, err
+	v := newVerifiedPrefix(s)
+	hashed := make(chan error, 1)
+	if v == nil {
+		if err := checkDump(f, s, prog); err != nil {
+			return nil, err
+		}
+		hashed <- nil
+	} else {
+		var read func(int64)
+		if prog != nil {
+			read = func(n int64) { prog.add(n, DumpFile+" (hash)") }
+		}
+		go func() { hashed <- v.hash(f, read) }()
 	}
 	var pk *groth16bls.ProvingKey
 	err = decodeWith(func() (err error) {
-		r, err := newDumpReader(f, st.Size(), prog)
-		if err != nil {
-			return err
-		}
+		r := newDumpReader(f, st.Size(), v, prog)
 		if pk, err = readDumpKZ(r); err != nil {
 			return err
 		}
@@ -257,6 +267,15 @@ func (d Dir) readDump(circuit string, s *dumpSum, prog *loadProgress) (*groth16b
 		}
 		return nil
 	})
+	if herr := <-hashed; herr != nil {
+		if errors.Is(herr, errChunkDiffers) {
+			// The whole file's digest, and which chunks differ, say what is damaged.
+			if cerr := checkDump(f, s, prog); cerr != nil {
+				return nil, cerr
+			}
+		}
+		return nil, fmt.Errorf("read %s: %w", path, herr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}

@@ -3,6 +3,7 @@ package keys
 import (
 	"io"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -19,7 +20,8 @@ type progressLimits struct {
 var defaultProgress = progressLimits{minBytes: 256 << 20, every: 5 * time.Second, minGap: time.Second}
 
 // loadProgress counts the bytes a key load reads, across the files and passes it makes
-// (a dump is read twice: hashed, then decoded), logs them and tells report.
+// (a dump is read twice: hashed, and decoded as the hash goes or after it), logs them
+// and tells report. Its passes may run at once: add is safe for concurrent use.
 type loadProgress struct {
 	circuit string
 	log     *slog.Logger
@@ -28,6 +30,7 @@ type loadProgress struct {
 	limits  progressLimits
 
 	read, total atomic.Int64
+	mu          sync.Mutex // serializes report and the log lines
 	lastLog     time.Time
 	lastTenth   int64
 }
@@ -42,8 +45,10 @@ func newLoadProgress(circuit string, log *slog.Logger, report func(read, total i
 // expect adds n bytes to what the load is going to read.
 func (p *loadProgress) expect(n int64) {
 	if n > 0 {
+		p.mu.Lock()
+		defer p.mu.Unlock()
 		p.total.Add(n)
-		p.tell(0)
+		p.tell(p.read.Load())
 	}
 }
 
@@ -67,6 +72,8 @@ func (c *countingReader) Read(b []byte) (int, error) {
 }
 
 func (p *loadProgress) add(n int64, what string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	read := p.read.Add(n)
 	p.tell(read)
 	total := p.total.Load()

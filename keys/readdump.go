@@ -123,9 +123,11 @@ func readSliceInto[E any](r io.Reader, alloc func(n uint64) []E) ([]E, error) {
 // dumpReader reads pk.dump from its start: the small fields through a buffer, and the
 // point vectors (readBulk, gigabytes at Filecoin sizes) with positioned reads on every
 // core, so that copying them out of the page cache and faulting in their fresh pages
-// is not one goroutine's work.
+// is not one goroutine's work. With v it reads only what v has verified (verified.go).
 type dumpReader struct {
 	f     *os.File
+	v     *verifiedPrefix // nil: the file was checked before
+	src   *gatedFile      // what br reads
 	br    *bufio.Reader
 	off   int64 // the file offset of the next byte the decoder gets
 	size  int64
@@ -133,12 +135,9 @@ type dumpReader struct {
 	chunk int64 // what one goroutine of readBulk reads at a time
 }
 
-func newDumpReader(f *os.File, size int64, prog *loadProgress) (*dumpReader, error) {
-	off, err := f.Seek(0, io.SeekCurrent)
-	if err != nil {
-		return nil, err
-	}
-	return &dumpReader{f: f, br: bufio.NewReaderSize(f, bufSize), off: off, size: size, prog: prog, chunk: bulkChunk}, nil
+func newDumpReader(f *os.File, size int64, v *verifiedPrefix, prog *loadProgress) *dumpReader {
+	src := &gatedFile{f: f, v: v}
+	return &dumpReader{f: f, v: v, src: src, br: bufio.NewReaderSize(src, bufSize), size: size, prog: prog, chunk: bulkChunk}
 }
 
 func (d *dumpReader) Read(p []byte) (int, error) {
@@ -170,6 +169,11 @@ func (d *dumpReader) readBulk(dst []byte) error {
 	}
 	err = onEveryCore((int64(len(rest))+d.chunk-1)/d.chunk, func(k int64, _ []byte, report func(int64)) error {
 		chunk := rest[k*d.chunk : min((k+1)*d.chunk, int64(len(rest)))]
+		if d.v != nil {
+			if _, err := d.v.wait(start + k*d.chunk + int64(len(chunk))); err != nil {
+				return err
+			}
+		}
 		if _, err := d.f.ReadAt(chunk, start+k*d.chunk); err != nil {
 			return fmt.Errorf("read %s at %d: %w", d.f.Name(), start+k*d.chunk, err)
 		}
@@ -180,9 +184,7 @@ func (d *dumpReader) readBulk(dst []byte) error {
 		return err
 	}
 	d.off = start + int64(len(rest))
-	if _, err := d.f.Seek(d.off, io.SeekStart); err != nil {
-		return err
-	}
-	d.br.Reset(d.f)
+	d.src.off = d.off
+	d.br.Reset(d.src)
 	return nil
 }

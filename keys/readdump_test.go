@@ -94,10 +94,7 @@ func TestDumpReaderBulk(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { f.Close() })
-		r, err := newDumpReader(f, int64(len(dump)), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := newDumpReader(f, int64(len(dump)), nil, nil)
 		r.chunk = 1000
 		pk, err := readDumpKZ(r)
 		return pk, r, err

@@ -159,24 +159,32 @@ func hashTree(f *os.File, chunk, size int64, read func(n int64)) ([][sha256.Size
 	}
 	n := treeChunks(chunk, size)
 	sums := make([][sha256.Size]byte, n)
-	err := onEveryCore(n, func(k int64, buf []byte, report func(int64)) error {
-		h := sha256.New()
-		for off, end := k*chunk, min((k+1)*chunk, size); off < end; {
-			m, err := f.ReadAt(buf[:min(int64(len(buf)), end-off)], off)
-			if err != nil {
-				return fmt.Errorf("read %s at %d: %w", f.Name(), off, err)
-			}
-			h.Write(buf[:m])
-			off += int64(m)
-			report(int64(m))
-		}
-		h.Sum(sums[k][:0])
-		return nil
+	err := onEveryCore(n, func(k int64, buf []byte, report func(int64)) (err error) {
+		sums[k], err = hashChunk(f, k, chunk, size, buf, report)
+		return err
 	}, min(treePiece, chunk), read)
 	if err != nil {
 		return nil, err
 	}
 	return sums, nil
+}
+
+// hashChunk is the SHA-256 of chunk k of the size bytes of f, read in pieces of
+// len(buf) bytes, each piece's bytes told to report.
+func hashChunk(f *os.File, k, chunk, size int64, buf []byte, report func(int64)) ([sha256.Size]byte, error) {
+	var sum [sha256.Size]byte
+	h := sha256.New()
+	for off, end := k*chunk, min((k+1)*chunk, size); off < end; {
+		m, err := f.ReadAt(buf[:min(int64(len(buf)), end-off)], off)
+		if err != nil {
+			return sum, fmt.Errorf("read %s at %d: %w", f.Name(), off, err)
+		}
+		h.Write(buf[:m])
+		off += int64(m)
+		report(int64(m))
+	}
+	h.Sum(sum[:0])
+	return sum, nil
 }
 
 // onEveryCore runs work for k = 0 … n-1 on up to GOMAXPROCS goroutines, each taking
