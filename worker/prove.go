@@ -52,6 +52,15 @@ func (w *Worker) nextBatch() (*solvedBatch, bool) {
 	case b := <-w.urgentCh:
 		return b, true
 	case b, ok := <-w.proveCh:
+		if !ok {
+			// Stopping: an urgent batch queued meanwhile is still proven (the
+			// urgent lanes may have stopped already).
+			select {
+			case b := <-w.urgentCh:
+				return b, true
+			default:
+			}
+		}
 		return b, ok
 	}
 }
