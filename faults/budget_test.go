@@ -13,10 +13,10 @@ import (
 
 // A request that needs more memory than one worker's whole --mem-budget is not failed
 // by that worker while another live worker's budget holds it: the small worker puts it
-// back without an attempt and the large one proves it. Once no live worker's budget
-// holds it, it fails with the budget's error. The small worker's budget leaves less
-// room than one synthesis of the circuit beside the process itself, whose size the
-// large worker's /readyz tells.
+// back without an attempt and stays off it, and the large one proves it. Once no live
+// worker's budget holds it, it fails with the budget's error. The small worker's
+// budget leaves less room than one synthesis of the circuit beside the process itself,
+// whose size the large worker's /readyz tells.
 func TestRequestTooLargeForOneWorkerGoesToOneItFits(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -29,6 +29,10 @@ func TestRequestTooLargeForOneWorkerGoesToOneItFits(t *testing.T) {
 		var budget int64
 		err := e.pool.QueryRow(ctx, `SELECT coalesce((SELECT (config->>'mem_budget')::bigint FROM cuzk.workers WHERE worker = 'roomy'), 0)`).Scan(&budget)
 		return budget >= need, fmt.Sprintf("mem_budget %d", budget), err
+	})
+	// Stopped with its River client up: the row is written before River starts.
+	e.waitFor(time.Minute, "roomy started", func(context.Context) (bool, string, error) {
+		return strings.Contains(roomy.output(), "worker started"), "no start line yet", nil
 	})
 	now, _ := budgetKinds(t, addr)
 	// The process's share is its memory at start and 1/32 of the budget (cuzk worker);
@@ -46,8 +50,10 @@ func TestRequestTooLargeForOneWorkerGoesToOneItFits(t *testing.T) {
 		return strings.Contains(tight.output(), putBack), "not put back yet", nil
 	})
 	roomy.signal(t, syscall.SIGCONT)
-	// Each time the snooze ends both workers race for the job, and tight puts it back
-	// again when it wins: allow several rounds on a loaded machine.
+	// tight leaves the request out of its fetches for a while after each put back (a
+	// second, then doubling), so roomy, polling every 200 ms, claims it as soon as it
+	// runs again; should tight look again first (roomy still catching up on a loaded
+	// machine), it puts it back again without an attempt.
 	e.waitStates(4*time.Minute, "succeeded", ids)
 	e.exactlyOnce(ids)
 	if n := scalar[int](t, e.pool, `SELECT count(*) FROM cuzk.proof_attempts WHERE worker = 'tight'`); n != 0 {

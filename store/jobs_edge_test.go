@@ -2,8 +2,13 @@ package store
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/cuzk/cuzk/internal/pgtest"
 	"github.com/cuzk/cuzk/jobs"
@@ -202,5 +207,46 @@ func TestTimingQueriesEdgeCases(t *testing.T) {
 	wantErr(t, err, "record bench: store bench runs: ", "23514")
 	if n := count(t, db.Pool, "SELECT count(*) FROM cuzk.bench_runs"); n != 2 {
 		t.Fatalf("%d runs after a refused bench, want 2", n)
+	}
+}
+
+// ClaimJobsExcept claims as River's fetch does (the same row, the same columns set),
+// leaving out the jobs it is told to.
+func TestClaimJobsExceptIsRiversFetchWithoutSome(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	p := db.Pool
+	mustRegister(t, p, testCircuit("c", 1))
+	for _, id := range []string{"r1", "r2", "r3"} {
+		mustSubmit(t, p, &Submission{RequestID: id, Circuit: "c", Inputs: []byte(`{}`)})
+	}
+	j1, j2, j3 := jobOf(t, p, "r1"), jobOf(t, p, "r2"), jobOf(t, p, "r3")
+	params := &riverdriver.JobGetAvailableParams{ClientID: "client-1", MaxAttemptedBy: 2, MaxToLock: 1, Queue: jobs.Queue}
+
+	got, err := ClaimJobsExcept(ctx, p, params, []int64{j1})
+	if err != nil || len(got) != 1 || got[0].ID != j2 {
+		t.Fatalf("ClaimJobsExcept(except %d): %v, %v; want job %d", j1, got, err, j2)
+	}
+	river, err := riverpgxv5.New(p).GetExecutor().JobGetAvailable(ctx, &riverdriver.JobGetAvailableParams{
+		ClientID: "client-1", MaxAttemptedBy: 2, MaxToLock: 1, Queue: jobs.Queue})
+	if err != nil || len(river.Jobs) != 1 || river.Jobs[0].ID != j1 {
+		t.Fatalf("River's fetch: %v, %v; want job %d", river, err, j1)
+	}
+	mine, theirs := got[0], river.Jobs[0]
+	if mine.State != rivertype.JobStateRunning || mine.State != theirs.State || mine.Attempt != 1 || mine.Attempt != theirs.Attempt ||
+		!slices.Equal(mine.AttemptedBy, theirs.AttemptedBy) || mine.AttemptedAt == nil || theirs.AttemptedAt == nil {
+		t.Errorf("claimed %+v, River's fetch %+v: want the same state, attempt, attempted_by and an attempted_at", mine, theirs)
+	}
+
+	// attempted_by keeps its last MaxAttemptedBy entries, as River's fetch does.
+	exec(t, p, `UPDATE public.river_job SET state = 'available', attempted_by = ARRAY['a', 'b'] WHERE id = $1`, j3)
+	exec(t, p, `UPDATE public.river_job SET state = 'available', attempted_by = ARRAY['a', 'b'] WHERE id = $1`, j2)
+	got, err = ClaimJobsExcept(ctx, p, params, []int64{j2})
+	if err != nil || len(got) != 1 || got[0].ID != j3 || !slices.Equal(got[0].AttemptedBy, []string{"b", "client-1"}) {
+		t.Fatalf("ClaimJobsExcept(except %d): %+v, %v; want job %d attempted by b, client-1", j2, got, err, j3)
+	}
+	// Nothing left but the job left out.
+	if got, err := ClaimJobsExcept(ctx, p, params, []int64{j2}); err != nil || len(got) != 0 {
+		t.Fatalf("ClaimJobsExcept with only the left-out job available: %v, %v; want none", got, err)
 	}
 }

@@ -6,11 +6,15 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/cuzk/cuzk/sql/queries"
 )
 
-// River's own tables, read where River's API has no call for it.
+// River's own tables, read (and claimed from, ClaimJobsExcept) where River's API has no
+// call for it.
 
 // CancelRequest is what River's job row says about a cancel: Requested when
 // cancel_attempted_at is in its metadata (as cuzk.cancel_proof and River's JobCancel
@@ -107,4 +111,28 @@ func ScrubEndedInputs(ctx context.Context, db DB, limit int) (int64, error) {
 		return 0, fmt.Errorf("scrub the inputs of ended requests: %w", err)
 	}
 	return n, nil
+}
+
+// ClaimJobsExcept is River's fetch of available jobs (riverdriver's JobGetAvailable,
+// whose params it takes) that leaves out the jobs except: the rows are locked as
+// running for the client as River's query would, and read back through the driver, in
+// one transaction.
+func ClaimJobsExcept(ctx context.Context, db DB, p *riverdriver.JobGetAvailableParams, except []int64) ([]*rivertype.JobRow, error) {
+	var jobs []*rivertype.JobRow
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, queries.SQL("ClaimJobsExcept"), p.Queue, p.ClientID, p.MaxToLock, p.MaxAttemptedBy, p.Now, except, p.Kind)
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		jobs, err = riverpgxv5.New(nil).UnwrapExecutor(tx).JobGetByIDMany(ctx, &riverdriver.JobGetByIDManyParams{ID: ids})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim jobs of queue %s: %w", p.Queue, err)
+	}
+	return jobs, nil
 }

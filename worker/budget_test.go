@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -151,9 +152,9 @@ func TestAllDoneWaitsForEveryContext(t *testing.T) {
 	<-one.Done() // a batch of one follows its request
 }
 
-// A request put back for a worker with a larger budget comes back after 1 s, doubling
-// with each snooze River recorded, and never later than a minute.
-func TestBudgetSnoozeDelayIsBounded(t *testing.T) {
+// A worker that put a request back for a worker with a larger budget stays off it for
+// 1 s, doubling with each put back River recorded, and never longer than a minute.
+func TestBudgetStayOffIsBounded(t *testing.T) {
 	for _, c := range []struct {
 		metadata string
 		want     time.Duration
@@ -166,9 +167,26 @@ func TestBudgetSnoozeDelayIsBounded(t *testing.T) {
 		{`{"snoozes": 1000000}`, time.Minute},
 		{`{"snoozes": -3}`, time.Second},
 	} {
-		if got := budgetSnoozeDelay([]byte(c.metadata)); got != c.want {
+		if got := budgetStayOff([]byte(c.metadata)); got != c.want {
 			t.Errorf("metadata %s: %s, want %s", c.metadata, got, c.want)
 		}
+	}
+}
+
+// The jobs a worker stays off are left out until their time, then forgotten.
+func TestStayOffForgetsEndedJobs(t *testing.T) {
+	var s stayOff
+	now := time.Now()
+	s.add(1, now.Add(time.Second))
+	s.add(2, now.Add(time.Minute))
+	if got := s.ids(now); len(got) != 2 {
+		t.Fatalf("at once: %v, want jobs 1 and 2", got)
+	}
+	if got := s.ids(now.Add(2 * time.Second)); !slices.Equal(got, []int64{2}) {
+		t.Fatalf("after 2 s: %v, want job 2", got)
+	}
+	if got := s.ids(now); !slices.Equal(got, []int64{2}) {
+		t.Fatalf("job 1 ended before: %v, want it forgotten", got)
 	}
 }
 

@@ -27,15 +27,21 @@ import (
 // River also polls the job and queue rows on its own, so nothing is lost when a message
 // is dropped.
 
-// trustedDriver is riverpgxv5's driver with a listener that checks control messages.
+// trustedDriver is riverpgxv5's driver with a listener that checks control messages,
+// and an executor whose fetches leave out the jobs in off (fleetbudget.go).
 type trustedDriver struct {
 	*riverpgxv5.Driver
 	pool *pgxpool.Pool
 	log  *slog.Logger
+	off  *stayOff
 }
 
-func newTrustedDriver(pool *pgxpool.Pool, log *slog.Logger) *trustedDriver {
-	return &trustedDriver{Driver: riverpgxv5.New(pool), pool: pool, log: log}
+func newTrustedDriver(pool *pgxpool.Pool, log *slog.Logger, off *stayOff) *trustedDriver {
+	return &trustedDriver{Driver: riverpgxv5.New(pool), pool: pool, log: log, off: off}
+}
+
+func (d *trustedDriver) GetExecutor() riverdriver.Executor {
+	return &stayOffExecutor{Executor: d.Driver.GetExecutor(), pool: d.pool, off: d.off}
 }
 
 func (d *trustedDriver) GetListener(params *riverdriver.GetListenenerParams) riverdriver.Listener {

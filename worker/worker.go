@@ -76,6 +76,7 @@ type Worker struct {
 	timeoutsAt      atomic.Int64  // when timeouts was last read, Unix ns
 	timeoutsLoading atomic.Bool   // a background read of timeouts is under way
 	leaderTicks     chan struct{} // maintenance due, while this client is River's leader (maintain.go)
+	stayOff         stayOff       // jobs put back for a worker whose budget holds them (fleetbudget.go)
 	origin          store.Origin
 
 	// drainCtx is cancelled when shutdown begins: requests that have not started
@@ -141,7 +142,8 @@ func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Prover, log 
 	if err := river.AddWorkerSafely[jobs.ProveArgs](workers, &proveWorker{w: w}); err != nil {
 		return nil, fmt.Errorf("worker: register job kind: %w", err)
 	}
-	// River's control messages are acted on only when the database backs them (notify.go).
+	// River's control messages are acted on only when the database backs them (notify.go);
+	// its fetches leave out the jobs this worker stays off (fleetbudget.go).
 	riverLog := slog.New(cancelAsInfo{quietTicks{log.Handler()}}).With("component", "river")
 	queues := map[string]river.QueueConfig{
 		// FetchCooldown: River fetches at most this often (default 100 ms), each fetch
@@ -156,7 +158,7 @@ func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Prover, log 
 		// a long request; inside the pipeline it then goes first (urgent.go).
 		queues[jobs.UrgentQueue] = river.QueueConfig{MaxWorkers: cfg.UrgentSlots, FetchPollInterval: cfg.PollInterval, FetchCooldown: fetchCooldown}
 	}
-	client, err := river.NewClient[pgx.Tx](newTrustedDriver(pool, riverLog), &river.Config{
+	client, err := river.NewClient[pgx.Tx](newTrustedDriver(pool, riverLog, &w.stayOff), &river.Config{
 		ID:                   w.clientID,
 		Logger:               riverLog,
 		Queues:               queues,
