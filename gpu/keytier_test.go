@@ -17,7 +17,7 @@ import (
 )
 
 // TestKeyTierTimes times a proving key's tier moves on the device: file to pinned (the
-// worker's read: sidecar checks, the digest of pk.dump, the decode, NewProvingKey), read
+// worker's read: sidecar checks, the digest of pk.dump with its decode, NewProvingKey), read
 // once from wherever the file is (cold when the caller dropped the page cache) and once
 // more from the page cache, pinned to device (the CUDA backend's LoadKey from the host
 // copy), both together, and the device copy's Close. The key is
@@ -80,48 +80,39 @@ func TestKeyTierTimes(t *testing.T) {
 	med := up[len(up)/2]
 	host := pk.HostBytes()
 	fmt.Printf("KEYTIER %s source=%s dump_bytes=%d host_bytes=%d device_bytes=%d streamed_bytes=%d "+
-		"file_to_pinned_ms=%.0f (hash %.0f decode %.0f prover key %.0f) cold_file_to_pinned_ms=%.0f (hash %.0f decode %.0f prover key %.0f) "+
+		"file_to_pinned_ms=%.0f (read %.0f prover key %.0f) cold_file_to_pinned_ms=%.0f (read %.0f prover key %.0f) "+
 		"pinned_to_device_ms=%.0f (min %.0f max %.0f, %d runs) file_to_device_ms=%.0f "+
 		"cold_file_to_device_ms=%.0f pinned_to_device_GBps=%.1f device_close_ms=%.0f device=%s\n",
 		name, st.Source, fileBytes(dir.Path(name, keys.DumpFile)), host, devBytes, streamed,
-		ms(toPinned), ms(warm.hash), ms(warm.decode), ms(warm.prover), ms(cold.total), ms(cold.hash), ms(cold.decode), ms(cold.prover),
+		ms(toPinned), ms(warm.read), ms(warm.prover), ms(cold.total), ms(cold.read), ms(cold.prover),
 		ms(med), ms(up[0]), ms(up[len(up)-1]), len(up), ms(toPinned+med), ms(cold.total+med),
 		float64(host)/med.Seconds()/1e9, ms(closeTime), b.Device().Name)
 }
 
-// timedKeyRead is one read of a key from its file to the prover's host copy: the dump's
-// digest pass, its decode (with the sidecar checks) and NewProvingKey.
+// timedKeyRead is one read of a key from its file to the prover's host copy: the read
+// of pk.dump (its digest and its decode, which follows the digest chunk by chunk, with
+// the sidecar checks) and NewProvingKey.
 type timedKeyRead struct {
-	pk                          *prover.ProvingKey
-	st                          keys.LoadStats
-	hash, decode, prover, total time.Duration
+	pk                  *prover.ProvingKey
+	st                  keys.LoadStats
+	read, prover, total time.Duration
 }
 
-// readKeyTimed reads name's key from dir as the worker does, telling the digest pass
-// from the decode by the progress callback (the dump is read twice: hashed, then decoded).
+// readKeyTimed reads name's key from dir as the worker does.
 func readKeyTimed(t *testing.T, dir keys.Dir, name, digest string) timedKeyRead {
 	t.Helper()
 	var r timedKeyRead
 	t0 := time.Now()
-	var hashed time.Time
-	progress := func(read, total int64) {
-		if hashed.IsZero() && total > 0 && read >= total/2 {
-			hashed = time.Now()
-		}
-	}
-	gpk, _, st, err := dir.LoadWith(name, digest, keys.LoadOptions{Progress: progress})
+	gpk, _, st, err := dir.LoadWith(name, digest, keys.LoadOptions{})
 	if err != nil {
 		t.Fatalf("read %s: %v", name, err)
 	}
 	loaded := time.Now()
-	if hashed.IsZero() {
-		hashed = t0
-	}
 	pk, err := prover.NewProvingKey(name, gpk, int(gpk.Domain.Cardinality))
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.pk, r.st = pk, st
-	r.hash, r.decode, r.prover, r.total = hashed.Sub(t0), loaded.Sub(hashed), time.Since(loaded), time.Since(t0)
+	r.read, r.prover, r.total = loaded.Sub(t0), time.Since(loaded), time.Since(t0)
 	return r
 }
