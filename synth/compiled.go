@@ -59,9 +59,21 @@ func compileBuiltin(name string) (*Compiled, error) {
 	return compileCircuit(name, circuit)
 }
 
+// sizedAhead is a built-in circuit that knows its compiled size ahead: gnark's
+// builder appends every instruction to a few slices, and from empty their regrowth
+// (copying gigabytes at 2^26, and faulting in each new copy) was a third of
+// porep's compile. compileCapacity is the frontend.WithCapacity that holds them.
+type sizedAhead interface {
+	compileCapacity() int
+}
+
 // compileCircuit compiles circuit as the built-in name.
 func compileCircuit(name string, circuit frontend.Circuit) (*Compiled, error) {
-	ccs, err := frontend.Compile(ecc.BLS12_381.ScalarField(), r1cs.NewBuilder, circuit)
+	var opts []frontend.CompileOption
+	if s, ok := circuit.(sizedAhead); ok {
+		opts = append(opts, frontend.WithCapacity(s.compileCapacity()))
+	}
+	ccs, err := frontend.Compile(ecc.BLS12_381.ScalarField(), r1cs.NewBuilder, circuit, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("compile %s: %w", name, err)
 	}

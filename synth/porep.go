@@ -68,7 +68,16 @@ type porepCircuit struct {
 	Path    [][]frontend.Variable // per challenge, porepDepth siblings, leaf level first
 
 	rounds []int `gnark:"-"` // labelling rounds per challenge
+	k      int   `gnark:"-"` // its domain is 2^k
 }
+
+// porepCallData is about how many words of gnark's call data a porep instruction
+// takes (24.2 at 2^20).
+const porepCallData = 25
+
+// compileCapacity sizes gnark's slices for 2^k instructions of porepCallData words:
+// WithCapacity(c) holds c instructions and 8c words.
+func (c *porepCircuit) compileCapacity() int { return (1 << c.k) * porepCallData / 8 }
 
 func newPorep(p []int) builtin {
 	k := p[0]
@@ -79,6 +88,7 @@ func newPorep(p []int) builtin {
 		Index:   make([]frontend.Variable, challenges),
 		Path:    make([][]frontend.Variable, challenges),
 		rounds:  porepRounds(k),
+		k:       k,
 	}
 	for i := range challenges {
 		c.Parents[i] = make([]frontend.Variable, porepParents)
