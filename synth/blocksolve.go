@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -65,40 +67,73 @@ func (c *Compiled) BlockSplit() string {
 
 // instrWires decodes instructions' wires: what each reads and what it solves.
 type instrWires struct {
-	sys *cs.R1CS
-	r1c constraint.R1C
-	hm  constraint.HintMapping
+	sys   *cs.R1CS
+	r1c   constraint.R1C
+	hm    constraint.HintMapping
+	reads []uint32
 }
 
-// visit calls read for every wire instruction i reads (an R1C's unknown included,
-// which the caller tells apart by its producer) and returns i's hint outputs, or
-// ok false for a blueprint other than gnark's R1C and hint ones.
-func (d *instrWires) visit(i int, read func(w uint32)) (outStart, outEnd uint32, isHint, ok bool) {
+// decode returns the wires instruction i reads, in order, constants left out (an
+// R1C's unknown included, which the caller tells apart by its producer; the slice is
+// reused by the next call), and i's hint outputs, or ok false for a blueprint other
+// than gnark's R1C and hint ones. gnark's generic R1C and hint blueprints, all that its
+// R1CS builder emits, are read straight from the calldata (layouts of
+// constraint/blueprint_r1cs.go and blueprint_hint.go, gnark v0.14.0) rather than
+// through Decompress, which copies every term.
+func (d *instrWires) decode(i int) (reads []uint32, outStart, outEnd uint32, isHint, ok bool) {
 	pi := d.sys.Instructions[i]
-	inst := pi.Unpack(&d.sys.System)
+	cd := d.sys.CallData[pi.StartCallData:]
+	reads = d.reads[:0]
 	switch bp := d.sys.Blueprints[pi.BlueprintID].(type) {
+	case *constraint.BlueprintGenericR1C:
+		// size, len(L), len(R), len(O), then (coefficient, wire) pairs of L, R, O
+		reads = appendWires(reads, cd[4:4+2*int(cd[1]+cd[2]+cd[3])])
+		ok = true
+	case *constraint.BlueprintGenericHint:
+		// size, hint ID, len(inputs), each input's length and (coefficient, wire)
+		// pairs, then the output range
+		k := 3
+		for range cd[2] {
+			end := k + 1 + 2*int(cd[k])
+			reads = appendWires(reads, cd[k+1:end])
+			k = end
+		}
+		outStart, outEnd, isHint, ok = cd[k], cd[k+1], true, true
 	case constraint.BlueprintR1C:
-		bp.DecompressR1C(&d.r1c, inst)
+		bp.DecompressR1C(&d.r1c, pi.Unpack(&d.sys.System))
 		for _, le := range [...]constraint.LinearExpression{d.r1c.L, d.r1c.R, d.r1c.O} {
-			for _, t := range le {
-				if !t.IsConstant() {
-					read(t.VID)
-				}
-			}
+			reads = appendTerms(reads, le)
 		}
-		return 0, 0, false, true
+		ok = true
 	case constraint.BlueprintHint:
-		bp.DecompressHint(&d.hm, inst)
+		bp.DecompressHint(&d.hm, pi.Unpack(&d.sys.System))
 		for _, le := range d.hm.Inputs {
-			for _, t := range le {
-				if !t.IsConstant() {
-					read(t.VID)
-				}
-			}
+			reads = appendTerms(reads, le)
 		}
-		return d.hm.OutputRange.Start, d.hm.OutputRange.End, true, true
+		outStart, outEnd, isHint, ok = d.hm.OutputRange.Start, d.hm.OutputRange.End, true, true
 	}
-	return 0, 0, false, false
+	d.reads = reads
+	return reads, outStart, outEnd, isHint, ok
+}
+
+// appendWires appends the wires of (coefficient, wire) pairs, constants left out.
+func appendWires(reads, pairs []uint32) []uint32 {
+	for k := 1; k < len(pairs); k += 2 {
+		if pairs[k] != math.MaxUint32 { // constraint.Term.IsConstant
+			reads = append(reads, pairs[k])
+		}
+	}
+	return reads
+}
+
+// appendTerms appends le's wires, constants left out.
+func appendTerms(reads []uint32, le constraint.LinearExpression) []uint32 {
+	for _, t := range le {
+		if !t.IsConstant() {
+			reads = append(reads, t.VID)
+		}
+	}
+	return reads
 }
 
 // planBlocks finds sys's split, or nil where the solver below cannot solve sys the
@@ -108,92 +143,44 @@ func (d *instrWires) visit(i int, read func(w uint32)) (outStart, outEnd uint32,
 // from p on, counting dependencies among them only), found by adding instructions
 // from the last back in a union-find; the suffix start s likewise minimises
 // (n - s) + (largest component of [p, s)), adding instructions forwards.
+//
+// Each instruction is decoded twice: once in order, to find which instruction solves
+// each wire and count every instruction's dependencies, and once, in parallel over
+// ranges of instructions, to list them. The sweeps then read the lists.
 func planBlocks(sys *cs.R1CS) *blockPlan {
 	n := len(sys.Instructions)
-	nbWires := len(sys.Public) + len(sys.Secret) + sys.NbInternalVariables
-	d := &instrWires{sys: sys}
-
-	// Which instruction solves each wire: gnark's solved set, simulated.
-	producer := make([]int32, nbWires)
-	inputs := len(sys.Public) + len(sys.Secret)
-	for w := range producer {
-		producer[w] = -1
-		if w >= inputs {
-			producer[w] = -2 // unsolved
-		}
-	}
-	for i := range n {
-		unknowns := 0
-		outStart, outEnd, isHint, ok := d.visit(i, func(w uint32) {
-			if producer[w] == -2 {
-				producer[w] = int32(i)
-				unknowns++
-			} else if producer[w] == int32(i) {
-				unknowns++ // the unknown twice: gnark refuses this too
-			}
-		})
-		if !ok || unknowns > 1 || (isHint && unknowns > 0) {
-			return nil
-		}
-		for w := outStart; w < outEnd; w++ {
-			if producer[w] != -2 {
-				return nil
-			}
-			producer[w] = int32(i)
-		}
-	}
-	if slices.Contains(producer, -2) {
+	producer, off := producers(sys)
+	if producer == nil {
 		return nil
 	}
-	// deps calls f for each instruction that i reads a wire of, i excluded.
-	deps := func(i int, f func(j int32)) {
-		last := int32(-1)
-		d.visit(i, func(w uint32) {
-			if j := producer[w]; j >= 0 && j != int32(i) && j != last {
-				last = j
-				f(j)
-			}
-		})
-	}
+	deps := dependencies(sys, producer, off)
+	producer = nil
 
 	// Dependents of each instruction, for adding instructions from the last back.
-	off := make([]int32, n+1)
-	for i := range n {
-		deps(i, func(j int32) { off[j+1]++ })
-	}
-	for i := range n {
-		off[i+1] += off[i]
-	}
-	users := make([]int32, off[n])
-	fill := slices.Clone(off[:n])
-	for i := range n {
-		deps(i, func(j int32) { users[fill[j]] = int32(i); fill[j]++ })
-	}
-	fill = nil
-
+	uoff, users := transpose(off, deps)
 	uf := newUnionFind(n)
 	p, best := n, n
 	for i := n - 1; i >= 0; i-- {
 		uf.add(i)
-		for _, u := range users[off[i]:off[i+1]] {
+		for _, u := range users[uoff[i]:uoff[i+1]] {
 			uf.union(int32(i), u)
 		}
 		if cost := i + uf.largest; cost <= best {
 			p, best = i, cost
 		}
 	}
-	users, off = nil, nil
+	users, uoff = nil, nil
 
 	// forward adds [p, to) to a fresh union-find, calling f after each.
 	forward := func(to int, f func(i int)) {
 		uf.largest = 0 // add initialises each node
 		for i := p; i < to; i++ {
 			uf.add(i)
-			deps(i, func(j int32) {
+			for _, j := range deps[off[i]:off[i+1]] {
 				if int(j) >= p {
 					uf.union(int32(i), j)
 				}
-			})
+			}
 			f(i)
 		}
 	}
@@ -209,8 +196,15 @@ func planBlocks(sys *cs.R1CS) *blockPlan {
 	if s < n { // the blocks of [p, s): rebuild up to s
 		forward(s, func(int) {})
 	}
+	deps, off = nil, nil
+	return uf.plan(p, s)
+}
+
+// plan is the split with prefix p and suffix s, uf holding the components of [p, s):
+// the blocks, as tasks in order of their first instruction, small ones grouped.
+func (uf *unionFind) plan(p, s int) *blockPlan {
+	n := len(uf.parent)
 	plan := &blockPlan{prefix: p, suffix: s, largest: uf.largest}
-	// Tasks: blocks in order of their first instruction, small ones grouped.
 	minTask := int32(max(1, (s-p)/minTaskShare))
 	taskOf := make([]int32, n) // by block root
 	for i := range taskOf {
@@ -249,6 +243,150 @@ func planBlocks(sys *cs.R1CS) *blockPlan {
 		plan.tasks = append(plan.tasks, tasks[t])
 	}
 	return plan
+}
+
+// producers finds which instruction solves each wire, simulating gnark's solved set
+// (-1 for an input), and counts each instruction i's dependencies (appendDeps): they
+// are deps[off[i]:off[i+1]] of dependencies. Both are nil where gnark's solver
+// would refuse sys or the solver here cannot run it. It is done in instruction order:
+// a wire is solved by the first instruction that reads it unsolved, and by then the
+// producers of everything else that instruction reads are known.
+func producers(sys *cs.R1CS) (producer, off []int32) {
+	n := len(sys.Instructions)
+	inputs := len(sys.Public) + len(sys.Secret)
+	producer = make([]int32, inputs+sys.NbInternalVariables)
+	for w := range producer {
+		producer[w] = -1
+		if w >= inputs {
+			producer[w] = -2 // unsolved
+		}
+	}
+	off = make([]int32, n+1)
+	d := &instrWires{sys: sys}
+	var scratch []int32
+	for i := range n {
+		reads, outStart, outEnd, isHint, ok := d.decode(i)
+		if !ok {
+			return nil, nil
+		}
+		unknowns := 0
+		scratch = scratch[:0]
+		for _, w := range reads { // appendDeps, finding the unknowns as it goes
+			switch j := producer[w]; {
+			case j == -2:
+				producer[w] = int32(i)
+				unknowns++
+			case j == int32(i):
+				unknowns++ // the unknown twice: gnark refuses this too
+			case j >= 0 && !kept(scratch, 0, j):
+				scratch = append(scratch, j)
+			}
+		}
+		if unknowns > 1 || (isHint && unknowns > 0) {
+			return nil, nil
+		}
+		for w := outStart; w < outEnd; w++ {
+			if producer[w] != -2 {
+				return nil, nil
+			}
+			producer[w] = int32(i)
+		}
+		off[i+1] = off[i] + int32(len(scratch))
+	}
+	if slices.Contains(producer, -2) {
+		return nil, nil
+	}
+	return producer, off
+}
+
+// dependencies lists each instruction's dependencies as producers counted them,
+// decoding ranges of instructions in parallel.
+func dependencies(sys *cs.R1CS, producer, off []int32) []int32 {
+	deps := make([]int32, off[len(off)-1])
+	inParallel(len(off)-1, func(from, to int) {
+		d := &instrWires{sys: sys}
+		for i := from; i < to; i++ {
+			reads, _, _, _, _ := d.decode(i)
+			if got := appendDeps(deps[off[i]:off[i]:off[i+1]], i, reads, producer); len(got) != int(off[i+1]-off[i]) {
+				panic(fmt.Sprintf("instruction %d: %d dependencies, %d counted", i, len(got), off[i+1]-off[i]))
+			}
+		}
+	})
+	return deps
+}
+
+// depsWindow: appendDeps drops an instruction's repeated dependency if it is among the
+// last depsWindow it kept (all of them in practice), which bounds the cost of an
+// instruction that reads many wires. Repeats only cost memory and unions.
+const depsWindow = 8
+
+// appendDeps appends the instructions that instruction i reads a wire of (reads, as
+// decode gives them), i and inputs left out, in order, repeats dropped.
+func appendDeps(deps []int32, i int, reads []uint32, producer []int32) []int32 {
+	start := len(deps)
+	for _, w := range reads {
+		if j := producer[w]; j >= 0 && j != int32(i) && !kept(deps, start, j) {
+			deps = append(deps, j)
+		}
+	}
+	return deps
+}
+
+// kept reports whether j is among the last depsWindow of deps[start:].
+func kept(deps []int32, start int, j int32) bool {
+	for _, k := range deps[max(start, len(deps)-depsWindow):] {
+		if k == j {
+			return true
+		}
+	}
+	return false
+}
+
+// transpose reverses the lists deps[off[i]:off[i+1]]: users[uoff[j]:uoff[j+1]] are
+// the instructions whose lists hold j, in order.
+func transpose(off, deps []int32) (uoff, users []int32) {
+	n := len(off) - 1
+	uoff = make([]int32, n+1)
+	for _, j := range deps {
+		uoff[j+1]++
+	}
+	for i := range n {
+		uoff[i+1] += uoff[i]
+	}
+	users = make([]int32, len(deps))
+	for i := range n {
+		for _, j := range deps[off[i]:off[i+1]] {
+			users[uoff[j]] = int32(i)
+			uoff[j]++
+		}
+	}
+	copy(uoff[1:], uoff[:n]) // uoff[j] had moved on to j's end, j+1's start
+	uoff[0] = 0
+	return uoff, users
+}
+
+// planChunk is how many instructions inParallel hands a goroutine at a time: enough
+// to make taking one negligible, few enough to even out the goroutines' shares.
+const planChunk = 1 << 14
+
+// inParallel calls f on consecutive ranges of [0, n) on up to GOMAXPROCS goroutines.
+func inParallel(n int, f func(from, to int)) {
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+	)
+	for range min(runtime.GOMAXPROCS(0), (n+planChunk-1)/planChunk) {
+		wg.Go(func() {
+			for {
+				from := int(next.Add(planChunk) - planChunk)
+				if from >= n {
+					return
+				}
+				f(from, min(from+planChunk, n))
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // unionFind over instructions, with component sizes and the largest one.
