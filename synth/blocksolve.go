@@ -144,16 +144,19 @@ func appendTerms(reads []uint32, le constraint.LinearExpression) []uint32 {
 // from the last back in a union-find; the suffix start s likewise minimises
 // (n - s) + (largest component of [p, s)), adding instructions forwards.
 //
-// Each instruction is decoded twice: once in order, to find which instruction solves
-// each wire and count every instruction's dependencies, and once, in parallel over
-// ranges of instructions, to list them. The sweeps then read the lists.
+// Each instruction is decoded twice, in parallel over ranges of instructions: to find
+// which instruction solves each wire, then to check it and list the instructions it
+// depends on. The sweeps read the lists.
 func planBlocks(sys *cs.R1CS) *blockPlan {
 	n := len(sys.Instructions)
-	producer, off := producers(sys)
+	producer := producers(sys)
 	if producer == nil {
 		return nil
 	}
-	deps := dependencies(sys, producer, off)
+	off, deps := dependencies(sys, producer)
+	if deps == nil {
+		return nil
+	}
 	producer = nil
 
 	// Dependents of each instruction, for adding instructions from the last back.
@@ -245,92 +248,118 @@ func (uf *unionFind) plan(p, s int) *blockPlan {
 	return plan
 }
 
-// producers finds which instruction solves each wire, simulating gnark's solved set
-// (-1 for an input), and counts each instruction i's dependencies (appendDeps): they
-// are deps[off[i]:off[i+1]] of dependencies. Both are nil where gnark's solver
-// would refuse sys or the solver here cannot run it. It is done in instruction order:
-// a wire is solved by the first instruction that reads it unsolved, and by then the
-// producers of everything else that instruction reads are known.
-func producers(sys *cs.R1CS) (producer, off []int32) {
-	n := len(sys.Instructions)
+// producers finds which instruction solves each wire, as gnark's solver would: where
+// gnark's solver accepts the system, a wire that is not an input is solved by the
+// first instruction that reads it (an R1C's unknown) or outputs it (a hint), so that
+// is each wire's smallest such instruction, found over ranges of instructions in
+// parallel. Inputs get -1. It is nil where gnark's solver would refuse sys (checked
+// by dependencies) or the solver here cannot run it.
+func producers(sys *cs.R1CS) []int32 {
 	inputs := len(sys.Public) + len(sys.Secret)
-	producer = make([]int32, inputs+sys.NbInternalVariables)
+	producer := make([]int32, inputs+sys.NbInternalVariables)
 	for w := range producer {
 		producer[w] = -1
 		if w >= inputs {
-			producer[w] = -2 // unsolved
+			producer[w] = math.MaxInt32 // none yet
 		}
 	}
-	off = make([]int32, n+1)
-	d := &instrWires{sys: sys}
-	var scratch []int32
-	for i := range n {
-		reads, outStart, outEnd, isHint, ok := d.decode(i)
-		if !ok {
-			return nil, nil
-		}
-		unknowns := 0
-		scratch = scratch[:0]
-		for _, w := range reads { // appendDeps, finding the unknowns as it goes
-			switch j := producer[w]; {
-			case j == -2:
-				producer[w] = int32(i)
-				unknowns++
-			case j == int32(i):
-				unknowns++ // the unknown twice: gnark refuses this too
-			case j >= 0 && !kept(scratch, 0, j):
-				scratch = append(scratch, j)
+	var failed atomic.Bool
+	first := func(w uint32, i int32) {
+		for p := &producer[w]; ; {
+			old := atomic.LoadInt32(p)
+			if old <= i || atomic.CompareAndSwapInt32(p, old, i) {
+				return
 			}
 		}
-		if unknowns > 1 || (isHint && unknowns > 0) {
-			return nil, nil
-		}
-		for w := outStart; w < outEnd; w++ {
-			if producer[w] != -2 {
-				return nil, nil
-			}
-			producer[w] = int32(i)
-		}
-		off[i+1] = off[i] + int32(len(scratch))
 	}
-	if slices.Contains(producer, -2) {
-		return nil, nil
-	}
-	return producer, off
-}
-
-// dependencies lists each instruction's dependencies as producers counted them,
-// decoding ranges of instructions in parallel.
-func dependencies(sys *cs.R1CS, producer, off []int32) []int32 {
-	deps := make([]int32, off[len(off)-1])
-	inParallel(len(off)-1, func(from, to int) {
+	inParallel(len(sys.Instructions), func(from, to int) {
 		d := &instrWires{sys: sys}
-		for i := from; i < to; i++ {
-			reads, _, _, _, _ := d.decode(i)
-			if got := appendDeps(deps[off[i]:off[i]:off[i+1]], i, reads, producer); len(got) != int(off[i+1]-off[i]) {
-				panic(fmt.Sprintf("instruction %d: %d dependencies, %d counted", i, len(got), off[i+1]-off[i]))
+		for i := from; i < to && !failed.Load(); i++ {
+			reads, outStart, outEnd, _, ok := d.decode(i)
+			if !ok {
+				failed.Store(true)
+				return
+			}
+			for _, w := range reads {
+				if int(w) >= inputs {
+					first(w, int32(i))
+				}
+			}
+			for w := outStart; w < outEnd; w++ {
+				if int(w) < inputs {
+					failed.Store(true) // a hint may not output an input
+					return
+				}
+				first(w, int32(i))
 			}
 		}
 	})
-	return deps
-}
-
-// depsWindow: appendDeps drops an instruction's repeated dependency if it is among the
-// last depsWindow it kept (all of them in practice), which bounds the cost of an
-// instruction that reads many wires. Repeats only cost memory and unions.
-const depsWindow = 8
-
-// appendDeps appends the instructions that instruction i reads a wire of (reads, as
-// decode gives them), i and inputs left out, in order, repeats dropped.
-func appendDeps(deps []int32, i int, reads []uint32, producer []int32) []int32 {
-	start := len(deps)
-	for _, w := range reads {
-		if j := producer[w]; j >= 0 && j != int32(i) && !kept(deps, start, j) {
-			deps = append(deps, j)
-		}
+	if failed.Load() || slices.Contains(producer, math.MaxInt32) {
+		return nil // another blueprint, or a wire nothing solves
 	}
-	return deps
+	return producer
 }
+
+// dependencies checks each instruction as gnark's solver would (an R1C solves at
+// most one wire, a hint only its outputs) and lists the instructions it reads a wire
+// of, i and inputs left out, in order, repeats dropped (depsWindow):
+// deps[off[i]:off[i+1]] for instruction i. Ranges of instructions are listed in
+// parallel, each into a slice of its own, then copied together. Both are nil where a
+// check fails.
+func dependencies(sys *cs.R1CS, producer []int32) (off, deps []int32) {
+	n := len(sys.Instructions)
+	off = make([]int32, n+1)
+	ranges := make([][]int32, (n+planChunk-1)/planChunk) // each range's lists
+	var failed atomic.Bool
+	inParallel(n, func(from, to int) {
+		d := &instrWires{sys: sys}
+		list := make([]int32, 0, 4*(to-from))
+		for i := from; i < to; i++ {
+			reads, outStart, outEnd, isHint, _ := d.decode(i)
+			unknowns, start := 0, len(list)
+			for _, w := range reads {
+				switch j := producer[w]; {
+				case j == int32(i):
+					unknowns++ // an R1C's unknown; read twice, gnark refuses it too
+				case j >= 0 && !kept(list, start, j):
+					list = append(list, j)
+				}
+			}
+			ownOutputs := true // not solved by an instruction before
+			for w := outStart; w < outEnd; w++ {
+				ownOutputs = ownOutputs && producer[w] == int32(i)
+			}
+			if unknowns > 1 || (isHint && unknowns > 0) || !ownOutputs {
+				failed.Store(true)
+				return
+			}
+			off[i+1] = int32(len(list)) // from the range's start, for now
+		}
+		ranges[from/planChunk] = list
+	})
+	if failed.Load() {
+		return nil, nil
+	}
+	base := make([]int32, len(ranges)+1)
+	for r, list := range ranges {
+		base[r+1] = base[r] + int32(len(list))
+	}
+	deps = make([]int32, base[len(ranges)])
+	inParallel(n, func(from, to int) {
+		r := from / planChunk
+		copy(deps[base[r]:], ranges[r])
+		ranges[r] = nil
+		for i := from + 1; i <= to; i++ {
+			off[i] += base[r]
+		}
+	})
+	return off, deps
+}
+
+// depsWindow: an instruction's dependency is listed once if it repeats among the last
+// depsWindow listed (all of them in practice), which bounds the cost of an instruction
+// that reads many wires. Repeats would only cost memory and unions.
+const depsWindow = 8
 
 // kept reports whether j is among the last depsWindow of deps[start:].
 func kept(deps []int32, start int, j int32) bool {
