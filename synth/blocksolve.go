@@ -147,13 +147,16 @@ func appendTerms(reads []uint32, le constraint.LinearExpression) []uint32 {
 // Each instruction is decoded twice, in parallel over ranges of instructions: to find
 // which instruction solves each wire, then to check it and list the instructions it
 // depends on. The sweeps read the lists.
-func planBlocks(sys *cs.R1CS) *blockPlan {
+func planBlocks(sys *cs.R1CS) *blockPlan { return planBlocksIn(sys, planChunk) }
+
+// planBlocksIn is planBlocks handing goroutines chunk instructions at a time.
+func planBlocksIn(sys *cs.R1CS, chunk int) *blockPlan {
 	n := len(sys.Instructions)
-	producer := producers(sys)
+	producer := producers(sys, chunk)
 	if producer == nil {
 		return nil
 	}
-	off, deps := dependencies(sys, producer)
+	off, deps := dependencies(sys, producer, chunk)
 	if deps == nil {
 		return nil
 	}
@@ -254,7 +257,7 @@ func (uf *unionFind) plan(p, s int) *blockPlan {
 // is each wire's smallest such instruction, found over ranges of instructions in
 // parallel. Inputs get -1. It is nil where gnark's solver would refuse sys (checked
 // by dependencies) or the solver here cannot run it.
-func producers(sys *cs.R1CS) []int32 {
+func producers(sys *cs.R1CS, chunk int) []int32 {
 	inputs := len(sys.Public) + len(sys.Secret)
 	producer := make([]int32, inputs+sys.NbInternalVariables)
 	for w := range producer {
@@ -272,7 +275,7 @@ func producers(sys *cs.R1CS) []int32 {
 			}
 		}
 	}
-	inParallel(len(sys.Instructions), func(from, to int) {
+	inParallel(len(sys.Instructions), chunk, func(from, to int) {
 		d := &instrWires{sys: sys}
 		for i := from; i < to && !failed.Load(); i++ {
 			reads, outStart, outEnd, _, ok := d.decode(i)
@@ -281,16 +284,10 @@ func producers(sys *cs.R1CS) []int32 {
 				return
 			}
 			for _, w := range reads {
-				if int(w) >= inputs {
-					first(w, int32(i))
-				}
+				first(w, int32(i)) // an input keeps its -1
 			}
 			for w := outStart; w < outEnd; w++ {
-				if int(w) < inputs {
-					failed.Store(true) // a hint may not output an input
-					return
-				}
-				first(w, int32(i))
+				first(w, int32(i)) // one solved before, an input included, fails dependencies' check
 			}
 		}
 	})
@@ -306,12 +303,12 @@ func producers(sys *cs.R1CS) []int32 {
 // deps[off[i]:off[i+1]] for instruction i. Ranges of instructions are listed in
 // parallel, each into a slice of its own, then copied together. Both are nil where a
 // check fails.
-func dependencies(sys *cs.R1CS, producer []int32) (off, deps []int32) {
+func dependencies(sys *cs.R1CS, producer []int32, chunk int) (off, deps []int32) {
 	n := len(sys.Instructions)
 	off = make([]int32, n+1)
-	ranges := make([][]int32, (n+planChunk-1)/planChunk) // each range's lists
+	ranges := make([][]int32, (n+chunk-1)/chunk) // each range's lists
 	var failed atomic.Bool
-	inParallel(n, func(from, to int) {
+	inParallel(n, chunk, func(from, to int) {
 		d := &instrWires{sys: sys}
 		list := make([]int32, 0, 4*(to-from))
 		for i := from; i < to; i++ {
@@ -335,7 +332,7 @@ func dependencies(sys *cs.R1CS, producer []int32) (off, deps []int32) {
 			}
 			off[i+1] = int32(len(list)) // from the range's start, for now
 		}
-		ranges[from/planChunk] = list
+		ranges[from/chunk] = list
 	})
 	if failed.Load() {
 		return nil, nil
@@ -345,8 +342,8 @@ func dependencies(sys *cs.R1CS, producer []int32) (off, deps []int32) {
 		base[r+1] = base[r] + int32(len(list))
 	}
 	deps = make([]int32, base[len(ranges)])
-	inParallel(n, func(from, to int) {
-		r := from / planChunk
+	inParallel(n, chunk, func(from, to int) {
+		r := from / chunk
 		copy(deps[base[r]:], ranges[r])
 		ranges[r] = nil
 		for i := from + 1; i <= to; i++ {
@@ -394,24 +391,25 @@ func transpose(off, deps []int32) (uoff, users []int32) {
 	return uoff, users
 }
 
-// planChunk is how many instructions inParallel hands a goroutine at a time: enough
+// planChunk is how many instructions planBlocks hands a goroutine at a time: enough
 // to make taking one negligible, few enough to even out the goroutines' shares.
 const planChunk = 1 << 14
 
-// inParallel calls f on consecutive ranges of [0, n) on up to GOMAXPROCS goroutines.
-func inParallel(n int, f func(from, to int)) {
+// inParallel calls f on consecutive ranges of [0, n), chunk long, on up to
+// GOMAXPROCS goroutines.
+func inParallel(n, chunk int, f func(from, to int)) {
 	var (
 		next atomic.Int64
 		wg   sync.WaitGroup
 	)
-	for range min(runtime.GOMAXPROCS(0), (n+planChunk-1)/planChunk) {
+	for range min(runtime.GOMAXPROCS(0), (n+chunk-1)/chunk) {
 		wg.Go(func() {
 			for {
-				from := int(next.Add(planChunk) - planChunk)
+				from := int(next.Add(int64(chunk)) - int64(chunk))
 				if from >= n {
 					return
 				}
-				f(from, min(from+planChunk, n))
+				f(from, min(from+chunk, n))
 			}
 		})
 	}
