@@ -7,6 +7,7 @@ import (
 	"os"
 	"reflect"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"testing"
 	"time"
@@ -37,8 +38,8 @@ func TestPlanBlocksMatchesRef(t *testing.T) {
 
 // BenchmarkPlanBlocks times planBlocks against planBlocksRef, the sequential split it
 // replaced, alternating on the same compiled circuit, with GOMAXPROCS 1 and then every
-// core; it prints each one's median wall and CPU time (the process's, GC included)
-// and their ratios (new / reference), and fails if the splits differ. CUZK_CACHE_DIR, if set, keeps the compiled circuits between runs.
+// core; it prints each one's median wall and CPU time (the process's, GC included),
+// its peak heap above the heap it started with, and the ratios (new / reference), and fails if the splits differ. CUZK_CACHE_DIR, if set, keeps the compiled circuits between runs.
 //
 //	CUZK_CACHE_DIR=/tmp/cuzk-cache go test ./synth/ -run '^$' -bench 'PlanBlocks/porep-k2[02]' -benchtime 5x
 func BenchmarkPlanBlocks(b *testing.B) {
@@ -52,13 +53,19 @@ func BenchmarkPlanBlocks(b *testing.B) {
 				}
 				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
 				var ref, fast, refCPU, fastCPU []time.Duration
+				var refBytes, fastBytes uint64
 				for b.Loop() {
-					t0, c0 := time.Now(), cpuTime(b)
-					want := planBlocksRef(c.CS)
-					t1, c1 := time.Now(), cpuTime(b)
-					got := planBlocks(c.CS)
-					ref, fast = append(ref, t1.Sub(t0)), append(fast, time.Since(t1))
-					refCPU, fastCPU = append(refCPU, c1-c0), append(fastCPU, cpuTime(b)-c1)
+					var want, got *blockPlan
+					refBytes = max(refBytes, heapPeak(func() {
+						t0, c0 := time.Now(), cpuTime(b)
+						want = planBlocksRef(c.CS)
+						ref, refCPU = append(ref, time.Since(t0)), append(refCPU, cpuTime(b)-c0)
+					}))
+					fastBytes = max(fastBytes, heapPeak(func() {
+						t0, c0 := time.Now(), cpuTime(b)
+						got = planBlocks(c.CS)
+						fast, fastCPU = append(fast, time.Since(t0)), append(fastCPU, cpuTime(b)-c0)
+					}))
 					if !reflect.DeepEqual(got, want) {
 						b.Fatalf("split %v, reference %v", got, want)
 					}
@@ -66,9 +73,9 @@ func BenchmarkPlanBlocks(b *testing.B) {
 				r, f := medianDur(ref), medianDur(fast)
 				b.ReportMetric(float64(f)/float64(r), "new/ref")
 				rc, fc := medianDur(refCPU), medianDur(fastCPU)
-				fmt.Printf("%s, GOMAXPROCS %d: %d instructions, median of %d: reference %s (CPU %s), new %s (CPU %s), new/ref %.3f (CPU %.3f)\n",
-					name, procs, len(c.CS.Instructions), len(ref), r.Round(time.Millisecond), rc.Round(time.Millisecond),
-					f.Round(time.Millisecond), fc.Round(time.Millisecond), float64(f)/float64(r), float64(fc)/float64(rc))
+				fmt.Printf("%s, GOMAXPROCS %d: %d instructions, median of %d: reference %s (CPU %s, heap +%d MB), new %s (CPU %s, heap +%d MB), new/ref %.3f (CPU %.3f)\n",
+					name, procs, len(c.CS.Instructions), len(ref), r.Round(time.Millisecond), rc.Round(time.Millisecond), refBytes>>20,
+					f.Round(time.Millisecond), fc.Round(time.Millisecond), fastBytes>>20, float64(f)/float64(r), float64(fc)/float64(rc))
 			})
 		}
 	}
@@ -214,4 +221,34 @@ func randomSystem(rng *rand.Rand) *cs.R1CS {
 		}
 	}
 	return sys
+}
+
+// heapPeak runs f and returns the most the heap's objects (garbage not yet collected
+// included) grew above their bytes at its start, sampled every millisecond.
+func heapPeak(f func()) uint64 {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	read := func() uint64 {
+		metrics.Read(sample)
+		return sample[0].Value.Uint64()
+	}
+	runtime.GC()
+	base, peak := read(), uint64(0)
+	done, sampled := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(sampled)
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			peak = max(peak, read())
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	f()
+	close(done)
+	<-sampled
+	return max(peak, base) - base
 }
