@@ -300,28 +300,20 @@ func producers(sys *cs.R1CS, chunk int) []int32 {
 // dependencies checks each instruction as gnark's solver would (an R1C solves at
 // most one wire, a hint only its outputs) and lists the instructions it reads a wire
 // of, i and inputs left out, in order, repeats dropped (depsWindow):
-// deps[off[i]:off[i+1]] for instruction i. Ranges of instructions are listed in
-// parallel, each into a slice of its own, then copied together. Both are nil where a
-// check fails.
+// deps[off[i]:off[i+1]] for instruction i. Both are nil where a check fails. Ranges
+// of instructions are checked and their lists counted in parallel, then listed in
+// parallel into their place: decoding again costs less than holding the lists twice.
 func dependencies(sys *cs.R1CS, producer []int32, chunk int) (off, deps []int32) {
 	n := len(sys.Instructions)
 	off = make([]int32, n+1)
-	ranges := make([][]int32, (n+chunk-1)/chunk) // each range's lists
 	var failed atomic.Bool
 	inParallel(n, chunk, func(from, to int) {
 		d := &instrWires{sys: sys}
-		list := make([]int32, 0, 4*(to-from))
+		var list []int32
 		for i := from; i < to; i++ {
 			reads, outStart, outEnd, isHint, _ := d.decode(i)
-			unknowns, start := 0, len(list)
-			for _, w := range reads {
-				switch j := producer[w]; {
-				case j == int32(i):
-					unknowns++ // an R1C's unknown; read twice, gnark refuses it too
-				case j >= 0 && !kept(list, start, j):
-					list = append(list, j)
-				}
-			}
+			var unknowns int
+			list, unknowns = appendDeps(list[:0], i, reads, producer)
 			ownOutputs := true // not solved by an instruction before
 			for w := outStart; w < outEnd; w++ {
 				ownOutputs = ownOutputs && producer[w] == int32(i)
@@ -330,34 +322,47 @@ func dependencies(sys *cs.R1CS, producer []int32, chunk int) (off, deps []int32)
 				failed.Store(true)
 				return
 			}
-			off[i+1] = int32(len(list)) // from the range's start, for now
+			off[i+1] = int32(len(list))
 		}
-		ranges[from/chunk] = list
 	})
 	if failed.Load() {
 		return nil, nil
 	}
-	base := make([]int32, len(ranges)+1)
-	for r, list := range ranges {
-		base[r+1] = base[r] + int32(len(list))
+	for i := range n {
+		off[i+1] += off[i]
 	}
-	deps = make([]int32, base[len(ranges)])
+	deps = make([]int32, off[n])
 	inParallel(n, chunk, func(from, to int) {
-		r := from / chunk
-		copy(deps[base[r]:], ranges[r])
-		ranges[r] = nil
-		for i := from + 1; i <= to; i++ {
-			off[i] += base[r]
+		d := &instrWires{sys: sys}
+		for i := from; i < to; i++ {
+			reads, _, _, _, _ := d.decode(i)
+			appendDeps(deps[off[i]:off[i]:off[i+1]], i, reads, producer)
 		}
 	})
 	return off, deps
 }
 
+// appendDeps appends to list the instructions that instruction i (reading reads)
+// depends on, as dependencies lists them, and counts i's reads of wires it solves
+// itself: an R1C's unknown, each read of it (gnark refuses one read twice).
+func appendDeps(list []int32, i int, reads []uint32, producer []int32) (_ []int32, unknowns int) {
+	start := len(list)
+	for _, w := range reads {
+		switch j := producer[w]; {
+		case j == int32(i):
+			unknowns++
+		case j >= 0 && !kept(list, start, j):
+			list = append(list, j)
+		}
+	}
+	return list, unknowns
+}
+
 // depsWindow: an instruction's dependency is not listed again if it is among the last
 // depsWindow listed, which bounds the cost of an instruction that reads many wires and
-// still drops most repeats (porep-k22: 13.4M dependencies listed with 4, 12.0M
-// distinct, 21.3M with only consecutive repeats dropped). Repeats cost only memory
-// and unions; the split is the same.
+// still drops most repeats (porep-k22: 13.5M dependencies listed, 12.0M distinct,
+// 21.3M with only consecutive repeats dropped). Repeats cost only memory and unions;
+// the split is the same.
 const depsWindow = 8
 
 // kept reports whether j is among the last depsWindow of deps[start:].
