@@ -39,9 +39,11 @@ func TestPlanBlocksMatchesRef(t *testing.T) {
 // BenchmarkPlanBlocks times planBlocks against planBlocksRef, the sequential split it
 // replaced, alternating on the same compiled circuit, with GOMAXPROCS 1 and then every
 // core; it prints each one's median wall and CPU time (the process's, GC included),
-// its peak heap above the heap it started with, and the ratios (new / reference), and fails if the splits differ. CUZK_CACHE_DIR, if set, keeps the compiled circuits between runs.
+// its peak heap above the heap it started with, and the ratios (new / reference), and
+// fails if the splits differ. CUZK_CACHE_DIR, if set, keeps the compiled circuits
+// between runs (compiling porep-k24 takes minutes and about 10 GB).
 //
-//	CUZK_CACHE_DIR=/tmp/cuzk-cache go test ./synth/ -run '^$' -bench 'PlanBlocks/porep-k2[02]' -benchtime 5x
+//	CUZK_CACHE_DIR=/tmp/cuzk-cache go test ./synth/ -run '^$' -bench 'PlanBlocks/porep-k2[02]' -benchtime 7x
 func BenchmarkPlanBlocks(b *testing.B) {
 	reg := NewRegistry(os.Getenv("CUZK_CACHE_DIR"))
 	for _, name := range []string{"porep-k20", "porep-k22", "porep-k24"} {
