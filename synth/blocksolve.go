@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/big"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -65,40 +67,73 @@ func (c *Compiled) BlockSplit() string {
 
 // instrWires decodes instructions' wires: what each reads and what it solves.
 type instrWires struct {
-	sys *cs.R1CS
-	r1c constraint.R1C
-	hm  constraint.HintMapping
+	sys   *cs.R1CS
+	r1c   constraint.R1C
+	hm    constraint.HintMapping
+	reads []uint32
 }
 
-// visit calls read for every wire instruction i reads (an R1C's unknown included,
-// which the caller tells apart by its producer) and returns i's hint outputs, or
-// ok false for a blueprint other than gnark's R1C and hint ones.
-func (d *instrWires) visit(i int, read func(w uint32)) (outStart, outEnd uint32, isHint, ok bool) {
+// decode returns the wires instruction i reads, in order, constants left out (an
+// R1C's unknown included, which the caller tells apart by its producer; the slice is
+// reused by the next call), and i's hint outputs, or ok false for a blueprint other
+// than gnark's R1C and hint ones. gnark's generic R1C and hint blueprints, all that its
+// R1CS builder emits, are read straight from the calldata (layouts of
+// constraint/blueprint_r1cs.go and blueprint_hint.go, gnark v0.14.0) rather than
+// through Decompress, which copies every term.
+func (d *instrWires) decode(i int) (reads []uint32, outStart, outEnd uint32, isHint, ok bool) {
 	pi := d.sys.Instructions[i]
-	inst := pi.Unpack(&d.sys.System)
+	cd := d.sys.CallData[pi.StartCallData:]
+	reads = d.reads[:0]
 	switch bp := d.sys.Blueprints[pi.BlueprintID].(type) {
+	case *constraint.BlueprintGenericR1C:
+		// size, len(L), len(R), len(O), then (coefficient, wire) pairs of L, R, O
+		reads = appendWires(reads, cd[4:4+2*int(cd[1]+cd[2]+cd[3])])
+		ok = true
+	case *constraint.BlueprintGenericHint:
+		// size, hint ID, len(inputs), each input's length and (coefficient, wire)
+		// pairs, then the output range
+		k := 3
+		for range cd[2] {
+			end := k + 1 + 2*int(cd[k])
+			reads = appendWires(reads, cd[k+1:end])
+			k = end
+		}
+		outStart, outEnd, isHint, ok = cd[k], cd[k+1], true, true
 	case constraint.BlueprintR1C:
-		bp.DecompressR1C(&d.r1c, inst)
+		bp.DecompressR1C(&d.r1c, pi.Unpack(&d.sys.System))
 		for _, le := range [...]constraint.LinearExpression{d.r1c.L, d.r1c.R, d.r1c.O} {
-			for _, t := range le {
-				if !t.IsConstant() {
-					read(t.VID)
-				}
-			}
+			reads = appendTerms(reads, le)
 		}
-		return 0, 0, false, true
+		ok = true
 	case constraint.BlueprintHint:
-		bp.DecompressHint(&d.hm, inst)
+		bp.DecompressHint(&d.hm, pi.Unpack(&d.sys.System))
 		for _, le := range d.hm.Inputs {
-			for _, t := range le {
-				if !t.IsConstant() {
-					read(t.VID)
-				}
-			}
+			reads = appendTerms(reads, le)
 		}
-		return d.hm.OutputRange.Start, d.hm.OutputRange.End, true, true
+		outStart, outEnd, isHint, ok = d.hm.OutputRange.Start, d.hm.OutputRange.End, true, true
 	}
-	return 0, 0, false, false
+	d.reads = reads
+	return reads, outStart, outEnd, isHint, ok
+}
+
+// appendWires appends the wires of (coefficient, wire) pairs, constants left out.
+func appendWires(reads, pairs []uint32) []uint32 {
+	for k := 1; k < len(pairs); k += 2 {
+		if pairs[k] != math.MaxUint32 { // constraint.Term.IsConstant
+			reads = append(reads, pairs[k])
+		}
+	}
+	return reads
+}
+
+// appendTerms appends le's wires, constants left out.
+func appendTerms(reads []uint32, le constraint.LinearExpression) []uint32 {
+	for _, t := range le {
+		if !t.IsConstant() {
+			reads = append(reads, t.VID)
+		}
+	}
+	return reads
 }
 
 // planBlocks finds sys's split, or nil where the solver below cannot solve sys the
@@ -108,92 +143,50 @@ func (d *instrWires) visit(i int, read func(w uint32)) (outStart, outEnd uint32,
 // from p on, counting dependencies among them only), found by adding instructions
 // from the last back in a union-find; the suffix start s likewise minimises
 // (n - s) + (largest component of [p, s)), adding instructions forwards.
-func planBlocks(sys *cs.R1CS) *blockPlan {
-	n := len(sys.Instructions)
-	nbWires := len(sys.Public) + len(sys.Secret) + sys.NbInternalVariables
-	d := &instrWires{sys: sys}
+//
+// Each instruction is decoded twice, in parallel over ranges of instructions: to find
+// which instruction solves each wire, then to check it and list the instructions it
+// depends on. The sweeps read the lists.
+func planBlocks(sys *cs.R1CS) *blockPlan { return planBlocksIn(sys, planChunk) }
 
-	// Which instruction solves each wire: gnark's solved set, simulated.
-	producer := make([]int32, nbWires)
-	inputs := len(sys.Public) + len(sys.Secret)
-	for w := range producer {
-		producer[w] = -1
-		if w >= inputs {
-			producer[w] = -2 // unsolved
-		}
-	}
-	for i := range n {
-		unknowns := 0
-		outStart, outEnd, isHint, ok := d.visit(i, func(w uint32) {
-			if producer[w] == -2 {
-				producer[w] = int32(i)
-				unknowns++
-			} else if producer[w] == int32(i) {
-				unknowns++ // the unknown twice: gnark refuses this too
-			}
-		})
-		if !ok || unknowns > 1 || (isHint && unknowns > 0) {
-			return nil
-		}
-		for w := outStart; w < outEnd; w++ {
-			if producer[w] != -2 {
-				return nil
-			}
-			producer[w] = int32(i)
-		}
-	}
-	if slices.Contains(producer, -2) {
+// planBlocksIn is planBlocks handing goroutines chunk instructions at a time.
+func planBlocksIn(sys *cs.R1CS, chunk int) *blockPlan {
+	n := len(sys.Instructions)
+	producer := producers(sys, chunk)
+	if producer == nil {
 		return nil
 	}
-	// deps calls f for each instruction that i reads a wire of, i excluded.
-	deps := func(i int, f func(j int32)) {
-		last := int32(-1)
-		d.visit(i, func(w uint32) {
-			if j := producer[w]; j >= 0 && j != int32(i) && j != last {
-				last = j
-				f(j)
-			}
-		})
+	off, deps := dependencies(sys, producer, chunk)
+	if deps == nil {
+		return nil
 	}
+	producer = nil
 
 	// Dependents of each instruction, for adding instructions from the last back.
-	off := make([]int32, n+1)
-	for i := range n {
-		deps(i, func(j int32) { off[j+1]++ })
-	}
-	for i := range n {
-		off[i+1] += off[i]
-	}
-	users := make([]int32, off[n])
-	fill := slices.Clone(off[:n])
-	for i := range n {
-		deps(i, func(j int32) { users[fill[j]] = int32(i); fill[j]++ })
-	}
-	fill = nil
-
+	uoff, users := transpose(off, deps)
 	uf := newUnionFind(n)
 	p, best := n, n
 	for i := n - 1; i >= 0; i-- {
 		uf.add(i)
-		for _, u := range users[off[i]:off[i+1]] {
+		for _, u := range users[uoff[i]:uoff[i+1]] {
 			uf.union(int32(i), u)
 		}
 		if cost := i + uf.largest; cost <= best {
 			p, best = i, cost
 		}
 	}
-	users, off = nil, nil
+	users, uoff = nil, nil
 
 	// forward adds [p, to) to a fresh union-find, calling f after each.
 	forward := func(to int, f func(i int)) {
 		uf.largest = 0 // add initialises each node
 		for i := p; i < to; i++ {
 			uf.add(i)
-			deps(i, func(j int32) {
+			for _, j := range deps[off[i]:off[i+1]] {
 				if int(j) >= p {
 					uf.union(int32(i), j)
 				}
-			})
+			}
 			f(i)
 		}
 	}
@@ -209,8 +202,15 @@ func planBlocks(sys *cs.R1CS) *blockPlan {
 	if s < n { // the blocks of [p, s): rebuild up to s
 		forward(s, func(int) {})
 	}
+	deps, off = nil, nil
+	return uf.plan(p, s)
+}
+
+// plan is the split with prefix p and suffix s, uf holding the components of [p, s):
+// the blocks, as tasks in order of their first instruction, small ones grouped.
+func (uf *unionFind) plan(p, s int) *blockPlan {
+	n := len(uf.parent)
 	plan := &blockPlan{prefix: p, suffix: s, largest: uf.largest}
-	// Tasks: blocks in order of their first instruction, small ones grouped.
 	minTask := int32(max(1, (s-p)/minTaskShare))
 	taskOf := make([]int32, n) // by block root
 	for i := range taskOf {
@@ -249,6 +249,188 @@ func planBlocks(sys *cs.R1CS) *blockPlan {
 		plan.tasks = append(plan.tasks, tasks[t])
 	}
 	return plan
+}
+
+// producers finds which instruction solves each wire, as gnark's solver would: where
+// gnark's solver accepts the system, a wire that is not an input is solved by the
+// first instruction that reads it (an R1C's unknown) or outputs it (a hint), so that
+// is each wire's smallest such instruction, found over ranges of instructions in
+// parallel. Inputs get -1. It is nil where gnark's solver would refuse sys (checked
+// by dependencies) or the solver here cannot run it.
+func producers(sys *cs.R1CS, chunk int) []int32 {
+	inputs := len(sys.Public) + len(sys.Secret)
+	producer := make([]int32, inputs+sys.NbInternalVariables)
+	for w := range producer {
+		producer[w] = -1
+		if w >= inputs {
+			producer[w] = math.MaxInt32 // none yet
+		}
+	}
+	var failed atomic.Bool
+	first := func(w uint32, i int32) {
+		for p := &producer[w]; ; {
+			old := atomic.LoadInt32(p)
+			if old <= i || atomic.CompareAndSwapInt32(p, old, i) {
+				return
+			}
+		}
+	}
+	inParallel(len(sys.Instructions), chunk, func(from, to int) {
+		d := &instrWires{sys: sys}
+		for i := from; i < to && !failed.Load(); i++ {
+			reads, outStart, outEnd, _, ok := d.decode(i)
+			if !ok {
+				failed.Store(true)
+				return
+			}
+			for _, w := range reads {
+				first(w, int32(i)) // an input keeps its -1
+			}
+			for w := outStart; w < outEnd; w++ {
+				first(w, int32(i)) // one solved before, an input included, fails dependencies' check
+			}
+		}
+	})
+	if failed.Load() || slices.Contains(producer, math.MaxInt32) {
+		return nil // another blueprint, or a wire nothing solves
+	}
+	return producer
+}
+
+// dependencies checks each instruction as gnark's solver would (an R1C solves at
+// most one wire, a hint only its outputs) and lists the instructions it reads a wire
+// of, i and inputs left out, in order, repeats dropped (depsWindow):
+// deps[off[i]:off[i+1]] for instruction i. Both are nil where a check fails. Ranges
+// of instructions are checked and their lists counted in parallel, then listed in
+// parallel into their place: decoding again costs less than holding the lists twice.
+func dependencies(sys *cs.R1CS, producer []int32, chunk int) (off, deps []int32) {
+	n := len(sys.Instructions)
+	off = make([]int32, n+1)
+	var failed atomic.Bool
+	inParallel(n, chunk, func(from, to int) {
+		d := &instrWires{sys: sys}
+		var list []int32
+		for i := from; i < to; i++ {
+			reads, outStart, outEnd, isHint, _ := d.decode(i)
+			var unknowns int
+			list, unknowns = appendDeps(list[:0], i, reads, producer)
+			ownOutputs := true // not solved by an instruction before
+			for w := outStart; w < outEnd; w++ {
+				ownOutputs = ownOutputs && producer[w] == int32(i)
+			}
+			if unknowns > 1 || (isHint && unknowns > 0) || !ownOutputs {
+				failed.Store(true)
+				return
+			}
+			off[i+1] = int32(len(list))
+		}
+	})
+	if failed.Load() {
+		return nil, nil
+	}
+	for i := range n {
+		off[i+1] += off[i]
+	}
+	deps = make([]int32, off[n])
+	inParallel(n, chunk, func(from, to int) {
+		d := &instrWires{sys: sys}
+		for i := from; i < to; i++ {
+			reads, _, _, _, _ := d.decode(i)
+			appendDeps(deps[off[i]:off[i]:off[i+1]], i, reads, producer)
+		}
+	})
+	return off, deps
+}
+
+// appendDeps appends to list the instructions that instruction i (reading reads)
+// depends on, as dependencies lists them, and counts i's reads of wires it solves
+// itself: an R1C's unknown, each read of it (gnark refuses one read twice).
+func appendDeps(list []int32, i int, reads []uint32, producer []int32) (_ []int32, unknowns int) {
+	start := len(list)
+	for _, w := range reads {
+		switch j := producer[w]; {
+		case j == int32(i):
+			unknowns++
+		case j >= 0 && !kept(list, start, j):
+			list = append(list, j)
+		}
+	}
+	return list, unknowns
+}
+
+// depsWindow: an instruction's dependency is not listed again if it is among the last
+// depsWindow listed, which bounds the cost of an instruction that reads many wires and
+// still drops most repeats (porep-k22: 13.5M dependencies listed, 12.0M distinct,
+// 21.3M with only consecutive repeats dropped). Repeats cost only memory and unions;
+// the split is the same.
+const depsWindow = 8
+
+// kept reports whether j is among the last depsWindow of deps[start:].
+func kept(deps []int32, start int, j int32) bool {
+	for _, k := range deps[max(start, len(deps)-depsWindow):] {
+		if k == j {
+			return true
+		}
+	}
+	return false
+}
+
+// transpose reverses the lists deps[off[i]:off[i+1]]: users[uoff[j]:uoff[j+1]] are
+// the instructions whose lists hold j, in order. Each goroutine takes the users of a
+// range of instructions j, scanning every list: the scattered writes are what cost.
+func transpose(off, deps []int32) (uoff, users []int32) {
+	n := len(off) - 1
+	uoff = make([]int32, n+1)
+	users = make([]int32, len(deps))
+	part := max(1, (n+runtime.GOMAXPROCS(0)-1)/runtime.GOMAXPROCS(0))
+	inParallel(n, part, func(from, to int) {
+		for _, j := range deps {
+			if int(j) >= from && int(j) < to {
+				uoff[j+1]++
+			}
+		}
+	})
+	for i := range n {
+		uoff[i+1] += uoff[i]
+	}
+	inParallel(n, part, func(from, to int) {
+		for i := range n {
+			for _, j := range deps[off[i]:off[i+1]] {
+				if int(j) >= from && int(j) < to {
+					users[uoff[j]] = int32(i)
+					uoff[j]++
+				}
+			}
+		}
+	})
+	copy(uoff[1:], uoff[:n]) // uoff[j] had moved on to j's end, j+1's start
+	uoff[0] = 0
+	return uoff, users
+}
+
+// planChunk is how many instructions planBlocks hands a goroutine at a time: enough
+// to make taking one negligible, few enough to even out the goroutines' shares.
+const planChunk = 1 << 14
+
+// inParallel calls f on consecutive ranges of [0, n), chunk long, on up to
+// GOMAXPROCS goroutines.
+func inParallel(n, chunk int, f func(from, to int)) {
+	var (
+		next atomic.Int64
+		wg   sync.WaitGroup
+	)
+	for range min(runtime.GOMAXPROCS(0), (n+chunk-1)/chunk) {
+		wg.Go(func() {
+			for {
+				from := int(next.Add(int64(chunk)) - int64(chunk))
+				if from >= n {
+					return
+				}
+				f(from, min(from+chunk, n))
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // unionFind over instructions, with component sizes and the largest one.

@@ -115,8 +115,9 @@ func newCompiled(name string, sys *cs.R1CS, builtin bool) (*Compiled, error) {
 
 // splitBlocks finds c's split into blocks for SolveWitness (blocksolve.go). It is
 // done as the circuit is compiled or loaded rather than at its first solve, whose
-// memory estimate the split's working memory (about 17 bytes per instruction) would
-// exceed; a circuit without it solves with gnark's solver.
+// memory estimate the split's working memory (about 46 bytes per instruction at
+// porep, docs/circuits.md) would exceed; a circuit without it solves with gnark's
+// solver.
 func (c *Compiled) splitBlocks() *Compiled {
 	if p := planBlocks(c.CS); p != nil && p.useful(len(c.CS.Instructions)) {
 		c.plan = p
