@@ -200,11 +200,14 @@ func (w *Worker) synthesize(r *claimed, keyMemWait time.Duration) (*synthesized,
 	if it.urgent() {
 		sem = w.urgentSynth
 	}
+	slot := false
 	select {
 	case sem <- struct{}{}:
-		att.clock.record(phase.MemWait, keyMemWait+time.Since(t))
+		slot = true
 	case <-waitCtx.Done():
-		att.clock.record(phase.MemWait, keyMemWait+time.Since(t))
+	}
+	att.clock.record(phase.MemWait, keyMemWait+time.Since(t))
+	if !slot {
 		return nil, context.Cause(waitCtx)
 	}
 	defer func() { <-sem }()
