@@ -949,7 +949,8 @@ func (b *CUDA) msmBatch(k *cudaKey, wh *devBuf, g, stride int, parts []prover.Pa
 
 // gatherAndHBatch puts a batch group's solutions on the device: for each run of up to
 // hBatch solutions, one staged upload of all their W, A (into their slots of wh, j
-// at j*stride) and B, C (into the H scratch), then their H in one set of launches.
+// at j*stride) and B (into the H scratch), then their H in one set of launches (C is
+// made on the device as A∘B).
 // One solution at a time, each of a solution's four uploads waited for its own
 // synchronization behind a single-threaded copy, and its H was some twenty launches
 // too small to fill the device.
@@ -966,8 +967,7 @@ func (k *cudaKey) gatherAndHBatch(ctx context.Context, s *cudaStream, wh *devBuf
 		pieces = pieces[:0]
 		for j, sol := range run {
 			at := (lo + j) * stride
-			pieces = append(pieces, upload{wh, at, sol.W}, upload{wh, at + nw, sol.A},
-				upload{k.hbB, j * n, sol.B}, upload{k.hcB, j * n, sol.C})
+			pieces = append(pieces, upload{wh, at, sol.W}, upload{wh, at + nw, sol.A}, upload{k.hbB, j * n, sol.B})
 		}
 		if err := s.uploadGather(pieces); err != nil {
 			return fmt.Errorf("solutions %d..%d: %w", lo, lo+len(run)-1, err)
@@ -979,21 +979,21 @@ func (k *cudaKey) gatherAndHBatch(ctx context.Context, s *cudaStream, wh *devBuf
 			return fmt.Errorf("solutions %d..%d: %w", lo, lo+len(run)-1, err)
 		}
 		for _, sol := range run {
-			sol.ReleaseABC()
+			sol.ReleaseAB()
 		}
 		times.NTT += time.Since(t1)
 	}
 	return nil
 }
 
-// uploadAndH uploads sol's W into wh at element off, its A after it and its B, C into
-// the scratch hb, hc at element hOff, computes h into wh after W (off+NbWires: W ‖ h),
-// and releases sol's A, B, C.
+// uploadAndH uploads sol's W into wh at element off, its A after it and its B into
+// the scratch hb at element hOff, computes h into wh after W (off+NbWires: W ‖ h; C
+// is made in hc as A∘B, which a satisfied system has), and releases sol's A and B.
 func (k *cudaKey) uploadAndH(s *cudaStream, sol *synth.Solution, wh *devBuf, off int, hb, hc *devBuf, hOff int,
 	times *prover.PhaseTimes) error {
 	nw := k.pk.NbWires
 	t0 := time.Now()
-	for _, u := range []upload{{wh, off, sol.W}, {wh, off + nw, sol.A}, {hb, hOff, sol.B}, {hc, hOff, sol.C}} {
+	for _, u := range []upload{{wh, off, sol.W}, {wh, off + nw, sol.A}, {hb, hOff, sol.B}} {
 		if err := s.uploadFr(u.b, u.off, u.v); err != nil {
 			return err
 		}
@@ -1003,7 +1003,7 @@ func (k *cudaKey) uploadAndH(s *cudaStream, sol *synth.Solution, wh *devBuf, off
 	if err := s.computeHBatch(k.dom, wh, off+nw, 0, hb, hc, hOff, 0, 1, k.pk.NbConstraints); err != nil {
 		return err
 	}
-	sol.ReleaseABC()
+	sol.ReleaseAB()
 	times.NTT += time.Since(t1)
 	return nil
 }

@@ -380,11 +380,10 @@ func timingKey(t *testing.T, logN int, q1 []bls12381.G1Affine, q2 []bls12381.G2A
 	rng := rand.New(rand.NewPCG(uint64(logN), 1))
 	newSol := func() *synth.Solution {
 		s := &synth.Solution{W: make([]fr.Element, nbWires), A: make([]fr.Element, n), B: make([]fr.Element, n),
-			C: make([]fr.Element, n), NbPublic: nbPublic}
+			NbPublic: nbPublic}
 		randFr(rng, s.W)
 		randFr(rng, s.A)
 		randFr(rng, s.B)
-		randFr(rng, s.C)
 		return s
 	}
 	return pk, newSol

@@ -770,7 +770,8 @@ func (s *cudaStream) computeHBatch(d *nttDomain, a *devBuf, aOff, aStride int, b
 	})
 }
 
-// computeH overwrites a[aOff:], b, c; afterwards a[aOff:] holds h in bit-reversed order.
+// computeH overwrites a[aOff:], b, c (c's contents are not read: the library makes it
+// a∘b); afterwards a[aOff:] holds h in bit-reversed order.
 func (s *cudaStream) computeH(d *nttDomain, a *devBuf, aOff int, b, c *devBuf, nConstraints int) error {
 	var den [4]C.uint64_t
 	frLimbs(&den, &d.den)

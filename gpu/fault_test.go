@@ -36,9 +36,8 @@ func newFaultCase(t *testing.T, name string, n int, seed uint64) *faultCase {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(seed, 1))
-	sol := &synth.Solution{W: make([]fr.Element, n), A: make([]fr.Element, n), B: make([]fr.Element, n),
-		C: make([]fr.Element, n), NbPublic: nbPublic}
-	for _, v := range [][]fr.Element{sol.W, sol.A, sol.B, sol.C} {
+	sol := &synth.Solution{W: make([]fr.Element, n), A: make([]fr.Element, n), B: make([]fr.Element, n), NbPublic: nbPublic}
+	for _, v := range [][]fr.Element{sol.W, sol.A, sol.B} {
 		randFr(rng, v)
 	}
 	fc := &faultCase{pk: pk, sol: sol}
@@ -56,10 +55,10 @@ func newFaultCase(t *testing.T, name string, n int, seed uint64) *faultCase {
 	return fc
 }
 
-// copySol is a fresh copy of the solution: Prove may consume A, B and C.
+// copySol is a fresh copy of the solution: Prove may consume A and B.
 func (fc *faultCase) copySol() *synth.Solution {
 	s := *fc.sol
-	s.W, s.A, s.B, s.C = slices.Clone(s.W), slices.Clone(s.A), slices.Clone(s.B), slices.Clone(s.C)
+	s.W, s.A, s.B = slices.Clone(s.W), slices.Clone(s.A), slices.Clone(s.B)
 	return &s
 }
 

@@ -162,8 +162,8 @@ func TestProvePhaseTimes(t *testing.T) {
 	var sols []*synth.Solution
 	for range 2 {
 		s := &synth.Solution{W: make([]fr.Element, n), A: make([]fr.Element, n), B: make([]fr.Element, n),
-			C: make([]fr.Element, n), NbPublic: nbPublic}
-		for _, v := range [][]fr.Element{s.W, s.A, s.B, s.C} {
+			NbPublic: nbPublic}
+		for _, v := range [][]fr.Element{s.W, s.A, s.B} {
 			randFr(rng, v)
 		}
 		sols = append(sols, s)

@@ -153,8 +153,8 @@ func (c *CPU) proveOne(ctx context.Context, k *cpuKey, sol *synth.Solution, out 
 	nPriv := pk.NbPrivate()
 
 	t0 := time.Now()
-	computeH(&pk.PK.Domain, &k.den, sol.A, sol.B, sol.C, k.kz[nPriv:], k.hb, k.hc, t.nbTasks)
-	sol.ReleaseABC()
+	computeH(&pk.PK.Domain, &k.den, sol.A, sol.B, k.kz[nPriv:], k.hb, k.hc, t.nbTasks)
+	sol.ReleaseAB()
 	times.NTT += time.Since(t0)
 	if err := ctx.Err(); err != nil {
 		return err

@@ -19,7 +19,8 @@ func hDenominator(d *fft.Domain) fr.Element {
 }
 
 // computeH writes h = (a·b − c)/(x^n − 1) into ha (len n, the domain size), using hb
-// and hc (len n) as scratch. a, b and c (len ≤ n) are read, not modified. It is the
+// and hc (len n) as scratch, where c = a∘b entry by entry, as a satisfied system has
+// it. a and b (len ≤ n) are read, not modified. It is the
 // same computation as gnark v0.14.0's computeH, so h comes out in bit-reversed order,
 // matching pk.G1.Z which Setup stores bit-reversed:
 //
@@ -28,14 +29,22 @@ func hDenominator(d *fft.Domain) fr.Element {
 //
 // Unlike gnark it pads into caller-owned buffers instead of appending to the solution's
 // vectors, so a resident key proves without per-proof allocations.
-func computeH(d *fft.Domain, den *fr.Element, a, b, c, ha, hb, hc []fr.Element, nbTasks int) {
+func computeH(d *fft.Domain, den *fr.Element, a, b, ha, hb, hc []fr.Element, nbTasks int) {
 	n := len(ha)
 	load := func(dst, src []fr.Element) {
 		copy(dst, src)
 		clear(dst[len(src):n])
 	}
-	for _, p := range [][2][]fr.Element{{ha, a}, {hb, b}, {hc, c}} {
-		load(p[0], p[1])
+	parallelize(len(a), nbTasks, func(start, end int) {
+		for i := start; i < end; i++ {
+			hc[i].Mul(&a[i], &b[i])
+		}
+	})
+	clear(hc[len(a):n])
+	for _, p := range [][2][]fr.Element{{ha, a}, {hb, b}, {hc, nil}} {
+		if p[1] != nil {
+			load(p[0], p[1])
+		}
 		d.FFTInverse(p[0], fft.DIF, fft.WithNbTasks(nbTasks))
 		d.FFT(p[0], fft.DIT, fft.OnCoset(), fft.WithNbTasks(nbTasks))
 	}

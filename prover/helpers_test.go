@@ -107,7 +107,7 @@ func solveR1CS(ccs *cs.R1CS, full witness.Witness) (*synth.Solution, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &synth.Solution{W: s.W, A: s.A, B: s.B, C: s.C, NbPublic: ccs.GetNbPublicVariables(), Public: pubBytes}, nil
+	return &synth.Solution{W: s.W, A: s.A, B: s.B, NbPublic: ccs.GetNbPublicVariables(), Public: pubBytes}, nil
 }
 
 // setup runs gnark's Setup and wraps the key.

@@ -120,7 +120,7 @@ func CheckNoCommitments(circuit string, ccs constraint.ConstraintSystem) error {
 }
 
 // CheckSolution reports whether sol fits the key: wire, public-wire and constraint
-// counts, with A/B/C still present.
+// counts, with A and B still present.
 func (k *ProvingKey) CheckSolution(sol *synth.Solution) error {
 	switch {
 	case sol == nil:
@@ -129,9 +129,9 @@ func (k *ProvingKey) CheckSolution(sol *synth.Solution) error {
 		return fmt.Errorf("%d wires, key has %d", len(sol.W), k.NbWires)
 	case sol.NbPublic != k.NbPublic:
 		return fmt.Errorf("%d public wires, key has %d", sol.NbPublic, k.NbPublic)
-	case len(sol.A) != k.NbConstraints || len(sol.B) != k.NbConstraints || len(sol.C) != k.NbConstraints:
-		return fmt.Errorf("constraint evaluations of length %d/%d/%d, key has %d constraints (released already?)",
-			len(sol.A), len(sol.B), len(sol.C), k.NbConstraints)
+	case len(sol.A) != k.NbConstraints || len(sol.B) != k.NbConstraints:
+		return fmt.Errorf("constraint evaluations of length %d/%d, key has %d constraints (released already?)",
+			len(sol.A), len(sol.B), k.NbConstraints)
 	}
 	return nil
 }

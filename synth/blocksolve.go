@@ -476,24 +476,25 @@ var errBlockSolve = errors.New("block solve failed")
 // blockSolve is the state of one solveBlocks call, shared by its goroutines; each
 // goroutine writes only the wires and constraints of its own instructions.
 type blockSolve struct {
-	sys     *cs.R1CS
-	values  []fr.Element
-	solved  []bool
-	a, b, c fr.Vector
-	hints   map[solver.HintID]solver.Hint
-	q       *big.Int
+	sys    *cs.R1CS
+	values []fr.Element
+	solved []bool
+	a, b   fr.Vector
+	hints  map[solver.HintID]solver.Hint
+	q      *big.Int
 }
 
 // solveBlocks solves c on witness vec (public inputs after the one wire, then
-// secret) with plan over cfg.NbTasks goroutines, producing exactly gnark's W, A, B, C,
-// and checking every constraint as gnark's solver does.
+// secret) with plan over cfg.NbTasks goroutines, producing exactly gnark's W, A and B
+// (C, which gnark's solver also returns, is A∘B and left nil), and checking every
+// constraint as gnark's solver does.
 func solveBlocks(ctx context.Context, c *Compiled, plan *blockPlan, vec fr.Vector, cfg solver.Config) (*cs.R1CSSolution, error) {
 	sys := c.CS
 	nbWires, nbCons := c.NbWires(), c.NbConstraints()
 	if len(vec) != len(sys.Public)-1+len(sys.Secret) {
 		return nil, errBlockSolve
 	}
-	// Capacity as gnark's: the prover extends A, B, C to the FFT domain in place.
+	// Capacity as gnark's: a prover may extend A and B to the FFT domain in place.
 	domain := ecc.NextPowerOfTwo(uint64(nbCons))
 	s := &blockSolve{
 		sys:    sys,
@@ -501,7 +502,6 @@ func solveBlocks(ctx context.Context, c *Compiled, plan *blockPlan, vec fr.Vecto
 		solved: make([]bool, nbWires),
 		a:      make(fr.Vector, nbCons, domain),
 		b:      make(fr.Vector, nbCons, domain),
-		c:      make(fr.Vector, nbCons, domain),
 		hints:  cfg.HintFunctions,
 		q:      fr.Modulus(),
 	}
@@ -566,7 +566,7 @@ func solveBlocks(ctx context.Context, c *Compiled, plan *blockPlan, vec fr.Vecto
 	if solvedWires != int64(nbWires) { // gnark's "didn't assign a value to all wires"
 		return nil, errBlockSolve
 	}
-	return &cs.R1CSSolution{W: s.values, A: s.a, B: s.b, C: s.c}, nil
+	return &cs.R1CSSolution{W: s.values, A: s.a, B: s.b}, nil
 }
 
 // blockWorker is one goroutine's scratch space, reused across its instructions.
@@ -628,7 +628,8 @@ func (s *blockSolve) run(w *blockWorker, from, to int) error {
 }
 
 // solveR1C is gnark's solveR1C (constraint/bls12-381/solver.go): solve the one
-// unknown wire, if any, else check a·b = c; the same arithmetic, so the same A, B, C.
+// unknown wire, if any, else check a·b = c; the same arithmetic, so the same A and B
+// (and a·b = c for every constraint, which is why C is not kept).
 func (s *blockSolve) solveR1C(w *blockWorker, id uint32) error {
 	var a, b, c fr.Element
 	var unknown constraint.Term
@@ -669,7 +670,7 @@ func (s *blockSolve) solveR1C(w *blockWorker, id uint32) error {
 		x.Mul(&a, &b).Sub(&x, &c)
 		c.Add(&c, &x)
 	}
-	s.a[id], s.b[id], s.c[id] = a, b, c
+	s.a[id], s.b[id] = a, b
 	if loc == 0 {
 		return nil
 	}

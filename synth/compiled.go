@@ -121,6 +121,7 @@ func newCompiled(name string, sys *cs.R1CS, builtin bool) (*Compiled, error) {
 func (c *Compiled) splitBlocks() *Compiled {
 	if p := planBlocks(c.CS); p != nil && p.useful(len(c.CS.Instructions)) {
 		c.plan = p
+		c.est = estimate(c) // the block solver keeps no C
 	}
 	return c
 }

@@ -42,7 +42,7 @@ func TestConcurrentSolve(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if !slices.Equal(sol.W, want[k].W) || !slices.Equal(sol.C, want[k].C) || !bytes.Equal(sol.Public, want[k].Public) {
+				if !slices.Equal(sol.W, want[k].W) || !slices.Equal(sol.A, want[k].A) || !slices.Equal(sol.B, want[k].B) || !bytes.Equal(sol.Public, want[k].Public) {
 					t.Errorf("goroutine %d: solution for input %d differs", g, k)
 				}
 			}

@@ -14,17 +14,17 @@ import (
 type MemEstimate struct {
 	// W is the wire vector; it lives as long as the Solution.
 	W int64
-	// ABC is A, B and C, allocated by gnark with capacity for the next power of two
-	// of the constraint count (the prover's FFTs extend them in place); they live
-	// until Solution.ReleaseABC.
-	ABC int64
+	// AB is A and B, allocated with capacity for the next power of two of the
+	// constraint count (as gnark's solver does); they live until Solution.ReleaseAB.
+	AB int64
 	// Scratch is freed once Solve returns: the parsed witness, gnark's per-wire
-	// bookkeeping and the buffers of every hint call.
+	// bookkeeping, the buffers of every hint call and, where gnark's solver solves the
+	// circuit (no block split), the C vector it returns beside A and B.
 	Scratch int64
 }
 
 // Total is the peak a Solve adds: what a memory budget reserves before it starts.
-func (m MemEstimate) Total() int64 { return m.W + m.ABC + m.Scratch }
+func (m MemEstimate) Total() int64 { return m.W + m.AB + m.Scratch }
 
 // Estimate returns c's Solve memory; it is computed once, when c is loaded.
 func (c *Compiled) Estimate() MemEstimate { return c.est }
@@ -56,7 +56,8 @@ func estimate(c *Compiled) MemEstimate {
 
 	var m MemEstimate
 	m.W = allocSize(fr.Bytes * nbWires)
-	m.ABC = 3 * allocSize(fr.Bytes*domain)
+	vec := allocSize(fr.Bytes * domain)
+	m.AB = 2 * vec
 
 	hintCalls, hintPool := hintScratch(c)
 	witnessBin := allocSize(witnessHeaderSize + fr.Bytes*nbIn) // parsed inputs, gnark encoding
@@ -68,9 +69,12 @@ func estimate(c *Compiled) MemEstimate {
 		allocSize(nbWires) + // solver: which wires are solved
 		hintCalls +
 		solveOverhead + (perCPUOverhead+hintPool)*int64(runtime.NumCPU())
+	if c.plan == nil {
+		m.Scratch += vec // gnark's C
+	}
 	// Measured up to 2^20 the rest is exact to 0.1%, now and then just below: 1/128
 	// of the vectors covers what it misses.
-	m.Scratch += (m.W + m.ABC) / 128
+	m.Scratch += (m.W + m.AB) / 128
 	return m
 }
 

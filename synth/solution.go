@@ -6,14 +6,17 @@ import (
 )
 
 // Solution is a solved witness ready for proving: the full wire assignment W and the
-// evaluations of the R1CS matrices on it (A·W, B·W, C·W, one entry per constraint).
-// A, B and C are consumed by the prover's H computation; once it has run they may be
-// released (nil) while W is still needed for the MSMs.
+// evaluations of the R1CS matrices A and B on it (A·W, B·W, one entry per constraint).
+// C·W is not kept: in a satisfied system it is A·W ∘ B·W entry by entry, so the
+// provers make it where they compute H (at 2^27 constraints it would be 4 GiB per
+// partition held from synthesis to the prover). A and B are consumed by the H
+// computation; once it has run they may be released (nil) while W is still needed for
+// the MSMs.
 type Solution struct {
 	Circuit string
 
-	W       []fr.Element // all wires: [1, public..., secret/internal...]
-	A, B, C []fr.Element // len == number of constraints
+	W    []fr.Element // all wires: [1, public..., secret/internal...]
+	A, B []fr.Element // len == number of constraints
 
 	NbPublic int    // public wires including the constant one wire
 	Public   []byte // gnark witness.MarshalBinary of the public part (no constant wire)
@@ -23,5 +26,5 @@ type Solution struct {
 	Witness witness.Witness
 }
 
-// ReleaseABC drops the constraint evaluations once the prover has consumed them.
-func (s *Solution) ReleaseABC() { s.A, s.B, s.C = nil, nil, nil }
+// ReleaseAB drops the constraint evaluations once the prover has consumed them.
+func (s *Solution) ReleaseAB() { s.A, s.B = nil, nil }

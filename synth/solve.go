@@ -121,7 +121,6 @@ func (c *Compiled) solution(sol *cs.R1CSSolution, w witness.Witness, vec fr.Vect
 		W:        sol.W,
 		A:        sol.A,
 		B:        sol.B,
-		C:        sol.C,
 		NbPublic: c.NbPublic(),
 		Public:   publicWitness(vec[:c.NbPublic()-1]),
 		Witness:  w,

@@ -13,6 +13,7 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"github.com/consensys/gnark/backend/groth16"
 	"github.com/consensys/gnark/backend/witness"
+	"github.com/consensys/gnark/constraint"
 	"github.com/consensys/gnark/frontend"
 	"github.com/consensys/gnark/frontend/cs/r1cs"
 )
@@ -94,19 +95,37 @@ func TestBuiltinsSolveAndGnarkProves(t *testing.T) {
 	}
 }
 
-// checkSolution checks the shape of a solution and that A·B = C holds row by row.
+// checkSolution checks the shape of a solution and that A·B = C holds row by row, C
+// evaluated from the circuit's own output side on the solution's wires (the solution
+// keeps no C: the provers make it as A∘B).
+// evalLE is the linear expression's value on the wires w.
+func evalLE(c *Compiled, le constraint.LinearExpression, w []fr.Element) fr.Element {
+	var sum, t fr.Element
+	for _, term := range le {
+		t.Mul(&c.CS.Coefficients[term.CID], &w[term.VID])
+		sum.Add(&sum, &t)
+	}
+	return sum
+}
+
 func checkSolution(t *testing.T, c *Compiled, sol *Solution) {
 	t.Helper()
-	if len(sol.W) != c.NbWires() || len(sol.A) != c.NbConstraints() || len(sol.B) != c.NbConstraints() || len(sol.C) != c.NbConstraints() {
-		t.Fatalf("lengths W=%d A=%d B=%d C=%d, want %d wires and %d constraints", len(sol.W), len(sol.A), len(sol.B), len(sol.C), c.NbWires(), c.NbConstraints())
+	if len(sol.W) != c.NbWires() || len(sol.A) != c.NbConstraints() || len(sol.B) != c.NbConstraints() {
+		t.Fatalf("lengths W=%d A=%d B=%d, want %d wires and %d constraints", len(sol.W), len(sol.A), len(sol.B), c.NbWires(), c.NbConstraints())
 	}
 	if !sol.W[0].IsOne() {
 		t.Fatalf("W[0] = %s, want the constant one", sol.W[0].String())
 	}
 	var ab fr.Element
-	for i := range sol.A {
-		if !ab.Mul(&sol.A[i], &sol.B[i]).Equal(&sol.C[i]) {
+	for i, r := range c.CS.GetR1Cs() {
+		o := evalLE(c, r.O, sol.W)
+		if !ab.Mul(&sol.A[i], &sol.B[i]).Equal(&o) {
 			t.Fatalf("constraint %d: A·B != C", i)
+		}
+		if i < 64 { // A and B are the circuit's sides too
+			if a, b := evalLE(c, r.L, sol.W), evalLE(c, r.R, sol.W); !a.Equal(&sol.A[i]) || !b.Equal(&sol.B[i]) {
+				t.Fatalf("constraint %d: A or B is not the circuit's side on W", i)
+			}
 		}
 	}
 	if sol.NbPublic != c.NbPublic() || sol.Circuit != c.Name {

@@ -160,10 +160,12 @@ int cuzk_domain_destroy(cuzk_domain* d);
 #define CUZK_NTT_DIT 2     /* bit-reversed input, natural output (else natural in, bit-reversed out) */
 int cuzk_ntt(cuzk_stream* s, const cuzk_domain* d, cuzk_buf* buf, size_t offset, int flags);
 
-/* Groth16 H exactly as gnark's computeH: a (at element a_offset), b and c hold
- * n_constraints elements each, with room for 2^log_n; all three are overwritten. On
- * return a[a_offset:] holds h in bit-reversed order (2^log_n elements; the last is
- * zero). den is (coset^n - 1)^-1 in Montgomery form. */
+/* Groth16 H exactly as gnark's computeH: a (at element a_offset) and b hold
+ * n_constraints elements each, with room for 2^log_n; c is scratch of the same size,
+ * its contents not read: c = a∘b on the constraints, as a satisfied R1CS has it, so
+ * only a and b are uploaded. All three are overwritten. On return a[a_offset:] holds
+ * h in bit-reversed order (2^log_n elements; the last is zero). den is
+ * (coset^n - 1)^-1 in Montgomery form. */
 int cuzk_compute_h(cuzk_stream* s, const cuzk_domain* d, cuzk_buf* a, size_t a_offset, cuzk_buf* b,
                    cuzk_buf* c, size_t n_constraints, const uint64_t den[4]);
 /* cuzk_compute_h for count solutions at once, each kernel launched once for all of

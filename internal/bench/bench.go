@@ -319,7 +319,7 @@ func solveWitness(c Case) (*synth.Solution, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &synth.Solution{Circuit: c.Name, W: sol.W, A: sol.A, B: sol.B, C: sol.C,
+	return &synth.Solution{Circuit: c.Name, W: sol.W, A: sol.A, B: sol.B,
 		NbPublic: c.CCS.GetNbPublicVariables(), Public: pubBytes}, nil
 }
 

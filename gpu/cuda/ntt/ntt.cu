@@ -430,6 +430,17 @@ __global__ void k_zero_tail(fr_t* a, size_t vstride, size_t from, size_t n) {
     if (i < n) fe_zero(a[i]);
 }
 
+// c = a∘b on the constraints: a satisfied R1CS has a_i·b_i = c_i, so c is never uploaded.
+__global__ void k_c_from_ab(const fr_t* __restrict__ a, size_t astride, const fr_t* __restrict__ b, fr_t* c,
+                            size_t bcstride, size_t m) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= m) return;
+    a += blockIdx.y * astride;
+    b += blockIdx.y * bcstride;
+    c += blockIdx.y * bcstride;
+    fe_mul(c[i], a[i], b[i]);
+}
+
 __global__ void k_abc(fr_t* a, size_t astride, const fr_t* __restrict__ b, const fr_t* __restrict__ c,
                       size_t bcstride, size_t n, fr_t den) {
     size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -828,6 +839,10 @@ int compute_h(cudaStream_t st, const cuzk_domain* d, fr_t* a, size_t astride, fr
     const size_t n = (size_t)1 << d->log_n;
     fr_t* v[3] = {a, b, c};
     const size_t vs[3] = {astride, bcstride, bcstride};
+    if (n_constraints > 0) {
+        k_c_from_ab<<<dim3(blocks(n_constraints, 256), count), 256, 0, st>>>(a, astride, b, c, bcstride, n_constraints);
+        CK(cudaGetLastError());
+    }
     for (int i = 0; i < 3; i++) {
         if (n > n_constraints) {
             k_zero_tail<<<dim3(blocks(n - n_constraints, 256), count), 256, 0, st>>>(v[i], vs[i], n_constraints, n);
