@@ -153,3 +153,77 @@ int main() {
 		}
 	}
 }
+
+// TestDensityWindowChoice compiles windows.cuh as TestWindowChoice does and checks
+// msm_density_c on bit-length histograms of 2^22 scalars: dense ones keep the table's
+// window, a witness mostly of ones takes a narrower one in G1, ones alone and scalars
+// of at most 64 bits run only the windows that can hold a digit, and all-zero scalars
+// run none.
+func TestDensityWindowChoice(t *testing.T) {
+	cxx, err := exec.LookPath("g++")
+	if err != nil {
+		t.Skip("g++ not installed: windows.cuh is checked with the system's C++ compiler")
+	}
+	dir := t.TempDir()
+	harness := `#include "windows.cuh"
+#include <cstdio>
+int main() {
+    const uint64_t n = 1u << 22;
+    struct { const char* name; uint64_t h[256]; } cases[5] = {};
+    cases[0].name = "dense";   cases[0].h[254] = n / 2; cases[0].h[253] = n / 4; cases[0].h[252] = n / 4;
+    cases[1].name = "ones";    cases[1].h[1] = n;
+    cases[2].name = "witness"; cases[2].h[1] = n * 7 / 10; cases[2].h[0] = n * 15 / 100; cases[2].h[254] = n * 15 / 100;
+    cases[3].name = "small";   cases[3].h[64] = n / 2; cases[3].h[20] = n / 2;
+    cases[4].name = "zero";    cases[4].h[0] = n;
+    for (auto& k : cases)
+        for (int g2 = 0; g2 < 2; g2++) {
+            int tw = 0, nwin = -1;
+            int table = msm_choose_c(n, g2 != 0, 1, &tw);
+            int c = msm_density_c(k.h, g2 != 0, table, &nwin);
+            printf("%s %d %d %d %d %d\n", k.name, g2, table, tw, c, nwin);
+        }
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "d.cc"), []byte(harness), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	abs, err := filepath.Abs("cuda/msm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "d")
+	build := exec.Command(cxx, "-std=c++17", "-O2", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+		"-I", abs, "-o", bin, filepath.Join(dir, "d.cc"))
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("compile windows.cuh: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin).CombinedOutput()
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var name string
+		var g2, table, tableWin, c, nwin int
+		if _, err := fmt.Sscan(line, &name, &g2, &table, &tableWin, &c, &nwin); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		t.Logf("%-7s g2=%d: table c=%d (%d windows), chosen c=%d (%d windows)", name, g2, table, tableWin, c, nwin)
+		all := (255 + c - 1) / c
+		ok := true
+		switch name {
+		case "dense":
+			ok = c == table && nwin == tableWin
+		case "ones": // one window whatever c: its buckets are all the reduction there is
+			ok = nwin == 1
+		case "witness": // G2's reduction costs less against its additions: the model keeps its table
+			ok = (c < table || g2 == 1) && nwin == all
+		case "small": // 64 bits: windows up to the one holding bit 64's carry
+			ok = c <= table && nwin == 64/c+1 && nwin < all
+		case "zero":
+			ok = nwin == 0
+		}
+		if !ok || c < 6 || c > table {
+			t.Errorf("%s g2=%d: c=%d with %d windows (table c=%d)", name, g2, c, nwin, table)
+		}
+	}
+}
