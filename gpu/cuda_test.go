@@ -108,8 +108,7 @@ func layout(rng *rand.Rand, n, m int, special bool) ([]int32, []bool) {
 }
 
 // scalars returns n scalars of the given kind: "random" (with zeros, ones and r−1
-// sprinkled in), "skewed" (mostly 0 and 1, as in real witnesses), "small" (at most 64
-// bits, a quarter of them negated), "ones" or "zeros".
+// sprinkled in) or "skewed" (mostly 0 and 1, as in real witnesses).
 func scalars(rng *rand.Rand, n int, kind string) []fr.Element {
 	v := make([]fr.Element, n)
 	randFr(rng, v)
@@ -141,23 +140,6 @@ func scalars(rng *rand.Rand, n int, kind string) []fr.Element {
 			case x < 8:
 				v[i].SetZero()
 			}
-		}
-	case "small": // at most 64 bits, or minus such a value (r - k: k's digits, negated)
-		for i := range v {
-			x := rng.Uint64() >> rng.IntN(64)
-			v[i].SetUint64(x)
-			if rng.IntN(4) == 0 {
-				v[i].Neg(&v[i])
-			}
-		}
-		v[n-1].SetUint64(^uint64(0)) // the longest: 64 bits, digits up to the carry's window
-	case "ones":
-		for i := range v {
-			v[i] = one
-		}
-	case "zeros":
-		for i := range v {
-			v[i].SetZero()
 		}
 	}
 	return v
@@ -253,10 +235,8 @@ func TestMSMG1(t *testing.T) {
 	const m = 1 << 12
 	q := distinctG1(rng, m)
 	for _, n := range msmSizes(maxLogFor(t, 22)) {
-		// MSMs of 2^16 points and more take their window from the scalars' bit lengths:
-		// sparse and short scalars run narrower or fewer windows there.
-		for _, kind := range []string{"random", "skewed", "small", "ones", "zeros"} {
-			if (kind == "skewed" && n > 1<<20) || (kind != "random" && kind != "skewed" && (n < 1<<16-1 || n > 1<<20)) {
+		for _, kind := range []string{"random", "skewed"} {
+			if kind == "skewed" && n > 1<<20 {
 				continue
 			}
 			src, neg := layout(rng, n, min(n, m), true)
@@ -392,8 +372,8 @@ func TestMSMG2(t *testing.T) {
 	const m = 1 << 10
 	q := distinctG2(rng, m)
 	for _, n := range msmSizes(maxLogFor(t, 20)) {
-		for _, kind := range []string{"random", "skewed", "small", "ones", "zeros"} {
-			if (kind == "skewed" && n > 1<<16+1) || (kind != "random" && kind != "skewed" && (n < 1<<16-1 || n > 1<<16+1)) {
+		for _, kind := range []string{"random", "skewed"} {
+			if kind == "skewed" && n > 1<<16 {
 				continue
 			}
 			src, neg := layout(rng, n, min(n, m), true)

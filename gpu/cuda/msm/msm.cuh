@@ -151,37 +151,6 @@ __global__ void k_digits(const fr_t* __restrict__ scalars, const uint32_t* __res
     }
 }
 
-// Histogram of the scalars' bit lengths as the digits see them (scalar_limbs: k, or
-// r - k when k is not below 2^254), for msm_density_c. Lanes of a warp with the same
-// length add once (witnesses put most of a warp in bin 0 or 1).
-__global__ void k_bitlen(const fr_t* __restrict__ scalars, const uint32_t* __restrict__ index, uint32_t n,
-                         unsigned long long* __restrict__ hist) {
-    __shared__ uint32_t h[256];
-    for (uint32_t k = threadIdx.x; k < 256; k += blockDim.x) h[k] = 0;
-    __syncthreads();
-    const uint32_t lane = threadIdx.x & 31;
-    for (uint32_t base = blockIdx.x * blockDim.x; base < n; base += gridDim.x * blockDim.x) {
-        const uint32_t i = base + threadIdx.x;
-        uint32_t len = 256;  // past the end: no bin
-        if (i < n) {
-            uint32_t limbs[9];
-            scalar_limbs(scalars[index ? index[i] : i], limbs);
-            len = 0;
-            for (int l = 7; l >= 0; l--) {
-                if (limbs[l]) {
-                    len = 32 * l + 32 - __clz(limbs[l]);
-                    break;
-                }
-            }
-        }
-        const uint32_t same = __match_any_sync(0xffffffffu, len);
-        if (len < 256 && lane == __ffs(same) - 1) atomicAdd(&h[len], __popc(same));
-    }
-    __syncthreads();
-    for (uint32_t k = threadIdx.x; k < 256; k += blockDim.x)
-        if (h[k]) atomicAdd(&hist[k], (unsigned long long)h[k]);
-}
-
 __global__ void k_bounds(const uint32_t* __restrict__ keys, uint32_t m, uint32_t* bstart, uint32_t* bend) {
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= m) return;
@@ -341,10 +310,6 @@ __global__ void k_pairsum(const xyzz_t<F>* __restrict__ in, xyzz_t<F>* __restric
 
 inline uint32_t blocks(size_t n, uint32_t tpb) { return (uint32_t)((n + tpb - 1) / tpb); }
 
-// MSMs of at least this many points (one vector) take their window from the scalars'
-// bit lengths; smaller ones keep the table's.
-constexpr size_t kDensityMin = (size_t)1 << 16;
-
 constexpr int kMaxCopies = 16;
 
 // Fixed-base precomputation: copy k of point i (at tbl[k*count + i]) becomes
@@ -501,23 +466,6 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
     } else if (force) {
         c = force;
         nwin = msm_windows(c);
-    } else if (nbatch == 1 && n >= kDensityMin) {
-        // The scalars' bit lengths choose the window (msm_density_c): one pass over
-        // them and 2 KiB back, against an MSM of at least kDensityMin points.
-        RET(s->bitlen.ensure(256 * 8));
-        CK(cudaMemsetAsync(s->bitlen.p, 0, 256 * 8, st));
-        const uint32_t g = (uint32_t)std::min<size_t>(blocks(n, 256), (size_t)std::max(s->sm_count, 1) * 8);
-        k_bitlen<<<g, 256, 0, st>>>(scalars, index, (uint32_t)n, s->bitlen.as<unsigned long long>());
-        CK(cudaGetLastError());
-        uint64_t hist[256];
-        CK(cudaMemcpyAsync(hist, s->bitlen.p, sizeof hist, cudaMemcpyDeviceToHost, st));
-        CK(cudaStreamSynchronize(st));
-        c = msm_density_c(hist, C::group == 2, c, &nwin);
-        if (nwin == 0) {  // every scalar is zero
-            *nwin_out = 0;
-            *c_out = 0;
-            return CUZK_OK;
-        }
     }
     const uint32_t nb = (1u << (c - 1)) + 1;  // buckets 0..2^(c-1) per window; 0 is skipped
     // Bucket sets: one per (vector, window), or per (vector, window group) when

@@ -84,51 +84,6 @@ inline int msm_choose_c(size_t n, bool g2, uint32_t nbatch, int* nwin) {
     return c;
 }
 
-// The windows that can hold a nonzero digit when no scalar is longer than maxlen bits
-// (as the digits see it, msm.cuh's scalar_limbs): a window above the scalar's top bit
-// gets at most the carry of the one below, so floor(maxlen/c) + 1 of them.
-inline int msm_live_windows(int c, int maxlen) {
-    return maxlen <= 0 ? 0 : std::min(msm_windows(c), maxlen / c + 1);
-}
-
-// The window for scalars with the bit-length histogram hist[0..255] (hist[k]: scalars
-// of k bits), against the table's c_table for n dense ones: each scalar of k bits
-// gives at most floor(k/c) + 1 digits, and every live window costs its buckets'
-// reduction (reduce_ratio per bucket). Witnesses are mostly 0 and 1 (one digit
-// whatever c), so the digits barely grow as c shrinks while the buckets halve with
-// every bit: such an MSM runs narrower windows than the table's. A c is taken over
-// the table's only where the model puts it at most 4/5 of the table's cost, so dense
-// scalars keep the measured table. *nwin gets the live windows of the c chosen.
-inline int msm_density_c(const uint64_t* hist, bool g2, int c_table, int* nwin) {
-    const double R = reduce_ratio(g2);
-    int maxlen = 0;
-    for (int k = 255; k > 0; k--) {
-        if (hist[k]) {
-            maxlen = k;
-            break;
-        }
-    }
-    auto cost = [&](int c) {
-        double digits = 0;
-        for (int k = 1; k < 256; k++)
-            if (hist[k]) digits += (double)hist[k] * std::min(msm_windows(c), k / c + 1);
-        return digits + R * msm_live_windows(c, maxlen) * (double)(1u << (c - 1));
-    };
-    const double table = cost(c_table);
-    int best = c_table;
-    double best_cost = table;
-    for (int c = 6; c < c_table; c++) {
-        double x = cost(c);
-        if (x < best_cost) {
-            best_cost = x;
-            best = c;
-        }
-    }
-    if (best_cost > 0.8 * table) best = c_table;
-    *nwin = msm_live_windows(best, maxlen);
-    return best;
-}
-
 // Precomputed sets: minimise n*nwin additions plus R*groups*2^(c-1) bucket reduction,
 // where groups of windows share a bucket set, so with all windows in one group c grows
 // until the buckets cost more than the windows they save.
