@@ -17,7 +17,8 @@
 #   SCALE_PARTS        partitions of the request (default 10)
 #   SCALE_BUDGET       the worker's --mem-budget (default 96GiB: the 128 GiB host)
 #   SCALE_FLAGS        more worker flags, e.g. "--synth-concurrency 4"
-#   SCALE_URGENT       the priority-1 request's circuit (default synthetic-k20)
+#   SCALE_URGENT       the priority-1 request's circuit (default synthetic-k20; "" sends
+#                      none, so the setup runs alone)
 #   SCALE_STREAM_LOGS  sizes of the streamed-bases bench (default 24; "" skips it)
 #   SCALE_SYNTH        solves at once for the solver bench (default 2,4,8; "" skips it)
 #   SCALE_SPLIT        its --synth-split (default on: the cores split as the worker does)
@@ -45,7 +46,7 @@ BIN=$ROOT/.devbuild/gpu.test
 [ -x "$BIN" ] || { log "FAIL no .devbuild/gpu.test (go test -c -o .devbuild/gpu.test ./gpu)"; exit 1; }
 
 # 1. The request end to end; the library comes from the bundle or is built beside setup.
-OUT=$OUT/e2e E2E_KEYS_DIR=$KEYS E2E_CIRCUITS="$CIRCUIT:1x$PARTS" E2E_URGENT=${SCALE_URGENT:-synthetic-k20} \
+OUT=$OUT/e2e E2E_KEYS_DIR=$KEYS E2E_CIRCUITS="$CIRCUIT:1x$PARTS" E2E_URGENT=${SCALE_URGENT-synthetic-k20} \
 	E2E_WORKER_FLAGS="--mem-budget ${SCALE_BUDGET:-96GiB} --preload-keys all ${SCALE_FLAGS:-}" \
 	E2E_DEADLINE_S=$(($(left) - 30)) scripts/gpu-e2e.sh >"$OUT/e2e.out" 2>&1
 rc=$?
