@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 
 	cs "github.com/consensys/gnark/constraint/bls12-381"
 )
@@ -68,7 +69,9 @@ func writeR1CSFile(path string, sys *cs.R1CS) (err error) {
 }
 
 // readR1CSFile reads a file written by writeR1CSFile. A missing file gives an error
-// satisfying errors.Is(err, fs.ErrNotExist); any damage gives errCorrupt.
+// satisfying errors.Is(err, fs.ErrNotExist); any damage gives errCorrupt. The checksum
+// is computed on its own goroutine, one pass over the file beside the decode, and is
+// checked before the decode's result is used.
 func readR1CSFile(path string) (*cs.R1CS, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -79,19 +82,85 @@ func readR1CSFile(path string) (*cs.R1CS, error) {
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.New()
-	br := bufio.NewReaderSize(f, 1<<20)
-	sys, err := decodeR1CS(io.TeeReader(br, sum), st.Size(), int64(trailerSize))
+	size := st.Size() - int64(trailerSize)
+	if size < 2*gnarkHeaderSize {
+		return nil, fmt.Errorf("%s: %w: %d bytes", path, errCorrupt, st.Size())
+	}
+	sumErr := make(chan error, 1)
+	go func() { sumErr <- checkFileSum(f, size) }()
+	sys, err := decodeR1CSAt(f, size)
+	if serr := <-sumErr; serr != nil {
+		return nil, fmt.Errorf("%s: %w", path, serr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	return sys, nil
+}
+
+// checkFileSum checks the trailer after the first size bytes of r against their
+// SHA-256.
+func checkFileSum(r io.ReaderAt, size int64) error {
+	sum := sha256.New()
+	if _, err := io.Copy(sum, bufio.NewReaderSize(io.NewSectionReader(r, 0, size), 1<<20)); err != nil {
+		return fmt.Errorf("%w: %v", errCorrupt, err)
+	}
 	trailer := make([]byte, trailerSize)
-	if _, err := io.ReadFull(br, trailer); err != nil {
-		return nil, fmt.Errorf("%s: %w: trailer: %v", path, errCorrupt, err)
+	if _, err := r.ReadAt(trailer, size); err != nil {
+		return fmt.Errorf("%w: trailer: %v", errCorrupt, err)
 	}
-	if err := checkTrailer(trailer, sum); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	return checkTrailer(trailer, sum)
+}
+
+// decodeR1CSAt decodes the gnark-encoded BLS12-381 R1CS in the first size bytes of r.
+// gnark decodes the call data (most of the file at Filecoin sizes: one varint per
+// term of every constraint) on one goroutine; here gnark decodes a copy of the
+// encoding whose call-data section is empty, while uvarints32 decodes the real one on
+// every core, and the result takes those values.
+func decodeR1CSAt(r io.ReaderAt, size int64) (*cs.R1CS, error) {
+	var hdr [2 * gnarkHeaderSize]byte // gnark's header, then its sections' lengths
+	if _, err := r.ReadAt(hdr[:], 0); err != nil {
+		return nil, fmt.Errorf("%w: header: %v", errCorrupt, err)
 	}
+	le := binary.LittleEndian
+	payload := le.Uint64(hdr[:8])
+	if payload != uint64(size-gnarkHeaderSize) {
+		return nil, fmt.Errorf("%w: header announces %d payload bytes, file holds %d", errCorrupt, payload, size-gnarkHeaderSize)
+	}
+	levels, insts, calls, body := le.Uint64(hdr[32:]), le.Uint64(hdr[40:]), le.Uint64(hdr[48:]), le.Uint64(hdr[56:])
+	rest := payload - gnarkHeaderSize // the sections and the coefficients after them
+	if levels > rest || insts > rest-levels || calls > rest-levels-insts || body > rest-levels-insts-calls || calls < 8 {
+		return nil, fmt.Errorf("%w: section lengths %d, %d, %d, %d exceed the payload", errCorrupt, levels, insts, calls, body)
+	}
+	callsAt := int64(2*gnarkHeaderSize) + int64(levels+insts)
+	data := make([]byte, calls)
+	if _, err := r.ReadAt(data, callsAt); err != nil {
+		return nil, fmt.Errorf("%w: call data: %v", errCorrupt, err)
+	}
+	// The same encoding with an empty call-data section (its count alone, zero).
+	var shell [2 * gnarkHeaderSize]byte
+	copy(shell[:], hdr[:])
+	le.PutUint64(shell[:8], payload-calls+8)
+	le.PutUint64(shell[48:], 8)
+	tail := size - callsAt - int64(calls) // the body and the coefficients
+	var callData []uint32
+	var callErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		callData, callErr = uvarints32(data[8:], le.Uint64(data[:8]), runtime.GOMAXPROCS(0))
+	}()
+	sys, err := decodeR1CS(io.MultiReader(bytes.NewReader(shell[:]),
+		io.NewSectionReader(r, 2*gnarkHeaderSize, int64(levels+insts)), bytes.NewReader(make([]byte, 8)),
+		io.NewSectionReader(r, callsAt+int64(calls), tail)), size-int64(calls)+8, 0)
+	<-done
+	if err != nil {
+		return nil, err
+	}
+	if callErr != nil {
+		return nil, fmt.Errorf("%w: %v", errCorrupt, callErr)
+	}
+	sys.CallData = callData
 	return sys, nil
 }
 
