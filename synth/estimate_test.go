@@ -30,6 +30,9 @@ func measureSolve(t *testing.T, c *Compiled, inputs []byte) int64 {
 // overhead, 1 KiB per input) dominate only tiny circuits, which are exempt from the
 // upper bound below 1 MiB.
 func TestEstimateBytes(t *testing.T) {
+	if raceDetector {
+		t.Skip("built with -race: the detector's own allocations count in the measurement, not in Solve's")
+	}
 	names := []string{"synthetic-k10", "synthetic-k16", "merkle-poseidon2-d8-c4", "merkle-poseidon2-d24-c8", "sha256-preimage-b1", "sha256-preimage-b200", "porep-k16"}
 	for _, name := range names {
 		c := mustCompile(t, name)
@@ -61,6 +64,9 @@ func TestEstimateBytes(t *testing.T) {
 func TestEstimateBytesAtSize(t *testing.T) {
 	if os.Getenv("CUZK_SIZE_TESTS") == "" {
 		t.Skip("set CUZK_SIZE_TESTS=1 to compile and solve circuits of up to 2^20 constraints")
+	}
+	if raceDetector {
+		t.Skip("built with -race: the detector's own allocations count in the measurement, not in Solve's")
 	}
 	for _, name := range []string{"porep-k17", "porep-k18", "porep-k19", "porep-k20", "synthetic-k18", "synthetic-k20"} {
 		runtime.GC()

@@ -1,0 +1,5 @@
+//go:build !race
+
+package synth
+
+const raceDetector = false
