@@ -730,10 +730,10 @@ func (b *CUDA) proveG1(ctx context.Context, k *cudaKey, sols []*synth.Solution, 
 func (b *CUDA) staged(k *cudaKey) bool { return k.batch <= 1 }
 
 // proveStaged proves sols one at a time, each in a free pipeline slot of the key
-// (k.slots), uploaded and given its H on the staging stream under b.stage while the
-// other lane's MSMs run under b.mu (proveInSlot). Under the lock a proof of 2^22
-// spent 32 of its 263 ms on the upload and H (H200), which the other lane's proof now
-// covers.
+// (k.slots): uploaded and given its H on the staging stream under b.stage, while the
+// other lane's MSMs run under b.mu; then its G1 MSMs on s1 and its G2 MSM on s2 under
+// b.mu (stageOne, msmOne). Under the lock a proof of 2^22 spent 32 of its 263 ms on
+// the upload and H (H200), which the other lane's proof now covers.
 func (b *CUDA) proveStaged(ctx context.Context, k *cudaKey, sols []*synth.Solution, parts []prover.Parts,
 	times *prover.PhaseTimes) error {
 	for i, sol := range sols {
@@ -744,7 +744,10 @@ func (b *CUDA) proveStaged(ctx context.Context, k *cudaKey, sols []*synth.Soluti
 		if err != nil {
 			return err
 		}
-		err = b.proveInSlot(ctx, k, sol, k.wh[slot], &parts[i], times)
+		err = b.stageOne(ctx, k, sol, k.wh[slot], times)
+		if err == nil {
+			err = b.msmOne(ctx, k, k.wh[slot], &parts[i], times)
+		}
 		k.slots <- slot
 		if err != nil {
 			if len(sols) > 1 {
@@ -768,86 +771,35 @@ func takeSlot(ctx context.Context, free chan int, times *prover.PhaseTimes) (int
 	}
 }
 
-// proveInSlot stages sol into wh on s3 under b.stage (stageOne) and runs its MSMs
-// under b.mu (msmSingle). The A, B1 and G2 MSMs read only W, so they start as soon as
-// W is on the device, beside the upload of A and B and the H computation; the K‖Z MSM,
-// which reads h, waits for the staging to end. The staging never waits for b.mu; its
-// fault is handled under b.mu here.
-func (b *CUDA) proveInSlot(ctx context.Context, k *cudaKey, sol *synth.Solution, wh *devBuf, p *prover.Parts,
-	times *prover.PhaseTimes) error {
-	var st prover.PhaseTimes // the staging goroutine's phases, booked once it has ended
-	wUp := make(chan struct{})
-	staged := make(chan error, 1)
-	go func() { staged <- b.stageOne(ctx, k, sol, wh, &st, wUp) }()
-	var stageErr error
-	ended := false
-	end := func(err error) error {
-		stageErr, ended = err, true
-		times.Wait += st.Wait
-		times.H2D += st.H2D
-		times.NTT += st.NTT
-		return err
-	}
-	stageDone := func() error {
-		if !ended {
-			return end(<-staged)
-		}
-		return stageErr
-	}
-	select {
-	case <-wUp:
-	case err := <-staged: // W never reached the device
-		end(err)
-		return b.locked(ctx, k, times, func() error { return err })
-	}
-	err := b.locked(ctx, k, times, func() error { return b.msmSingle(k, wh, p, times, stageDone) })
-	// The slot is free again only once the staging has ended; an error of the MSMs
-	// (or of the lock) comes first.
-	if serr := stageDone(); err == nil {
-		err = serr
-	}
-	return err
-}
-
-// stageOne uploads sol into wh (W, then A after it) and its B into the H scratch,
-// closing wUp once W is on the device, and computes its H on s3 under b.stage.
-func (b *CUDA) stageOne(ctx context.Context, k *cudaKey, sol *synth.Solution, wh *devBuf, times *prover.PhaseTimes,
-	wUp chan<- struct{}) error {
+// stageOne uploads sol into wh (W ‖ A, B and C into the H scratch) and computes its H
+// on s3 under b.stage.
+func (b *CUDA) stageOne(ctx context.Context, k *cudaKey, sol *synth.Solution, wh *devBuf, times *prover.PhaseTimes) error {
 	t := time.Now()
 	b.stage.lockAs(prover.Urgent(ctx))
-	defer b.stage.Unlock()
 	times.Wait += time.Since(t)
-	if err := b.usable(k); err != nil {
-		return err
+	err := b.usable(k)
+	if err == nil {
+		err = ctx.Err()
 	}
-	if err := ctx.Err(); err != nil {
-		return err
+	if err == nil {
+		err = k.uploadAndH(b.s3, sol, wh, 0, k.hb, k.hc, 0, times)
 	}
-	nw, s := k.pk.NbWires, b.s3
-	t0 := time.Now()
-	if err := s.uploadFr(wh, 0, sol.W); err != nil {
-		return err
+	b.stage.Unlock()
+	if err == nil {
+		return nil
 	}
-	close(wUp)
-	if err := s.uploadFr(wh, nw, sol.A); err != nil {
-		return err
-	}
-	if err := s.uploadFr(k.hb, 0, sol.B); err != nil {
-		return err
-	}
-	t1 := time.Now()
-	times.H2D += t1.Sub(t0)
-	if err := s.computeHBatch(k.dom, wh, nw, 0, k.hb, k.hc, 0, 0, 1, k.pk.NbConstraints); err != nil {
-		return err
-	}
-	sol.ReleaseAB()
-	times.NTT += time.Since(t1)
-	return nil
+	b.mu.Lock() // a fault's reset holds both locks, mu first
+	defer b.mu.Unlock()
+	return b.fault(err)
 }
 
-// msmSingle runs the four MSMs of the solution in wh, G2 on s2 beside the G1 ones on
-// s1; the K‖Z MSM after staged (the staging of h) has returned nil.
-func (b *CUDA) msmSingle(k *cudaKey, wh *devBuf, p *prover.Parts, times *prover.PhaseTimes, staged func() error) error {
+// msmOne runs the four MSMs of the solution staged in wh under b.mu, G2 on s2 beside
+// the G1 ones on s1.
+func (b *CUDA) msmOne(ctx context.Context, k *cudaKey, wh *devBuf, p *prover.Parts, times *prover.PhaseTimes) error {
+	return b.locked(ctx, k, times, func() error { return b.msmSingle(k, wh, p, times) })
+}
+
+func (b *CUDA) msmSingle(k *cudaKey, wh *devBuf, p *prover.Parts, times *prover.PhaseTimes) error {
 	pk, s := k.pk, b.s1
 	var g2err error
 	g2done := make(chan struct{})
@@ -863,16 +815,9 @@ func (b *CUDA) msmSingle(k *cudaKey, wh *devBuf, p *prover.Parts, times *prover.
 		err = fmt.Errorf("MSM A: %w", err)
 	} else if p.B1, err = s.msmG1(k.b1, 0, k.b1.count, wh, 0, k.idxB); err != nil {
 		err = fmt.Errorf("MSM B1: %w", err)
-	} else {
-		tw := time.Now()
-		err = staged()
-		t2 = t2.Add(time.Since(tw)) // the wait for h is not MSM time
+	} else if p.K, err = s.msmG1(k.kz, 0, pk.NbPrivate()+pk.DomainSize()-1, wh, pk.NbPublic, nil); err != nil {
 		// K‖Z over W[NbPublic:] ‖ h; the last h entry has no base (deg h ≤ n−2).
-		if err == nil {
-			if p.K, err = s.msmG1(k.kz, 0, pk.NbPrivate()+pk.DomainSize()-1, wh, pk.NbPublic, nil); err != nil {
-				err = fmt.Errorf("MSM KZ: %w", err)
-			}
-		}
+		err = fmt.Errorf("MSM KZ: %w", err)
 	}
 	times.MSMG1 += time.Since(t2)
 	<-g2done // the slot is free for another solution only when G2 is done with it
