@@ -35,18 +35,16 @@ func computeH(d *fft.Domain, den *fr.Element, a, b, ha, hb, hc []fr.Element, nbT
 		copy(dst, src)
 		clear(dst[len(src):n])
 	}
-	parallelize(len(a), nbTasks, func(start, end int) {
+	load(ha, a)
+	load(hb, b)
+	parallelize(n, nbTasks, func(start, end int) {
 		for i := start; i < end; i++ {
-			hc[i].Mul(&a[i], &b[i])
+			hc[i].Mul(&ha[i], &hb[i])
 		}
 	})
-	clear(hc[len(a):n])
-	for _, p := range [][2][]fr.Element{{ha, a}, {hb, b}, {hc, nil}} {
-		if p[1] != nil {
-			load(p[0], p[1])
-		}
-		d.FFTInverse(p[0], fft.DIF, fft.WithNbTasks(nbTasks))
-		d.FFT(p[0], fft.DIT, fft.OnCoset(), fft.WithNbTasks(nbTasks))
+	for _, v := range [][]fr.Element{ha, hb, hc} {
+		d.FFTInverse(v, fft.DIF, fft.WithNbTasks(nbTasks))
+		d.FFT(v, fft.DIT, fft.OnCoset(), fft.WithNbTasks(nbTasks))
 	}
 
 	parallelize(n, nbTasks, func(start, end int) {

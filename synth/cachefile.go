@@ -137,11 +137,10 @@ func decodeR1CSAt(r io.ReaderAt, size int64) (*cs.R1CS, error) {
 	if _, err := r.ReadAt(data, callsAt); err != nil {
 		return nil, fmt.Errorf("%w: call data: %v", errCorrupt, err)
 	}
-	// The same encoding with an empty call-data section (its count alone, zero).
-	var shell [2 * gnarkHeaderSize]byte
-	copy(shell[:], hdr[:])
-	le.PutUint64(shell[:8], payload-calls+8)
-	le.PutUint64(shell[48:], 8)
+	// The headers become those of the same encoding with an empty call-data section
+	// (its count alone, zero).
+	le.PutUint64(hdr[:8], payload-calls+8)
+	le.PutUint64(hdr[48:], 8)
 	tail := size - callsAt - int64(calls) // the body and the coefficients
 	var callData []uint32
 	var callErr error
@@ -150,7 +149,7 @@ func decodeR1CSAt(r io.ReaderAt, size int64) (*cs.R1CS, error) {
 		defer close(done)
 		callData, callErr = uvarints32(data[8:], le.Uint64(data[:8]), runtime.GOMAXPROCS(0))
 	}()
-	sys, err := decodeR1CS(io.MultiReader(bytes.NewReader(shell[:]),
+	sys, err := decodeR1CS(io.MultiReader(bytes.NewReader(hdr[:]),
 		io.NewSectionReader(r, 2*gnarkHeaderSize, int64(levels+insts)), bytes.NewReader(make([]byte, 8)),
 		io.NewSectionReader(r, callsAt+int64(calls), tail)), size-int64(calls)+8, 0)
 	<-done
