@@ -46,14 +46,29 @@ func writeR1CSFile(path string, sys *cs.R1CS) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	sum := sha256.New()
-	bw := bufio.NewWriterSize(tmp, 1<<20)
-	if _, err = sys.WriteTo(io.MultiWriter(bw, sum)); err != nil {
+	segs, err := r1csSegments(sys)
+	if err != nil {
 		return fmt.Errorf("encode R1CS: %w", err)
 	}
-	bw.WriteString(trailerMagic)
-	bw.Write(sum.Sum(nil))
-	if err = bw.Flush(); err != nil {
+	// The checksum is computed beside the write, over the same segments.
+	sum := sha256.New()
+	hashed := make(chan struct{})
+	go func() {
+		defer close(hashed)
+		for _, s := range segs {
+			sum.Write(s)
+		}
+	}()
+	for _, s := range segs {
+		if _, err = tmp.Write(s); err != nil {
+			break
+		}
+	}
+	<-hashed
+	if err == nil {
+		_, err = tmp.Write(append([]byte(trailerMagic), sum.Sum(nil)...))
+	}
+	if err != nil {
 		return fmt.Errorf("write %s: %w", tmp.Name(), err)
 	}
 	if err = tmp.Sync(); err != nil {
@@ -66,6 +81,36 @@ func writeR1CSFile(path string, sys *cs.R1CS) (err error) {
 		return fmt.Errorf("publish cache file: %w", err)
 	}
 	return nil
+}
+
+// r1csSegments returns sys's gnark encoding, byte for byte what sys.WriteTo writes,
+// as consecutive segments. gnark encodes the call data (most of the encoding at
+// Filecoin sizes) on one goroutine into a buffer of five bytes a word, then copies
+// every section into one more buffer. Here gnark encodes a shallow copy of sys without
+// its call data, putUvarints32 encodes the call data on every core, and the headers
+// of the first encoding are patched to count it.
+func r1csSegments(sys *cs.R1CS) ([][]byte, error) {
+	shell := *sys // shares sys's slices and maps; neither is modified
+	shell.CallData = nil
+	var head bytes.Buffer
+	if _, err := shell.WriteTo(&head); err != nil {
+		return nil, err
+	}
+	e, le := head.Bytes(), binary.LittleEndian
+	// gnark's header, the section lengths (levels, instructions, call data, body), the
+	// sections, the coefficients; an empty call-data section is its count alone.
+	if len(e) < 2*gnarkHeaderSize || le.Uint64(e[48:]) != 8 {
+		return nil, fmt.Errorf("gnark's encoding without call data is not laid out as expected (%d bytes)", len(e))
+	}
+	callsAt := uint64(2*gnarkHeaderSize) + le.Uint64(e[32:]) + le.Uint64(e[40:])
+	if callsAt+8 > uint64(len(e)) {
+		return nil, fmt.Errorf("gnark's encoding without call data is not laid out as expected (%d bytes)", len(e))
+	}
+	calls := putUvarints32(sys.CallData, runtime.GOMAXPROCS(0))
+	le.PutUint64(e[:8], le.Uint64(e[:8])+uint64(len(calls)))
+	le.PutUint64(e[48:], 8+uint64(len(calls)))
+	le.PutUint64(e[callsAt:], uint64(len(sys.CallData)))
+	return [][]byte{e[:callsAt+8], calls, e[callsAt+8:]}, nil
 }
 
 // readR1CSFile reads a file written by writeR1CSFile. A missing file gives an error

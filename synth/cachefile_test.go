@@ -20,23 +20,33 @@ import (
 	cs "github.com/consensys/gnark/constraint/bls12-381"
 )
 
-// TestReadR1CSFileIsGnarks reads cache files of every family and checks the system
-// against gnark's own decoding of the same bytes: its call data, and its whole
+// TestReadR1CSFileIsGnarks writes and reads cache files of every family: the file is
+// gnark's own encoding of the system byte for byte, then the trailer, and the system
+// read equals gnark's own decoding of the same bytes: its call data, and its whole
 // encoding written again, byte for byte.
 func TestReadR1CSFileIsGnarks(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"synthetic-k1", "synthetic-k14", "merkle-poseidon2-d8-c4", "sha256-preimage-b200", "porep-k16"} {
 		path := filepath.Join(dir, name+".r1cs")
-		if err := writeR1CSFile(path, mustCompile(t, name).CS); err != nil {
+		sys := mustCompile(t, name).CS
+		if err := writeR1CSFile(path, sys); err != nil {
 			t.Fatal(err)
-		}
-		got, err := readR1CSFile(path)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
 		}
 		raw, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
+		}
+		var enc bytes.Buffer
+		if _, err := sys.WriteTo(&enc); err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(enc.Bytes())
+		if !bytes.Equal(raw, slices.Concat(enc.Bytes(), []byte(trailerMagic), sum[:])) {
+			t.Fatalf("%s: the file is not gnark's encoding and its checksum trailer", name)
+		}
+		got, err := readR1CSFile(path)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
 		}
 		want := new(cs.R1CS)
 		if _, err := want.ReadFrom(bytes.NewReader(raw[:len(raw)-trailerSize])); err != nil {
@@ -106,8 +116,8 @@ func TestReadR1CSFileDamage(t *testing.T) {
 	}
 }
 
-// TestUvarints32 checks the parallel decode against encoding/binary on values at the
-// varint length edges, on 1 to 16 goroutines, and its refusals.
+// TestUvarints32 checks the parallel encode and decode against encoding/binary on
+// values at the varint length edges, on 1 to 16 goroutines, and the decode's refusals.
 func TestUvarints32(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	edges := []uint32{0, 1, 127, 128, 1<<14 - 1, 1 << 14, 1<<21 - 1, 1 << 21, 1<<28 - 1, 1 << 28, math.MaxUint32}
@@ -123,6 +133,9 @@ func TestUvarints32(t *testing.T) {
 			buf = binary.AppendUvarint(buf, uint64(vals[i]))
 		}
 		for _, tasks := range []int{1, 2, 3, 16} {
+			if enc := putUvarints32(vals, tasks); !bytes.Equal(enc, buf) {
+				t.Fatalf("%d values, %d tasks: encoding differs from binary.AppendUvarint's", n, tasks)
+			}
 			got, err := uvarints32(buf, uint64(n), tasks)
 			if err != nil {
 				t.Fatalf("%d values, %d tasks: %v", n, tasks, err)
@@ -203,4 +216,53 @@ func BenchmarkReadR1CSFile(b *testing.B) {
 	mo, mr := ours[len(ours)/2], ref[len(ref)/2]
 	b.ReportMetric(float64(mo.Milliseconds()), "ms/read")
 	fmt.Printf("r1cs read %s (%d cores): parallel call data %v, gnark's decode %v, %.2fx\n", name, runtime.GOMAXPROCS(0), mo, mr, float64(mr)/float64(mo))
+}
+
+// BenchmarkWriteR1CSFile writes a circuit's cache file (CUZK_R1CS_BENCH, default
+// porep-k18) with writeR1CSFile against gnark's own encoding behind the same checksum
+// and sync, alternating, and reports the ratio of their medians.
+func BenchmarkWriteR1CSFile(b *testing.B) {
+	name := os.Getenv("CUZK_R1CS_BENCH")
+	if name == "" {
+		name = "porep-k18"
+	}
+	sys := mustCompile(b, name).CS
+	dir := b.TempDir()
+	// The write before: gnark's WriteTo through a buffer and the hash.
+	gnark := func(path string) error {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		sum := sha256.New()
+		bw := bufio.NewWriterSize(f, 1<<20)
+		if _, err := sys.WriteTo(io.MultiWriter(bw, sum)); err != nil {
+			return err
+		}
+		bw.WriteString(trailerMagic)
+		bw.Write(sum.Sum(nil))
+		if err := bw.Flush(); err != nil {
+			return err
+		}
+		return f.Sync()
+	}
+	var ours, ref []time.Duration
+	for i := range b.N {
+		runtime.GC()
+		t0 := time.Now()
+		if err := writeR1CSFile(filepath.Join(dir, fmt.Sprintf("ours-%d", i)), sys); err != nil {
+			b.Fatal(err)
+		}
+		ours = append(ours, time.Since(t0))
+		runtime.GC()
+		t0 = time.Now()
+		if err := gnark(filepath.Join(dir, fmt.Sprintf("gnark-%d", i))); err != nil {
+			b.Fatal(err)
+		}
+		ref = append(ref, time.Since(t0))
+	}
+	mo, mr := medianDur(ours), medianDur(ref)
+	b.ReportMetric(float64(mo.Milliseconds()), "ms/write")
+	fmt.Printf("r1cs write %s (%d cores): parallel call data %v, gnark's encode %v, %.2fx\n", name, runtime.GOMAXPROCS(0), mo, mr, float64(mr)/float64(mo))
 }

@@ -3,6 +3,7 @@ package synth
 import (
 	"errors"
 	"math"
+	"math/bits"
 	"sync"
 )
 
@@ -99,4 +100,50 @@ func decodeUvarints32(out []uint32, buf []byte) bool {
 		out[i] = uint32(v)
 	}
 	return true
+}
+
+// putUvarints32 encodes vals as unsigned varints, one after another, exactly as
+// binary.AppendUvarint of each would, on up to tasks goroutines: each share's encoded
+// length is counted first, so each goroutine writes its share in place.
+func putUvarints32(vals []uint32, tasks int) []byte {
+	tasks = max(1, min(tasks, len(vals)/(1<<16)))
+	share := func(i int) []uint32 { return vals[len(vals)*i/tasks : len(vals)*(i+1)/tasks] }
+	at := make([]int, tasks+1)
+	var wg sync.WaitGroup
+	for i := range tasks {
+		wg.Go(func() {
+			n := 0
+			for _, v := range share(i) {
+				n += uvarintLen32(v)
+			}
+			at[i+1] = n
+		})
+	}
+	wg.Wait()
+	for i := range tasks {
+		at[i+1] += at[i]
+	}
+	out := make([]byte, at[tasks])
+	for i := range tasks {
+		wg.Go(func() {
+			b := out[at[i]:at[i+1]]
+			p := 0
+			for _, v := range share(i) {
+				for v >= 0x80 {
+					b[p] = byte(v) | 0x80
+					v >>= 7
+					p++
+				}
+				b[p] = byte(v)
+				p++
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// uvarintLen32 is the length of v's unsigned varint: 7 bits a byte.
+func uvarintLen32(v uint32) int {
+	return 1 + (bits.Len32(v|1)-1)/7
 }
