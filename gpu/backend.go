@@ -609,9 +609,12 @@ func batchCap(n int) int { return min(64, max(1, batchPoints/n)) }
 type g2job struct{ i, slot int }
 
 // Prove implements prover.Backend. PhaseTimes: H2D and NTT are summed over the
-// batch; MSMG1/MSMG2 are summed device-call times; MSM is the wall time not spent in
-// H2D or NTT (G2 overlaps the rest, so MSM < MSMG1 + MSMG2 when that pays); Wait is
-// the time spent waiting for the other lane, and Total leaves it out.
+// batch; MSMG1/MSMG2 are summed device-call times; MSM is the MSMs' wall time (G2
+// overlaps G1, so MSM < MSMG1 + MSMG2 when that pays): for proofs staged one at a
+// time the MSM section's, less any wait for h (the H computation runs beside the
+// first MSMs, so NTT and MSM overlap and may sum to more than Total), otherwise the
+// time not spent in H2D or NTT. Wait is the time spent waiting for the other lane,
+// and Total leaves it out.
 func (b *CUDA) Prove(ctx context.Context, key prover.Key, sols []*synth.Solution) ([]prover.Parts, prover.PhaseTimes, error) {
 	var times prover.PhaseTimes
 	k, ok := key.(*cudaKey)
@@ -628,8 +631,9 @@ func (b *CUDA) Prove(ctx context.Context, key prover.Key, sols []*synth.Solution
 	parts := make([]prover.Parts, len(sols))
 	// Batches, and staged single proofs, take the device lock per group or solution.
 	var split func(context.Context, *cudaKey, []*synth.Solution, []prover.Parts, *prover.PhaseTimes) error
+	batched := k.batch > 1 && len(sols) > 1
 	switch {
-	case k.batch > 1 && len(sols) > 1:
+	case batched:
 		split = b.proveBatched
 	case b.staged(k):
 		split = b.proveStaged
@@ -637,7 +641,9 @@ func (b *CUDA) Prove(ctx context.Context, key prover.Key, sols []*synth.Solution
 	if split != nil {
 		err := split(ctx, k, sols, parts, &times)
 		times.Total = time.Since(start) - times.Wait
-		times.MSM = times.Total - times.H2D - times.NTT
+		if batched { // proveStaged books its MSM section itself
+			times.MSM = times.Total - times.H2D - times.NTT
+		}
 		if err != nil {
 			return nil, times, fmt.Errorf("%s: prove %s: %w", b.Name(), pk.Circuit, err)
 		}
@@ -730,10 +736,10 @@ func (b *CUDA) proveG1(ctx context.Context, k *cudaKey, sols []*synth.Solution, 
 func (b *CUDA) staged(k *cudaKey) bool { return k.batch <= 1 }
 
 // proveStaged proves sols one at a time, each in a free pipeline slot of the key
-// (k.slots): uploaded and given its H on the staging stream under b.stage, while the
-// other lane's MSMs run under b.mu; then its G1 MSMs on s1 and its G2 MSM on s2 under
-// b.mu (stageOne, msmOne). Under the lock a proof of 2^22 spent 32 of its 263 ms on
-// the upload and H (H200), which the other lane's proof now covers.
+// (k.slots), uploaded and given its H on the staging stream under b.stage while the
+// other lane's MSMs run under b.mu (proveInSlot). Under the lock a proof of 2^22
+// spent 32 of its 263 ms on the upload and H (H200), which the other lane's proof now
+// covers.
 func (b *CUDA) proveStaged(ctx context.Context, k *cudaKey, sols []*synth.Solution, parts []prover.Parts,
 	times *prover.PhaseTimes) error {
 	for i, sol := range sols {
@@ -744,10 +750,7 @@ func (b *CUDA) proveStaged(ctx context.Context, k *cudaKey, sols []*synth.Soluti
 		if err != nil {
 			return err
 		}
-		err = b.stageOne(ctx, k, sol, k.wh[slot], times)
-		if err == nil {
-			err = b.msmOne(ctx, k, k.wh[slot], &parts[i], times)
-		}
+		err = b.proveInSlot(ctx, k, sol, k.wh[slot], &parts[i], times)
 		k.slots <- slot
 		if err != nil {
 			if len(sols) > 1 {
@@ -771,35 +774,86 @@ func takeSlot(ctx context.Context, free chan int, times *prover.PhaseTimes) (int
 	}
 }
 
-// stageOne uploads sol into wh (W ‖ A, B and C into the H scratch) and computes its H
-// on s3 under b.stage.
-func (b *CUDA) stageOne(ctx context.Context, k *cudaKey, sol *synth.Solution, wh *devBuf, times *prover.PhaseTimes) error {
+// proveInSlot stages sol into wh on s3 under b.stage (stageOne) and runs its MSMs
+// under b.mu (msmSingle). The A, B1 and G2 MSMs read only W, so they start as soon as
+// W is on the device, beside the upload of A and B and the H computation; the K‖Z MSM,
+// which reads h, waits for the staging to end. The staging never waits for b.mu; its
+// fault is handled under b.mu here.
+func (b *CUDA) proveInSlot(ctx context.Context, k *cudaKey, sol *synth.Solution, wh *devBuf, p *prover.Parts,
+	times *prover.PhaseTimes) error {
+	var st prover.PhaseTimes // the staging goroutine's phases, booked once it has ended
+	wUp := make(chan struct{})
+	staged := make(chan error, 1)
+	go func() { staged <- b.stageOne(ctx, k, sol, wh, &st, wUp) }()
+	var stageErr error
+	ended := false
+	end := func(err error) error {
+		stageErr, ended = err, true
+		times.Wait += st.Wait
+		times.H2D += st.H2D
+		times.NTT += st.NTT
+		return err
+	}
+	stageDone := func() error {
+		if !ended {
+			return end(<-staged)
+		}
+		return stageErr
+	}
+	select {
+	case <-wUp:
+	case err := <-staged: // W never reached the device
+		end(err)
+		return b.locked(ctx, k, times, func() error { return err })
+	}
+	err := b.locked(ctx, k, times, func() error { return b.msmSingle(k, wh, p, times, stageDone) })
+	// The slot is free again only once the staging has ended; an error of the MSMs
+	// (or of the lock) comes first.
+	if serr := stageDone(); err == nil {
+		err = serr
+	}
+	return err
+}
+
+// stageOne uploads sol into wh (W, then A after it) and its B into the H scratch,
+// closing wUp once W is on the device, and computes its H on s3 under b.stage.
+func (b *CUDA) stageOne(ctx context.Context, k *cudaKey, sol *synth.Solution, wh *devBuf, times *prover.PhaseTimes,
+	wUp chan<- struct{}) error {
 	t := time.Now()
 	b.stage.lockAs(prover.Urgent(ctx))
+	defer b.stage.Unlock()
 	times.Wait += time.Since(t)
-	err := b.usable(k)
-	if err == nil {
-		err = ctx.Err()
+	if err := b.usable(k); err != nil {
+		return err
 	}
-	if err == nil {
-		err = k.uploadAndH(b.s3, sol, wh, 0, k.hb, k.hc, 0, times)
+	if err := ctx.Err(); err != nil {
+		return err
 	}
-	b.stage.Unlock()
-	if err == nil {
-		return nil
+	nw, s := k.pk.NbWires, b.s3
+	t0 := time.Now()
+	if err := s.uploadFr(wh, 0, sol.W); err != nil {
+		return err
 	}
-	b.mu.Lock() // a fault's reset holds both locks, mu first
-	defer b.mu.Unlock()
-	return b.fault(err)
+	close(wUp)
+	if err := s.uploadFr(wh, nw, sol.A); err != nil {
+		return err
+	}
+	if err := s.uploadFr(k.hb, 0, sol.B); err != nil {
+		return err
+	}
+	t1 := time.Now()
+	times.H2D += t1.Sub(t0)
+	if err := s.computeHBatch(k.dom, wh, nw, 0, k.hb, k.hc, 0, 0, 1, k.pk.NbConstraints); err != nil {
+		return err
+	}
+	sol.ReleaseAB()
+	times.NTT += time.Since(t1)
+	return nil
 }
 
-// msmOne runs the four MSMs of the solution staged in wh under b.mu, G2 on s2 beside
-// the G1 ones on s1.
-func (b *CUDA) msmOne(ctx context.Context, k *cudaKey, wh *devBuf, p *prover.Parts, times *prover.PhaseTimes) error {
-	return b.locked(ctx, k, times, func() error { return b.msmSingle(k, wh, p, times) })
-}
-
-func (b *CUDA) msmSingle(k *cudaKey, wh *devBuf, p *prover.Parts, times *prover.PhaseTimes) error {
+// msmSingle runs the four MSMs of the solution in wh, G2 on s2 beside the G1 ones on
+// s1; the K‖Z MSM after staged (the staging of h) has returned nil.
+func (b *CUDA) msmSingle(k *cudaKey, wh *devBuf, p *prover.Parts, times *prover.PhaseTimes, staged func() error) error {
 	pk, s := k.pk, b.s1
 	var g2err error
 	g2done := make(chan struct{})
@@ -810,14 +864,24 @@ func (b *CUDA) msmSingle(k *cudaKey, wh *devBuf, p *prover.Parts, times *prover.
 		times.MSMG2 += time.Since(t)
 	}()
 	t2 := time.Now()
+	start, hWait := t2, time.Duration(0)
+	defer func() { times.MSM += time.Since(start) - hWait }()
 	var err error
 	if p.A, err = s.msmG1(k.a, 0, k.a.count, wh, 0, k.idxA); err != nil {
 		err = fmt.Errorf("MSM A: %w", err)
 	} else if p.B1, err = s.msmG1(k.b1, 0, k.b1.count, wh, 0, k.idxB); err != nil {
 		err = fmt.Errorf("MSM B1: %w", err)
-	} else if p.K, err = s.msmG1(k.kz, 0, pk.NbPrivate()+pk.DomainSize()-1, wh, pk.NbPublic, nil); err != nil {
+	} else {
+		tw := time.Now()
+		err = staged()
+		hWait = time.Since(tw) // the wait for h is not MSM time
+		t2 = t2.Add(hWait)
 		// K‖Z over W[NbPublic:] ‖ h; the last h entry has no base (deg h ≤ n−2).
-		err = fmt.Errorf("MSM KZ: %w", err)
+		if err == nil {
+			if p.K, err = s.msmG1(k.kz, 0, pk.NbPrivate()+pk.DomainSize()-1, wh, pk.NbPublic, nil); err != nil {
+				err = fmt.Errorf("MSM KZ: %w", err)
+			}
+		}
 	}
 	times.MSMG1 += time.Since(t2)
 	<-g2done // the slot is free for another solution only when G2 is done with it
