@@ -2,6 +2,7 @@ package synth
 
 import (
 	"fmt"
+	"math"
 	"math/big"
 	"math/bits"
 	"math/rand/v2"
@@ -312,10 +313,108 @@ type bitGates struct {
 	r1c   constraint.BlueprintID // gnark's generic R1C, for assertBit
 	buf   []uint32
 	words *roundHint
+	// What gnark's own 1 − x has taught assertBit about the coefficient table, by a
+	// coefficient's ID c: neg[c] the ID of −c, oneMinus[c] the ID of 1 − c (noTerm when
+	// it is 0); 0 where not learned yet (no term of x has coefficient 0, and 1 − c of ID
+	// 0 is noTerm). one is the ID of 1, once learned.
+	neg, oneMinus []uint32
+	one           uint32
+	r             constraint.LinearExpression
 }
+
+// noTerm marks a coefficient 1 − c that is zero: 1 − x then has no constant term.
+const noTerm = math.MaxUint32
 
 func newBitGates(api frontend.API, words *roundHint) *bitGates {
 	return &bitGates{api: api, r1c: api.Compiler().AddBlueprint(&constraint.BlueprintGenericR1C{}), words: words}
+}
+
+// oneMinusOf returns the canonical 1 − x from x's canonical terms l, built from the
+// coefficient IDs learned from gnark, or false when one of them is unknown. The
+// coefficient table only grows and gives a value the same ID every time, so when every
+// ID is known, gnark's own Sub and ToCanonicalVariable would add nothing to it and give
+// these terms: the constraint system is the same, without their allocations.
+func (g *bitGates) oneMinusOf(l constraint.LinearExpression) (constraint.LinearExpression, bool) {
+	r, rest := g.r[:0], l
+	if len(l) > 0 && l[0].VID == 0 {
+		c := at(g.oneMinus, l[0].CID)
+		if c == 0 {
+			return nil, false
+		}
+		if c != noTerm {
+			r = append(r, constraint.Term{CID: c, VID: 0})
+		}
+		rest = l[1:]
+	} else {
+		if g.one == 0 {
+			return nil, false
+		}
+		r = append(r, constraint.Term{CID: g.one, VID: 0})
+	}
+	for _, t := range rest {
+		c := at(g.neg, t.CID)
+		if c == 0 {
+			return nil, false
+		}
+		r = append(r, constraint.Term{CID: c, VID: t.VID})
+	}
+	if len(r) < 2 {
+		return nil, false // a constant alone: gnark gives its shared forms
+	}
+	g.r = r
+	return r, true
+}
+
+// learn records what gnark's 1 − x (r) says of the IDs of x's terms (l): r is 1, or
+// 1 − c for x's constant c, then −c' for each other term c'·v of x, in x's order.
+func (g *bitGates) learn(l, r constraint.LinearExpression) {
+	lConst, rConst := len(l) > 0 && l[0].VID == 0, len(r) > 0 && r[0].VID == 0
+	rest, rRest := l, r
+	if lConst {
+		rest = l[1:]
+	}
+	if rConst {
+		rRest = r[1:]
+	}
+	if len(rRest) != len(rest) || !lConst && !rConst {
+		return
+	}
+	for i, t := range rest {
+		if rRest[i].VID != t.VID || rRest[i].CID == 0 {
+			return
+		}
+	}
+	switch {
+	case lConst && rConst:
+		if r[0].CID == 0 {
+			return
+		}
+		g.oneMinus = put(g.oneMinus, l[0].CID, r[0].CID)
+	case lConst:
+		g.oneMinus = put(g.oneMinus, l[0].CID, noTerm)
+	default:
+		g.one = r[0].CID
+	}
+	for i, t := range rest {
+		g.neg = put(g.neg, t.CID, rRest[i].CID)
+	}
+}
+
+// at is s[i], 0 past s's end.
+func at(s []uint32, i uint32) uint32 {
+	if int(i) < len(s) {
+		return s[i]
+	}
+	return 0
+}
+
+// put sets s[i] = v, growing s as needed.
+func put(s []uint32, i, v uint32) []uint32 {
+	if int(i) >= len(s) {
+		s = append(s, make([]uint32, int(i)+1-len(s))...)
+	}
+	s[i] = v
+	return s
 }
 
 // assertBit adds the constraint x·(1−x) = 0, as api.AssertIsBoolean does but without
@@ -326,7 +425,11 @@ func newBitGates(api frontend.API, words *roundHint) *bitGates {
 func (g *bitGates) assertBit(x frontend.Variable) {
 	comp := g.api.Compiler()
 	l := comp.ToCanonicalVariable(x).(constraint.LinearExpression)
-	r := comp.ToCanonicalVariable(g.api.Sub(1, x)).(constraint.LinearExpression)
+	r, ok := g.oneMinusOf(l)
+	if !ok {
+		r = comp.ToCanonicalVariable(g.api.Sub(1, x)).(constraint.LinearExpression)
+		g.learn(l, r)
+	}
 	o := constraint.LinearExpression{{CID: constraint.CoeffIdZero, VID: 0}}
 	// The calldata of a generic R1C: its length, the three lengths, then
 	// (coefficient, wire) pairs of L, R and O (constraint.BlueprintGenericR1C).

@@ -1,6 +1,7 @@
 package synth
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"testing"
@@ -27,5 +28,25 @@ func TestPorepConstraintsUnchanged(t *testing.T) {
 	const want = "83f3d239b391f6dd90a6c5d4d0ef89b89a03569d6bc7155cabe394eb6955bcb9"
 	if got := constraintDigest(mustCompile(t, "porep-k16")); got != want {
 		t.Errorf("porep-k16's constraints have digest %s, want %s: its keys would no longer prove", got, want)
+	}
+}
+
+// TestPorepEncodingUnchanged pins porep-k16's and porep-k18's whole gnark encoding,
+// coefficient IDs and instruction order included, as built when every bit check asked
+// gnark for its 1 − x: assertBit now builds 1 − x from the coefficient IDs gnark gave
+// it before, and must give the same bytes. (A gnark version that encodes differently
+// changes these digests too; the cache file's name carries gnark's version.)
+func TestPorepEncodingUnchanged(t *testing.T) {
+	for name, want := range map[string]string{
+		"porep-k16": "88f82c89dee7319f2bf0ac16c1c9c80a94b5da3256bfc4e36c68170525239a2b",
+		"porep-k18": "3cdd995746cc671348ffcf71202df1d1997de0645d2c1fdb61528ec4f3744c22",
+	} {
+		var b bytes.Buffer
+		if _, err := mustCompile(t, name).CS.WriteTo(&b); err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprintf("%x", sha256.Sum256(b.Bytes())); got != want {
+			t.Errorf("%s's encoding has digest %s, want %s", name, got, want)
+		}
 	}
 }
