@@ -319,7 +319,7 @@ type bitGates struct {
 	// 0 is noTerm). one is the ID of 1, once learned.
 	neg, oneMinus []uint32
 	one           uint32
-	r             constraint.LinearExpression
+	r             constraint.LinearExpression // oneMinusOf's terms, reused: AddInstruction copies them
 }
 
 // noTerm marks a coefficient 1 − c that is zero: 1 − x then has no constant term.
