@@ -246,7 +246,7 @@ for name in "${SETUP_NAMES[@]}"; do
 	waitfor "${SETUP_PID[$name]}" "setup of $name" ||
 		fail "setup of $name: $(grep -v '^\s*$' "$LOG/setup-$name.log" | tail -2 | tr '\n' ' ')"
 	note "setup $name: $(grep -o '[0-9]* constraints' "$LOG/setup-$name.log" | head -1), $(grep '^setup: ok' "$LOG/setup-$name.log" | tail -1)," \
-		"circuit compiled (or read from the cache) in $(grep -o "compiling $name: done in [0-9.]*[mµn]*s" "$LOG/setup-$name.log" | head -1 | awk '{print $NF}')," \
+		"circuit compiled (or read from the cache) in $(grep -o "compiling $name: done in [0-9.hmµn]*s" "$LOG/setup-$name.log" | head -1 | awk '{print $NF}')," \
 		"peak RSS $((SETUP_HWM[$name] / 1024)) MiB (sampled each second, 0: done within one; done at $(elapsed))"
 	[ -d "$KEYS/keys/$name" ] && note "  key files of $name: $(du -sh "$KEYS/keys/$name" | cut -f1); compiled circuit cache: $(du -sh "$KEYS/r1cs" | cut -f1); free disk: $(df -h --output=avail "$KEYS" | tail -1 | tr -d ' ')"
 done
