@@ -477,11 +477,46 @@ var errBlockSolve = errors.New("block solve failed")
 // goroutine writes only the wires and constraints of its own instructions.
 type blockSolve struct {
 	sys    *cs.R1CS
+	kinds  []coeffKind // by coefficient ID
 	values []fr.Element
 	solved []bool
 	a, b   fr.Vector
 	hints  map[solver.HintID]solver.Hint
 	q      *big.Int
+}
+
+// coeffKind says how accumulate applies a coefficient other than 0, ±1 and 2 (which
+// gnark's IDs already name): by a product, or, for the ones porep's bit checks use on
+// about one term in seven, by a halving or a doubling, each about as cheap as an
+// addition where the product costs about ten.
+type coeffKind uint8
+
+const (
+	kindMul     coeffKind = iota
+	kindHalf              // 1/2
+	kindNegHalf           // −1/2
+	kindNegTwo            // −2
+)
+
+// coeffKinds classifies a system's coefficients for accumulate.
+func coeffKinds(coeffs []fr.Element) []coeffKind {
+	var half, negHalf, negTwo fr.Element
+	half.SetUint64(2)
+	half.Inverse(&half)
+	negHalf.Neg(&half)
+	negTwo.SetInt64(-2)
+	k := make([]coeffKind, len(coeffs))
+	for i := range coeffs {
+		switch {
+		case coeffs[i].Equal(&half):
+			k[i] = kindHalf
+		case coeffs[i].Equal(&negHalf):
+			k[i] = kindNegHalf
+		case coeffs[i].Equal(&negTwo):
+			k[i] = kindNegTwo
+		}
+	}
+	return k
 }
 
 // solveBlocks solves c on witness vec (public inputs after the one wire, then
@@ -498,6 +533,7 @@ func solveBlocks(ctx context.Context, c *Compiled, plan *blockPlan, vec fr.Vecto
 	domain := ecc.NextPowerOfTwo(uint64(nbCons))
 	s := &blockSolve{
 		sys:    sys,
+		kinds:  coeffKinds(sys.Coefficients),
 		values: make([]fr.Element, nbWires),
 		solved: make([]bool, nbWires),
 		a:      make(fr.Vector, nbCons, domain),
@@ -598,8 +634,22 @@ func (s *blockSolve) accumulate(t constraint.Term, r *fr.Element) {
 		r.Sub(r, &s.values[t.VID])
 	default:
 		var m fr.Element
-		m.Mul(&s.sys.Coefficients[t.CID], &s.values[t.VID])
-		r.Add(r, &m)
+		switch s.kinds[t.CID] {
+		case kindHalf:
+			m = s.values[t.VID]
+			m.Halve()
+			r.Add(r, &m)
+		case kindNegHalf:
+			m = s.values[t.VID]
+			m.Halve()
+			r.Sub(r, &m)
+		case kindNegTwo:
+			m.Double(&s.values[t.VID])
+			r.Sub(r, &m)
+		default:
+			m.Mul(&s.sys.Coefficients[t.CID], &s.values[t.VID])
+			r.Add(r, &m)
+		}
 	}
 }
 
@@ -650,7 +700,13 @@ func (s *blockSolve) solveR1C(w *blockWorker, id uint32) error {
 	var x, check fr.Element
 	switch loc {
 	case 0:
-		if !check.Mul(&a, &b).Equal(&c) {
+		// A field has no zero divisors: with c = 0 (every bit check) a·b = c needs no
+		// product.
+		if c.IsZero() {
+			if !a.IsZero() && !b.IsZero() {
+				return errBlockSolve
+			}
+		} else if !check.Mul(&a, &b).Equal(&c) {
 			return errBlockSolve
 		}
 	case 1, 2: // the unknown in a (b): x = c/b - a (c/a - b)

@@ -7,8 +7,10 @@ import (
 	"math/big"
 	"testing"
 
+	"github.com/consensys/gnark-crypto/ecc"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"github.com/consensys/gnark/constraint/solver"
+	"github.com/consensys/gnark/frontend"
 )
 
 // blockCircuits is one or more small circuits of every built-in family.
@@ -169,6 +171,52 @@ func TestSkipBlockSplit(t *testing.T) {
 	for i := range a.W {
 		if !a.W[i].Equal(&b.W[i]) {
 			t.Fatalf("W[%d] differs between the split and the unsplit circuit", i)
+		}
+	}
+}
+
+// checkCircuit checks that X is a bit and that X·Y = Z: every wire is an input, so
+// both constraints are checks with nothing to solve.
+type checkCircuit struct {
+	X, Y, Z frontend.Variable
+}
+
+func (c *checkCircuit) Define(api frontend.API) error {
+	api.AssertIsBoolean(c.X)
+	api.AssertIsEqual(api.Mul(c.X, c.Y), c.Z)
+	return nil
+}
+
+// TestBlockSolveChecks: the block solver refuses what gnark's solver refuses when
+// every wire is known: a bit check (a·b = 0) on a non-bit, a product on a wrong result.
+func TestBlockSolveChecks(t *testing.T) {
+	c, err := compileCircuit("checks", &checkCircuit{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := planBlocks(c.CS)
+	if plan == nil {
+		t.Fatal("no plan")
+	}
+	cfg, err := solver.NewConfig(solver.WithNbTasks(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		x, y, z int
+		ok      bool
+	}{
+		{0, 3, 0, true}, {1, 3, 3, true}, {2, 3, 6, false}, {-1, 3, -3, false}, {1, 3, 4, false}, {0, 3, 1, false},
+	} {
+		w, err := frontend.NewWitness(&checkCircuit{X: tc.x, Y: tc.y, Z: tc.z}, ecc.BLS12_381.ScalarField())
+		if err != nil {
+			t.Fatal(err)
+		}
+		vec := w.Vector().(fr.Vector)
+		_, got := solveBlocks(context.Background(), c, plan, vec, cfg)
+		_, want := gnarkSolve(c, w, vec, solver.WithNbTasks(1))
+		if (got == nil) != tc.ok || (want == nil) != tc.ok {
+			t.Errorf("X=%d Y=%d Z=%d: block solver %v, gnark's %v; want ok=%v", tc.x, tc.y, tc.z, got, want, tc.ok)
 		}
 	}
 }
