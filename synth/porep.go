@@ -474,28 +474,31 @@ func (g *bitGates) round(s [8]word, w word, k uint32) [8]word {
 // bit, checked by five constraints that add none: m is 0 or 1, and so are
 // x+y+z−2m, x+y−m, y+z−m and x+z−m (the bounds that pin a majority).
 func (g *bitGates) maj(x, y, z word) word {
+	m, _ := g.majXor(x, y, z)
+	return m
+}
+
+// majXor is maj, also returning x ⊕ y ⊕ z = x+y+z−2m, the expression its second check
+// builds anyway.
+func (g *bitGates) majXor(x, y, z word) (m, xor word) {
 	api := g.api
-	m := g.words.next()
+	m = g.words.next()
 	for i := range m {
 		g.assertBit(m[i])
-		g.assertBit(api.Sub(api.Add(x[i], y[i], z[i]), api.Mul(m[i], 2)))
+		xor[i] = api.Sub(api.Add(x[i], y[i], z[i]), api.Mul(m[i], 2))
+		g.assertBit(xor[i])
 		g.assertBit(api.Sub(api.Add(x[i], y[i]), m[i]))
 		g.assertBit(api.Sub(api.Add(y[i], z[i]), m[i]))
 		g.assertBit(api.Sub(api.Add(x[i], z[i]), m[i]))
 	}
-	return m
+	return m, xor
 }
 
 // xor3 returns x ⊕ y ⊕ z as linear expressions x+y+z−2·maj(x,y,z): the majority's
 // variables are the only new ones.
 func (g *bitGates) xor3(x, y, z word) word {
-	api := g.api
-	m := g.maj(x, y, z)
-	var r word
-	for i := range r {
-		r[i] = api.Sub(api.Add(x[i], y[i], z[i]), api.Mul(m[i], 2))
-	}
-	return r
+	_, xor := g.majXor(x, y, z)
+	return xor
 }
 
 // xorWord returns x ⊕ y ⊕ z as new variables, for the state words each round keeps:
