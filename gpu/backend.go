@@ -611,8 +611,9 @@ type g2job struct{ i, slot int }
 // Prove implements prover.Backend. PhaseTimes: H2D and NTT are summed over the
 // batch; MSMG1/MSMG2 are summed device-call times; MSM is the MSMs' wall time (G2
 // overlaps G1, so MSM < MSMG1 + MSMG2 when that pays): for proofs staged one at a
-// time the MSM section's, less any wait for h (the H computation runs beside the
-// first MSMs, so NTT and MSM overlap and may sum to more than Total), otherwise the
+// time the MSM section's, less any wait for h (the upload of A and B and the H
+// computation run beside the first MSMs, and beside the other lane's while this call
+// waits for the device, so H2D, NTT and MSM may sum to more than Total), otherwise the
 // time not spent in H2D or NTT. Wait is the time spent waiting for the other lane,
 // and Total leaves it out.
 func (b *CUDA) Prove(ctx context.Context, key prover.Key, sols []*synth.Solution) ([]prover.Parts, prover.PhaseTimes, error) {

@@ -324,9 +324,10 @@ func TestProveStaged(t *testing.T) {
 }
 
 // phasesAddUp reports whether a Prove call's phase times are consistent: H2D, NTT and
-// MSM add up to Total, or, for proofs staged one at a time (whose H computation runs
-// beside their first MSMs), each phase lies within Total and the G1 MSMs within the
-// MSM section.
+// MSM add up to Total, or, for proofs staged one at a time, the MSM section lies
+// within Total and the G1 MSMs within it. (A staged proof's upload of A and B and its
+// H run beside its first MSMs, and also while it waits for the other lane's MSMs,
+// which Total leaves out: they need not lie within Total.)
 func phasesAddUp(times prover.PhaseTimes, staged bool) bool {
 	if times.Wait < 0 || times.Total <= 0 || times.MSM <= 0 {
 		return false
@@ -334,7 +335,7 @@ func phasesAddUp(times prover.PhaseTimes, staged bool) bool {
 	if !staged {
 		return times.H2D+times.NTT+times.MSM == times.Total
 	}
-	return times.H2D <= times.Total && times.NTT <= times.Total && times.MSM <= times.Total && times.MSMG1 <= times.MSM
+	return times.MSM <= times.Total && times.MSMG1 <= times.MSM
 }
 
 // proveAtOnce makes one Prove call per entry of sizes, all at once, each of that many
