@@ -705,7 +705,7 @@ func (b *CUDA) proveG1(ctx context.Context, k *cudaKey, sols []*synth.Solution, 
 		slot := i % 2
 		<-free[slot]
 		wh := k.wh[slot]
-		if err := k.uploadAndH(s, sol, wh, 0, k.hb, k.hc, 0, times); err != nil {
+		if err := k.uploadAndH(s, sol, wh, 0, k.hb, k.hc, 0, times, nil); err != nil {
 			return err
 		}
 		t2 := time.Now()
@@ -783,28 +783,27 @@ func takeSlot(ctx context.Context, free chan int, times *prover.PhaseTimes) (int
 func (b *CUDA) proveInSlot(ctx context.Context, k *cudaKey, sol *synth.Solution, wh *devBuf, p *prover.Parts,
 	times *prover.PhaseTimes) error {
 	var st prover.PhaseTimes // the staging goroutine's phases, booked once it has ended
-	wUp := make(chan struct{})
-	staged := make(chan error, 1)
-	go func() { staged <- b.stageOne(ctx, k, sol, wh, &st, wUp) }()
 	var stageErr error
-	ended := false
-	end := func(err error) error {
-		stageErr, ended = err, true
+	wUp, ended := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(ended)
+		stageErr = b.stageOne(ctx, k, sol, wh, &st, wUp)
+	}()
+	stageDone := sync.OnceValue(func() error {
+		<-ended
 		times.Wait += st.Wait
 		times.H2D += st.H2D
 		times.NTT += st.NTT
-		return err
-	}
-	stageDone := func() error {
-		if !ended {
-			return end(<-staged)
-		}
 		return stageErr
-	}
+	})
 	select {
 	case <-wUp:
-	case err := <-staged: // W never reached the device
-		end(err)
+	case <-ended:
+	}
+	select {
+	case <-wUp: // W is on the device (the staging may have ended too)
+	default: // the staging ended with an error before W reached the device
+		err := stageDone()
 		return b.locked(ctx, k, times, func() error { return err })
 	}
 	err := b.locked(ctx, k, times, func() error { return b.msmSingle(k, wh, p, times, stageDone) })
@@ -830,26 +829,7 @@ func (b *CUDA) stageOne(ctx context.Context, k *cudaKey, sol *synth.Solution, wh
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	nw, s := k.pk.NbWires, b.s3
-	t0 := time.Now()
-	if err := s.uploadFr(wh, 0, sol.W); err != nil {
-		return err
-	}
-	close(wUp)
-	if err := s.uploadFr(wh, nw, sol.A); err != nil {
-		return err
-	}
-	if err := s.uploadFr(k.hb, 0, sol.B); err != nil {
-		return err
-	}
-	t1 := time.Now()
-	times.H2D += t1.Sub(t0)
-	if err := s.computeHBatch(k.dom, wh, nw, 0, k.hb, k.hc, 0, 0, 1, k.pk.NbConstraints); err != nil {
-		return err
-	}
-	sol.ReleaseAB()
-	times.NTT += time.Since(t1)
-	return nil
+	return k.uploadAndH(b.s3, sol, wh, 0, k.hb, k.hc, 0, times, wUp)
 }
 
 // msmSingle runs the four MSMs of the solution in wh, G2 on s2 beside the G1 ones on
@@ -864,8 +844,7 @@ func (b *CUDA) msmSingle(k *cudaKey, wh *devBuf, p *prover.Parts, times *prover.
 		p.B2, g2err = b.s2.msmG2(k.b2, 0, k.b2.count, wh, 0, k.idxB)
 		times.MSMG2 += time.Since(t)
 	}()
-	t2 := time.Now()
-	start, hWait := t2, time.Duration(0)
+	start, hWait := time.Now(), time.Duration(0) // the wait for h is not MSM time
 	defer func() { times.MSM += time.Since(start) - hWait }()
 	var err error
 	if p.A, err = s.msmG1(k.a, 0, k.a.count, wh, 0, k.idxA); err != nil {
@@ -875,8 +854,7 @@ func (b *CUDA) msmSingle(k *cudaKey, wh *devBuf, p *prover.Parts, times *prover.
 	} else {
 		tw := time.Now()
 		err = staged()
-		hWait = time.Since(tw) // the wait for h is not MSM time
-		t2 = t2.Add(hWait)
+		hWait = time.Since(tw)
 		// K‖Z over W[NbPublic:] ‖ h; the last h entry has no base (deg h ≤ n−2).
 		if err == nil {
 			if p.K, err = s.msmG1(k.kz, 0, pk.NbPrivate()+pk.DomainSize()-1, wh, pk.NbPublic, nil); err != nil {
@@ -884,7 +862,7 @@ func (b *CUDA) msmSingle(k *cudaKey, wh *devBuf, p *prover.Parts, times *prover.
 			}
 		}
 	}
-	times.MSMG1 += time.Since(t2)
+	times.MSMG1 += time.Since(start) - hWait
 	<-g2done // the slot is free for another solution only when G2 is done with it
 	if err == nil && g2err != nil {
 		err = fmt.Errorf("G2 MSM: %w", g2err)
@@ -1054,13 +1032,17 @@ func (k *cudaKey) gatherAndHBatch(ctx context.Context, s *cudaStream, wh *devBuf
 // uploadAndH uploads sol's W into wh at element off, its A after it and its B into
 // the scratch hb at element hOff, computes h into wh after W (off+NbWires: W ‖ h; C
 // is made in hc as A∘B, which a satisfied system has), and releases sol's A and B.
+// A non-nil wUp is closed once W is on the device.
 func (k *cudaKey) uploadAndH(s *cudaStream, sol *synth.Solution, wh *devBuf, off int, hb, hc *devBuf, hOff int,
-	times *prover.PhaseTimes) error {
+	times *prover.PhaseTimes, wUp chan<- struct{}) error {
 	nw := k.pk.NbWires
 	t0 := time.Now()
-	for _, u := range []upload{{wh, off, sol.W}, {wh, off + nw, sol.A}, {hb, hOff, sol.B}} {
+	for i, u := range []upload{{wh, off, sol.W}, {wh, off + nw, sol.A}, {hb, hOff, sol.B}} {
 		if err := s.uploadFr(u.b, u.off, u.v); err != nil {
 			return err
+		}
+		if i == 0 && wUp != nil {
+			close(wUp)
 		}
 	}
 	t1 := time.Now()
