@@ -337,7 +337,7 @@ func newBitGates(api frontend.API, words *roundHint) *bitGates {
 func (g *bitGates) oneMinusOf(l constraint.LinearExpression) (constraint.LinearExpression, bool) {
 	r, rest := g.r[:0], l
 	if len(l) > 0 && l[0].VID == 0 {
-		c := at(g.oneMinus, l[0].CID)
+		c := idAt(g.oneMinus, l[0].CID)
 		if c == 0 {
 			return nil, false
 		}
@@ -352,7 +352,7 @@ func (g *bitGates) oneMinusOf(l constraint.LinearExpression) (constraint.LinearE
 		r = append(r, constraint.Term{CID: g.one, VID: 0})
 	}
 	for _, t := range rest {
-		c := at(g.neg, t.CID)
+		c := idAt(g.neg, t.CID)
 		if c == 0 {
 			return nil, false
 		}
@@ -389,27 +389,27 @@ func (g *bitGates) learn(l, r constraint.LinearExpression) {
 		if r[0].CID == 0 {
 			return
 		}
-		g.oneMinus = put(g.oneMinus, l[0].CID, r[0].CID)
+		g.oneMinus = withID(g.oneMinus, l[0].CID, r[0].CID)
 	case lConst:
-		g.oneMinus = put(g.oneMinus, l[0].CID, noTerm)
+		g.oneMinus = withID(g.oneMinus, l[0].CID, noTerm)
 	default:
 		g.one = r[0].CID
 	}
 	for i, t := range rest {
-		g.neg = put(g.neg, t.CID, rRest[i].CID)
+		g.neg = withID(g.neg, t.CID, rRest[i].CID)
 	}
 }
 
-// at is s[i], 0 past s's end.
-func at(s []uint32, i uint32) uint32 {
+// idAt is s[i], 0 (not learned) past s's end.
+func idAt(s []uint32, i uint32) uint32 {
 	if int(i) < len(s) {
 		return s[i]
 	}
 	return 0
 }
 
-// put sets s[i] = v, growing s as needed.
-func put(s []uint32, i, v uint32) []uint32 {
+// withID sets s[i] = v, growing s as needed.
+func withID(s []uint32, i, v uint32) []uint32 {
 	if int(i) >= len(s) {
 		s = append(s, make([]uint32, int(i)+1-len(s))...)
 	}

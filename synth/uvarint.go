@@ -1,6 +1,7 @@
 package synth
 
 import (
+	"encoding/binary"
 	"errors"
 	"math"
 	"math/bits"
@@ -37,9 +38,7 @@ func uvarints32(buf []byte, count uint64, tasks int) ([]uint32, error) {
 	ends := make([]uint64, tasks) // varints ending in each share
 	var wg sync.WaitGroup
 	for i := range tasks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			var n uint64
 			for _, b := range buf[cut[i]:cut[i+1]] {
 				if b < 0x80 {
@@ -47,7 +46,7 @@ func uvarints32(buf []byte, count uint64, tasks int) ([]uint32, error) {
 				}
 			}
 			ends[i] = n
-		}()
+		})
 	}
 	wg.Wait()
 	var total uint64
@@ -62,11 +61,7 @@ func uvarints32(buf []byte, count uint64, tasks int) ([]uint32, error) {
 	out := make([]uint32, count)
 	bad := make([]bool, tasks)
 	for i := range tasks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			bad[i] = !decodeUvarints32(out[at[i]:at[i]+ends[i]], buf[cut[i]:cut[i+1]])
-		}()
+		wg.Go(func() { bad[i] = !decodeUvarints32(out[at[i]:at[i]+ends[i]], buf[cut[i]:cut[i+1]]) })
 	}
 	wg.Wait()
 	for _, b := range bad {
@@ -78,7 +73,8 @@ func uvarints32(buf []byte, count uint64, tasks int) ([]uint32, error) {
 }
 
 // decodeUvarints32 fills out from buf, which holds exactly len(out) varints; false
-// when one is longer than 5 bytes or at least 2^32.
+// when one is longer than 5 bytes or at least 2^32. Written out: binary.Uvarint in its
+// place made BenchmarkReadR1CSFile slower.
 func decodeUvarints32(out []uint32, buf []byte) bool {
 	p := 0
 	for i := range out {
@@ -127,15 +123,8 @@ func putUvarints32(vals []uint32, tasks int) []byte {
 	for i := range tasks {
 		wg.Go(func() {
 			b := out[at[i]:at[i+1]]
-			p := 0
 			for _, v := range share(i) {
-				for v >= 0x80 {
-					b[p] = byte(v) | 0x80
-					v >>= 7
-					p++
-				}
-				b[p] = byte(v)
-				p++
+				b = b[binary.PutUvarint(b, uint64(v)):]
 			}
 		})
 	}
