@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -116,7 +117,7 @@ func TestGPUBench(t *testing.T) {
 		// CUZK_GPU_BENCH_WITNESS: built-in circuits whose solved witnesses are timed.
 		for _, name := range strings.Split(cmp.Or(os.Getenv("CUZK_GPU_BENCH_WITNESS"),
 			"sha256-preimage-b2048,merkle-poseidon2-d20-c256"), ",") {
-			benchWitness(t, c, s, q1, name, rng)
+			benchWitness(t, c, s, q1, q2, name, rng, report)
 		}
 	}
 	if named("stream") {
@@ -242,6 +243,31 @@ func tiledBasesG1(t *testing.T, s *cudaStream, q []bls12381.G1Affine, n int) ([]
 	return b, set
 }
 
+// tiledBasesG2 is n bases tiled from q, and their resident base set.
+func tiledBasesG2(t *testing.T, s *cudaStream, q []bls12381.G2Affine, n int) ([]bls12381.G2Affine, *baseSet) {
+	b := make([]bls12381.G2Affine, n)
+	for i := range b {
+		b[i] = q[i%len(q)]
+	}
+	set, err := s.newBasesG2(b, 4<<30, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, set
+}
+
+// uploadedFr is sc in a device buffer of its own; the caller frees it.
+func uploadedFr(t *testing.T, c *cudaCtx, s *cudaStream, sc []fr.Element) *devBuf {
+	wb, err := c.alloc(len(sc) * fr.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.uploadFr(wb, 0, sc); err != nil {
+		t.Fatal(err)
+	}
+	return wb
+}
+
 func benchMSMG1Named(t *testing.T, op string, s *cudaStream, q []bls12381.G1Affine, wb *devBuf, sc []fr.Element,
 	logN int, cpuRef bool, report reporter) {
 	n := 1 << logN
@@ -272,14 +298,7 @@ func benchMSMG1Named(t *testing.T, op string, s *cudaStream, q []bls12381.G1Affi
 func benchMSMG2(t *testing.T, s *cudaStream, q []bls12381.G2Affine, wb *devBuf, sc []fr.Element, logN int,
 	cpuRef bool, report reporter) {
 	n := 1 << logN
-	b := make([]bls12381.G2Affine, n)
-	for i := range b {
-		b[i] = q[i%len(q)]
-	}
-	set, err := s.newBasesG2(b, 4<<30, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, set := tiledBasesG2(t, s, q, n)
 	defer set.close()
 	var got bls12381.G2Jac
 	gpu := timeRuns(t, 3, func() (err error) { got, err = s.msmG2(set, 0, n, wb, 0, nil); return err })
@@ -418,8 +437,10 @@ func timingGnarkKey(logN int, q1 []bls12381.G1Affine, q2 []bls12381.G2Affine) (*
 // scalars of a proof's A and B sums: mostly 0 and 1 for SHA-256's bits, full-size for
 // Poseidon2's states) beside random scalars of the same length, in the same run, after
 // checking the device's witness sum against gnark-crypto's, and prints the witness's
-// make-up.
-func benchWitness(t *testing.T, c *cudaCtx, s *cudaStream, q []bls12381.G1Affine, name string, rng *rand.Rand) {
+// make-up. With CUZK_GPU_BENCH_CS the witness's MSM is timed again with each window
+// given there (witness_<name> lines, 2^k the wires' count rounded).
+func benchWitness(t *testing.T, c *cudaCtx, s *cudaStream, q []bls12381.G1Affine, q2 []bls12381.G2Affine, name string,
+	rng *rand.Rand, report reporter) {
 	ctx := context.Background()
 	t0 := time.Now()
 	comp, err := synth.NewRegistry(t.TempDir()).Get(ctx, name)
@@ -453,14 +474,8 @@ func benchWitness(t *testing.T, c *cudaCtx, s *cudaStream, q []bls12381.G1Affine
 	rnd := make([]fr.Element, n)
 	randFr(rng, rnd)
 	median := func(sc []fr.Element, check bool) time.Duration {
-		wb, err := c.alloc(n * fr.Bytes)
-		if err != nil {
-			t.Fatal(err)
-		}
+		wb := uploadedFr(t, c, s, sc)
 		defer wb.free()
-		if err := s.uploadFr(wb, 0, sc); err != nil {
-			t.Fatal(err)
-		}
 		var got bls12381.G1Jac
 		d := timeRuns(t, 5, func() (err error) { got, err = s.msmG1(set, 0, n, wb, 0, nil); return err })
 		if check {
@@ -471,14 +486,34 @@ func benchWitness(t *testing.T, c *cudaCtx, s *cudaStream, q []bls12381.G1Affine
 			}
 		}
 		profileOnce(func() { s.msmG1(set, 0, n, wb, 0, nil) })
+		if check {
+			ref := got
+			windowSweep(t, s, "witness_"+name, bits.Len(uint(n-1)), 5, report,
+				func() (err error) { got, err = s.msmG1(set, 0, n, wb, 0, nil); return err },
+				func() bool { return got.Equal(&ref) })
+		}
 		slices.Sort(d)
 		return d[len(d)/2]
 	}
 	wit, ran := median(w, true), median(rnd, false)
+	// G2, as a proof's B sum: timed, not checked (TestMSMG2 checks such scalars).
+	_, set2 := tiledBasesG2(t, s, q2, n)
+	defer set2.close()
+	median2 := func(sc []fr.Element) time.Duration {
+		wb := uploadedFr(t, c, s, sc)
+		defer wb.free()
+		d := timeRuns(t, 3, func() error { _, err := s.msmG2(set2, 0, n, wb, 0, nil); return err })
+		profileOnce(func() { s.msmG2(set2, 0, n, wb, 0, nil) })
+		slices.Sort(d)
+		return d[len(d)/2]
+	}
+	wit2, ran2 := median2(w), median2(rnd)
 	pct := func(k int) float64 { return 100 * float64(k) / float64(n) }
 	fmt.Printf("BENCH witness  %s constraints=%d wires=%d zero=%.1f%% one=%.1f%% small=%.1f%% other=%.1f%% "+
-		"witness_ms=%.2f random_ms=%.2f random/witness=%.2fx (compile+solve %.1fs)\n", name, comp.NbConstraints(), n,
-		pct(zero), pct(one), pct(small), pct(n-zero-one-small), ms(wit), ms(ran), float64(ran)/float64(wit), prep.Seconds())
+		"witness_ms=%.2f random_ms=%.2f random/witness=%.2fx g2_witness_ms=%.2f g2_random_ms=%.2f g2_random/witness=%.2fx "+
+		"(compile+solve %.1fs)\n", name, comp.NbConstraints(), n,
+		pct(zero), pct(one), pct(small), pct(n-zero-one-small), ms(wit), ms(ran), float64(ran)/float64(wit),
+		ms(wit2), ms(ran2), float64(ran2)/float64(wit2), prep.Seconds())
 }
 
 // benchKeyLoad times a dense 2^logN key's way from its files to resident, as a

@@ -108,7 +108,8 @@ func layout(rng *rand.Rand, n, m int, special bool) ([]int32, []bool) {
 }
 
 // scalars returns n scalars of the given kind: "random" (with zeros, ones and r−1
-// sprinkled in) or "skewed" (mostly 0 and 1, as in real witnesses).
+// sprinkled in), "skewed" (mostly 0 and 1, as in real witnesses), "ones" (all 1 but
+// a -1 and a 0), "small" (at most 64 bits, a quarter of them negated) or "zeros".
 func scalars(rng *rand.Rand, n int, kind string) []fr.Element {
 	v := make([]fr.Element, n)
 	randFr(rng, v)
@@ -131,6 +132,27 @@ func scalars(rng *rand.Rand, n int, kind string) []fr.Element {
 		if n >= 3 {
 			v[0].SetZero()
 			v[1] = minusOne
+		}
+	case "ones": // one bucket holds every digit but two: the most units of one bucket
+		for i := range v {
+			v[i] = one
+		}
+		if n >= 3 {
+			v[n/2] = minusOne
+			v[n-1].SetZero()
+		}
+	case "small": // at most 64 bits, or minus such a value (r - k: k's digits, negated)
+		for i := range v {
+			x := rng.Uint64() >> rng.IntN(64)
+			v[i].SetUint64(x)
+			if rng.IntN(4) == 0 {
+				v[i].Neg(&v[i])
+			}
+		}
+		v[n-1].SetUint64(^uint64(0)) // the longest: 64 bits, digits up to the carry's window
+	case "zeros":
+		for i := range v {
+			v[i].SetZero()
 		}
 	case "skewed":
 		for i := range v {
@@ -235,8 +257,10 @@ func TestMSMG1(t *testing.T) {
 	const m = 1 << 12
 	q := distinctG1(rng, m)
 	for _, n := range msmSizes(maxLogFor(t, 22)) {
-		for _, kind := range []string{"random", "skewed"} {
-			if kind == "skewed" && n > 1<<20 {
+		// MSMs of 2^16 points and more take their window from the scalars' bit lengths:
+		// sparse and short scalars run narrower or fewer windows there.
+		for _, kind := range []string{"random", "skewed", "ones", "small", "zeros"} {
+			if (kind != "random" && n > 1<<20) || ((kind == "small" || kind == "zeros") && n < 1<<16-1) {
 				continue
 			}
 			src, neg := layout(rng, n, min(n, m), true)
@@ -372,8 +396,8 @@ func TestMSMG2(t *testing.T) {
 	const m = 1 << 10
 	q := distinctG2(rng, m)
 	for _, n := range msmSizes(maxLogFor(t, 20)) {
-		for _, kind := range []string{"random", "skewed"} {
-			if kind == "skewed" && n > 1<<16 {
+		for _, kind := range []string{"random", "skewed", "ones", "small", "zeros"} {
+			if (kind != "random" && n > 1<<16+1) || (kind != "random" && kind != "skewed" && n < 1<<16-1) {
 				continue
 			}
 			src, neg := layout(rng, n, min(n, m), true)

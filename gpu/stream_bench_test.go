@@ -24,14 +24,8 @@ func benchStream(t *testing.T, c *cudaCtx, s *cudaStream, logN int, q1 []bls1238
 	n := 1 << logN
 	sc := make([]fr.Element, n)
 	randFr(rand.New(rand.NewPCG(uint64(logN), 7)), sc)
-	wb, err := c.alloc(n * fr.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
+	wb := uploadedFr(t, c, s, sc)
 	defer wb.free()
-	if err := s.uploadFr(wb, 0, sc); err != nil {
-		t.Fatal(err)
-	}
 	b1 := make([]bls12381.G1Affine, n)
 	for i := range b1 {
 		b1[i] = q1[i%len(q1)]

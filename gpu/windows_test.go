@@ -3,6 +3,7 @@ package gpu
 import (
 	"fmt"
 	"math/big"
+	mrand "math/rand"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -32,16 +33,9 @@ func TestSignedDigitWindows(t *testing.T) {
 			if flip {
 				k.Sub(r, k)
 			}
-			half := int64(1) << (c - 1)
-			carry := int64(0)
+			digits, carry := signedDigits(k, c, nwin)
 			sum := new(big.Int)
-			for w := 0; w < nwin; w++ {
-				d := new(big.Int).Rsh(k, uint(w*c)).Int64()&(1<<c-1) + carry
-				carry = 0
-				if d > half {
-					d -= 1 << c
-					carry = 1
-				}
+			for w, d := range digits {
 				sum.Add(sum, new(big.Int).Lsh(big.NewInt(d), uint(w*c)))
 			}
 			if carry != 0 {
@@ -55,6 +49,23 @@ func TestSignedDigitWindows(t *testing.T) {
 			}
 		}
 	}
+}
+
+// signedDigits is k in nwin signed c-bit windows as k_digits takes them: a digit above
+// 2^(c-1) becomes negative and carries one into the next window; carry is what is
+// left past the top window.
+func signedDigits(k *big.Int, c, nwin int) (digits []int64, carry int64) {
+	half := int64(1) << (c - 1)
+	for w := 0; w < nwin; w++ {
+		d := new(big.Int).Rsh(k, uint(w*c)).Int64()&(1<<c-1) + carry
+		carry = 0
+		if d > half {
+			d -= 1 << c
+			carry = 1
+		}
+		digits = append(digits, d)
+	}
+	return digits, carry
 }
 
 // TestWindowChoice compiles gpu/cuda/msm/windows.cuh with the system's C++ compiler (no
@@ -151,5 +162,129 @@ int main() {
 				t.Errorf("%s: n=%d g2=%d batch=%d: c=%d windows=%d, want c=%d (-1: any of 4..22)", opt, n, isG2, nb, c, nwin, want)
 			}
 		}
+	}
+}
+
+// TestLiveWindows checks msm_live_windows' bound on the digit arithmetic, without a
+// device: a scalar of at most L bits (as the digits see it: k, or r - k from 2^254 up)
+// has no nonzero digit above window floor(L/c), so an MSM runs only those windows.
+func TestLiveWindows(t *testing.T) {
+	r := fr.Modulus()
+	two254 := new(big.Int).Lsh(big.NewInt(1), 254)
+	rng := rand.New(rand.NewPCG(11, 12))
+	for c := 4; c <= 22; c++ {
+		nwin := (255 + c - 1) / c
+		var ks []*big.Int
+		for L := 1; L <= 254; L++ {
+			all := new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), uint(L)), big.NewInt(1)) // L ones: every window carries
+			ks = append(ks, all, new(big.Int).Sub(r, all))
+			x := new(big.Int).Rand(newBigRand(rng), all)
+			ks = append(ks, x.SetBit(x, L-1, 1))
+		}
+		for _, e := range windowEdgeScalars(rng, c, 50) {
+			ks = append(ks, e.BigInt(new(big.Int)))
+		}
+		for _, k0 := range ks {
+			k := new(big.Int).Set(k0)
+			if k.Cmp(two254) >= 0 {
+				k.Sub(r, k)
+			}
+			L := k.BitLen()
+			digits, _ := signedDigits(k, c, nwin)
+			top := -1
+			for w, d := range digits {
+				if d != 0 {
+					top = w
+				}
+			}
+			if live := min(nwin, L/c+1); top >= live {
+				t.Fatalf("c = %d, scalar %s (%d bits): digit in window %d, live windows %d", c, k0, L, top, live)
+			}
+		}
+	}
+}
+
+// newBigRand adapts rng for big.Int.Rand.
+func newBigRand(rng *rand.Rand) *mrand.Rand { return mrand.New(mrand.NewSource(int64(rng.Uint64()))) }
+
+// TestDensityWindowChoice compiles windows.cuh as TestWindowChoice does and checks
+// msm_density_c on bit-length histograms of 2^22 scalars: dense ones keep the table's
+// window and run every window, a witness of mostly ones and zeros takes a narrower
+// one, scalars of at most 64 bits run only the windows that can hold a digit, ones
+// alone run one window, and all-zero scalars run none.
+func TestDensityWindowChoice(t *testing.T) {
+	cxx, err := exec.LookPath("g++")
+	if err != nil {
+		t.Skip("g++ not installed: windows.cuh is checked with the system's C++ compiler")
+	}
+	dir := t.TempDir()
+	harness := `#include "windows.cuh"
+#include <cstdio>
+int main() {
+    const uint64_t n = 1u << 22;
+    struct { const char* name; uint64_t h[256]; } cases[6] = {};
+    cases[0].name = "dense";   cases[0].h[254] = n / 2; cases[0].h[253] = n / 4; cases[0].h[252] = n / 4;
+    cases[1].name = "ones";    cases[1].h[1] = n;
+    cases[2].name = "witness"; cases[2].h[1] = n * 6 / 10; cases[2].h[0] = n * 39 / 100; cases[2].h[254] = n / 100;
+    cases[3].name = "small";   cases[3].h[64] = n / 2; cases[3].h[20] = n / 2;
+    cases[4].name = "zero";    cases[4].h[0] = n;
+    cases[5].name = "one";     cases[5].h[254] = 1;
+    for (auto& k : cases)
+        for (int g2 = 0; g2 < 2; g2++) {
+            int tw = 0, nwin = -1;
+            int table = msm_choose_c(n, g2 != 0, 1, &tw);
+            int c = msm_density_c(k.h, g2 != 0, &nwin);
+            printf("%s %d %d %d %d %d\n", k.name, g2, table, tw, c, nwin);
+        }
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "d.cc"), []byte(harness), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	abs, err := filepath.Abs("cuda/msm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "d")
+	build := exec.Command(cxx, "-std=c++17", "-O2", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+		"-I", abs, "-o", bin, filepath.Join(dir, "d.cc"))
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("compile windows.cuh: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin).CombinedOutput()
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	seen := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var name string
+		var g2, table, tableWin, c, nwin int
+		if _, err := fmt.Sscan(line, &name, &g2, &table, &tableWin, &c, &nwin); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		seen++
+		t.Logf("%-7s g2=%d: table c=%d (%d windows), chosen c=%d (%d windows)", name, g2, table, tableWin, c, nwin)
+		all := (255 + c - 1) / c
+		ok := true
+		switch name {
+		case "dense":
+			ok = c == table && nwin == tableWin
+		case "ones": // one digit a scalar whatever c: the fewest buckets
+			ok = nwin == 1 && c < table
+		case "witness": // 1% full-size: about as many points as the table's 2^16
+			ok = c < table && nwin == all
+		case "small": // 64 bits: windows up to the one holding bit 64's carry
+			ok = nwin == 64/c+1 && nwin < all
+		case "zero":
+			ok = nwin == 0
+		case "one": // a single full-size scalar: the narrowest window taken, every window
+			ok = c == 8 && nwin == all
+		}
+		if !ok || c < 8 || c > table {
+			t.Errorf("%s g2=%d: c=%d with %d windows (table c=%d)", name, g2, c, nwin, table)
+		}
+	}
+	if seen != 12 {
+		t.Fatalf("%d choices printed, want 12", seen)
 	}
 }

@@ -62,7 +62,8 @@ struct cuzk_stream {
     // MSM scratch, kept across calls.
     dev_scratch keys, vals, keys_alt, vals_alt, sort_tmp, bstart, bend, units, uoff, desc,
         partials, buckets, segs, segs2, bases_chunk, bases_chunk2, scalars, tmp, ulen, uorder, ulen_alt, uorder_alt,
-        counts;  // word 0: the most units of one bucket; word 1: the digits written
+        counts,  // word 0: the most units of one bucket; word 1: the digits written
+        bitlen;  // the scalars' bit lengths, 256 bins (msm.cuh's k_bitlen)
 };
 
 struct cuzk_buf {

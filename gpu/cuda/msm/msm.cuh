@@ -151,6 +151,37 @@ __global__ void k_digits(const fr_t* __restrict__ scalars, const uint32_t* __res
     }
 }
 
+// Histogram of the scalars' bit lengths as the digits see them (scalar_limbs: k, or
+// r - k when k is not below 2^254), for msm_density_c. Lanes of a warp with the same
+// length add once (witnesses put most of a warp in bin 0 or 1).
+__global__ void k_bitlen(const fr_t* __restrict__ scalars, const uint32_t* __restrict__ index, uint32_t n,
+                         unsigned long long* __restrict__ hist) {
+    __shared__ uint32_t h[256];
+    for (uint32_t k = threadIdx.x; k < 256; k += blockDim.x) h[k] = 0;
+    __syncthreads();
+    const uint32_t lane = threadIdx.x & 31;
+    for (uint32_t base = blockIdx.x * blockDim.x; base < n; base += gridDim.x * blockDim.x) {
+        const uint32_t i = base + threadIdx.x;
+        uint32_t len = 256;  // past the end: no bin
+        if (i < n) {
+            uint32_t limbs[9];
+            scalar_limbs(scalars[index ? index[i] : i], limbs);
+            len = 0;
+            for (int l = 7; l >= 0; l--) {
+                if (limbs[l]) {
+                    len = 32 * l + 32 - __clz(limbs[l]);
+                    break;
+                }
+            }
+        }
+        const uint32_t same = __match_any_sync(0xffffffffu, len);
+        if (len < 256 && lane == __ffs(same) - 1) atomicAdd(&h[len], __popc(same));
+    }
+    __syncthreads();
+    for (uint32_t k = threadIdx.x; k < 256; k += blockDim.x)
+        if (h[k]) atomicAdd(&hist[k], (unsigned long long)h[k]);
+}
+
 __global__ void k_bounds(const uint32_t* __restrict__ keys, uint32_t m, uint32_t* bstart, uint32_t* bend) {
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= m) return;
@@ -174,20 +205,27 @@ __global__ void k_units(const uint32_t* bstart, const uint32_t* bend, uint32_t K
     if (nu > 1) atomicMax(umax, nu);
 }
 
-// Unit descriptors, and (length, unit) pairs for sorting units by length.
-__global__ void k_fill(const uint32_t* bstart, const uint32_t* bend, const uint32_t* uoff, uint32_t K, uint32_t L,
+// Unit descriptors, and (length, unit) pairs for sorting units by length: one thread
+// per unit, which finds its bucket in uoff (the buckets' first units, nondecreasing;
+// uoff[K] = U). A thread per bucket would write a heavy bucket's units in one serial
+// loop, and a witness's bucket of ones is split into hundreds of thousands of them.
+__global__ void k_fill(const uint32_t* __restrict__ bstart, const uint32_t* __restrict__ bend,
+                       const uint32_t* __restrict__ uoff, uint32_t K, uint32_t U, uint32_t L,
                        unit_desc* desc, uint32_t* ulen, uint32_t* uorder) {
-    uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
-    if (k >= K) return;
-    uint32_t u0 = uoff[k], nu = uoff[k + 1] - u0;
-    if (nu == 0) return;
-    uint32_t st = bstart[k], cnt = bend[k] - st;
-    for (uint32_t u = 0; u < nu; u++) {
-        uint32_t len = cnt - u * L < L ? cnt - u * L : L;
-        desc[u0 + u] = unit_desc{st + u * L, len, k};
-        ulen[u0 + u] = L - len;  // ascending sort = longest first
-        uorder[u0 + u] = u0 + u;
+    uint32_t u = blockIdx.x * blockDim.x + threadIdx.x;
+    if (u >= U) return;
+    uint32_t lo = 0, hi = K;  // the last k with uoff[k] <= u: uoff[lo] <= u < uoff[hi]
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (uoff[mid] <= u) lo = mid;
+        else hi = mid;
     }
+    const uint32_t k = lo, j = u - uoff[k];
+    const uint32_t st = bstart[k] + j * L, cnt = bend[k] - st;
+    const uint32_t len = cnt < L ? cnt : L;
+    desc[u] = unit_desc{st, len, k};
+    ulen[u] = L - len;  // ascending sort = longest first
+    uorder[u] = u;
 }
 
 // The accumulation per curve: its blocks of 128 per SM (the register bound) and its
@@ -309,6 +347,10 @@ __global__ void k_pairsum(const xyzz_t<F>* __restrict__ in, xyzz_t<F>* __restric
 }
 
 inline uint32_t blocks(size_t n, uint32_t tpb) { return (uint32_t)((n + tpb - 1) / tpb); }
+
+// MSMs of at least this many points (one vector) take their window from the scalars'
+// bit lengths; smaller ones keep the table's.
+constexpr size_t kDensityMin = (size_t)1 << 16;
 
 constexpr int kMaxCopies = 16;
 
@@ -466,6 +508,24 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
     } else if (force) {
         c = force;
         nwin = msm_windows(c);
+    } else if (nbatch == 1 && n >= kDensityMin) {
+        // The scalars' bit lengths choose the window and the windows run
+        // (msm_density_c): one pass over them and 2 KiB back, against an MSM of at
+        // least kDensityMin points.
+        RET(s->bitlen.ensure(256 * 8));
+        CK(cudaMemsetAsync(s->bitlen.p, 0, 256 * 8, st));
+        const uint32_t g = (uint32_t)std::min<size_t>(blocks(n, 256), (size_t)std::max(s->sm_count, 1) * 8);
+        k_bitlen<<<g, 256, 0, st>>>(scalars, index, (uint32_t)n, s->bitlen.as<unsigned long long>());
+        CK(cudaGetLastError());
+        uint64_t hist[256];
+        CK(cudaMemcpyAsync(hist, s->bitlen.p, sizeof hist, cudaMemcpyDeviceToHost, st));
+        CK(cudaStreamSynchronize(st));
+        c = msm_density_c(hist, C::group == 2, &nwin);
+        if (nwin == 0) {  // every scalar is zero
+            *nwin_out = 0;
+            *c_out = 0;
+            return CUZK_OK;
+        }
     }
     const uint32_t nb = (1u << (c - 1)) + 1;  // buckets 0..2^(c-1) per window; 0 is skipped
     // Bucket sets: one per (vector, window), or per (vector, window group) when
@@ -566,17 +626,17 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
         k_bounds<<<blocks(m, T), T, 0, st>>>(dk.Current(), m, s->bstart.as<uint32_t>(), s->bend.as<uint32_t>());
         CK(cudaGetLastError());
 
-        // Unit length: about twice the mean bucket load, so a typical bucket is one unit
-        // and a heavy one becomes many (summed by the tree below); shorter when that
-        // would leave fewer threads than the device runs at once (small MSMs), since
-        // then each thread's serial chain of additions sets the time.
-        // Both lengths count every digit, zero or not (all): measured on the H200, lengths
-        // from the nonzero digits alone made a witness-like MSM's units stage 1.44 ->
-        // 2.49 ms at 2^24 and its accumulation no faster.
+        // Unit length: about twice the mean bucket load over every digit, zero or not
+        // (all), so a typical bucket is one unit and a heavy one becomes many (summed by
+        // the tree below); shorter when the m digits written would leave fewer units
+        // than the device runs threads at once, since then each thread's serial chain
+        // of additions sets the time. A witness puts its ones into one bucket: split by
+        // a length from all, that bucket's few long units left the device mostly idle.
+        // docs/lab/BENCHMARKS.md has the measurements behind both counts.
         const size_t all = (size_t)cn * nentries;
         uint32_t L = std::max<uint32_t>(8, (uint32_t)(2 * all / ((size_t)nsets * (nb - 1))));
         const size_t busy = (size_t)std::max(s->sm_count, 1) * 1024;
-        L = std::min<uint32_t>(L, (uint32_t)std::max<size_t>(4, (all + busy - 1) / busy));
+        L = std::min<uint32_t>(L, (uint32_t)std::max<size_t>(4, (m + busy - 1) / busy));
         CK(cudaMemsetAsync(s->counts.p, 0, 4, st));
         k_units<<<blocks(K + 1, T), T, 0, st>>>(s->bstart.as<uint32_t>(), s->bend.as<uint32_t>(), K, nb, L,
                                                  s->units.as<uint32_t>(), s->counts.as<uint32_t>());
@@ -595,8 +655,8 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
         RET(s->uorder.ensure((size_t)U * 4));
         RET(s->ulen_alt.ensure((size_t)U * 4));
         RET(s->uorder_alt.ensure((size_t)U * 4));
-        k_fill<<<blocks(K, T), T, 0, st>>>(s->bstart.as<uint32_t>(), s->bend.as<uint32_t>(), s->uoff.as<uint32_t>(),
-                                           K, L, s->desc.as<unit_desc>(), s->ulen.as<uint32_t>(),
+        k_fill<<<blocks(U, T), T, 0, st>>>(s->bstart.as<uint32_t>(), s->bend.as<uint32_t>(), s->uoff.as<uint32_t>(),
+                                           K, U, L, s->desc.as<unit_desc>(), s->ulen.as<uint32_t>(),
                                            s->uorder.as<uint32_t>());
         CK(cudaGetLastError());
         int len_bits = 1;

@@ -84,6 +84,50 @@ inline int msm_choose_c(size_t n, bool g2, uint32_t nbatch, int* nwin) {
     return c;
 }
 
+// The windows that can hold a nonzero digit when no scalar is longer than maxlen bits
+// (as the digits see it, msm.cuh's scalar_limbs): bits 0..maxlen-1 lie in windows
+// 0..floor((maxlen-1)/c), and the top one carries out only when it is full, into
+// window maxlen/c; so floor(maxlen/c) + 1 of them.
+inline int msm_live_windows(int c, int maxlen) {
+    return maxlen <= 0 ? 0 : std::min(msm_windows(c), maxlen / c + 1);
+}
+
+// The window for one MSM over scalars with the bit-length histogram hist[0..255]
+// (hist[k]: scalars of k bits): the table's window for the dense MSM of equal work.
+// The table was measured on full-size scalars, which have a digit in every window; a
+// scalar of k bits has at most min(w, floor(k/c) + 1) of w, so it counts as that
+// fraction of a full one, and a witness (mostly 0, 1 and -1, a few full-size values)
+// counts as far fewer points than it has. A narrower window changes the fractions, so
+// the choice repeats until it settles (two or three rounds). Sweeps of forced windows
+// over solved witnesses put this choice near the fastest, and the table's far from it
+// (docs/lab/BENCHMARKS.md). *nwin gets the live windows of the c chosen: none when
+// every scalar is zero.
+inline int msm_density_c(const uint64_t* hist, bool g2, int* nwin) {
+    uint64_t n = 0;
+    int maxlen = 0;
+    for (int k = 0; k < 256; k++) {
+        n += hist[k];
+        if (hist[k]) maxlen = k;
+    }
+    int w = 0;
+    int c = msm_choose_c((size_t)std::max<uint64_t>(n, 1), g2, 1, &w);
+    for (int round = 0; round < 4; round++) {
+        double eq = 0;
+        for (int k = 1; k < 256; k++)
+            if (hist[k]) eq += (double)hist[k] * std::min(w, k / c + 1) / w;
+        int w2 = 0;
+        const int c2 = msm_choose_c((size_t)std::max(1.0, eq + 0.5), g2, 1, &w2);
+        if (c2 == c) break;
+        c = c2;
+        w = w2;
+    }
+    // The digit pass reads every scalar once a window whether or not it has a digit
+    // there: below 8 bits the windows pass 32 for little saved in buckets.
+    c = std::max(c, 8);
+    *nwin = msm_live_windows(c, maxlen);
+    return c;
+}
+
 // Precomputed sets: minimise n*nwin additions plus R*groups*2^(c-1) bucket reduction,
 // where groups of windows share a bucket set, so with all windows in one group c grows
 // until the buckets cost more than the windows they save.
