@@ -78,3 +78,39 @@ func TestRequestTooLargeForOneWorkerGoesToOneItFits(t *testing.T) {
 	}
 	tight.alive(t)
 }
+
+// A setup by an older build may have recorded more memory for a synthesis than it
+// needs. Once a worker has loaded the circuit it goes by the exact estimate: a request
+// that fits its room is proven there, not put back for a worker whose budget holds the
+// recorded one.
+func TestOverstatedEstimateDoesNotPutBack(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.setupPorep()
+	const budget = 2 << 30
+	if _, err := e.pool.Exec(context.Background(), `UPDATE cuzk.circuits SET mem_estimate_bytes = $1 WHERE name = $2`,
+		int64(4*budget), porep); err != nil {
+		t.Fatal(err)
+	}
+	// --dead-after: the stopped worker below stays live in its eyes.
+	w := e.start("exact", "--mem-budget", strconv.Itoa(budget), "--dead-after", "10m")
+	// Alone, it proves the first request whatever the recorded estimate says.
+	e.submitPartitioned("loads-circuit", porep, 1, 2)
+	e.waitStates(4*time.Minute, "succeeded", []string{"loads-circuit"})
+	// A live worker (stopped, claiming nothing) whose budget holds the recorded estimate.
+	roomy := e.start("roomy", "--mem-budget", strconv.Itoa(8*budget))
+	e.waitFor(time.Minute, "roomy started", func(context.Context) (bool, string, error) {
+		return strings.Contains(roomy.output(), "worker started"), "no start line yet", nil
+	})
+	roomy.signal(t, syscall.SIGSTOP)
+	defer roomy.signal(t, syscall.SIGCONT)
+	e.submitPartitioned("fits-exact", porep, 1, 2)
+	e.waitStates(4*time.Minute, "succeeded", []string{"fits-exact"})
+	const putBack = "put back for a worker whose budget holds it"
+	if strings.Contains(w.output(), putBack) {
+		t.Errorf("exact put a request back by the recorded estimate:\n%s", w.output())
+	}
+	if n := scalar[int](t, e.pool, `SELECT count(*) FROM cuzk.proof_attempts WHERE request_id = 'fits-exact' AND worker = 'exact'`); n != 1 {
+		t.Errorf("exact made %d attempts at fits-exact, want 1", n)
+	}
+}

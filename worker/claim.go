@@ -116,12 +116,12 @@ func (w *Worker) work(ctx context.Context, job *river.Job[jobs.ProveArgs]) error
 	if t, ok := waitedSince(job.JobRow); ok && t.Before(queuedAt) {
 		queuedAt = t
 	}
-	if need, ok := w.memNeeds.Load(job.Args.Circuit); ok && need.(int64) > w.budget.Room() {
+	if need, ok := w.memNeed(job.Args.Circuit); ok && need > w.budget.Room() {
 		// Put back before an attempt begins, so that the bounce leaves no attempt row;
 		// the attempt fails below with the budget's error when no worker could take it.
 		// Other workers advertise whole budgets: count what this one holds anyway.
 		held := w.budget.Total() - w.budget.Room()
-		if snooze := w.budgetSnooze(ctx, job, need.(int64)+held, log); snooze != nil {
+		if snooze := w.budgetSnooze(ctx, job, need+held, log); snooze != nil {
 			return snooze
 		}
 	}
@@ -210,6 +210,19 @@ func (w *Worker) timeout(circuit string) (time.Duration, bool) {
 		}()
 	}
 	return v.(time.Duration), true
+}
+
+// memNeed is the memory a synthesis of circuit reserves: exact once this process has
+// loaded the circuit, else the estimate its setup recorded, which a setup by an older
+// build may have overstated.
+func (w *Worker) memNeed(circuit string) (int64, bool) {
+	if v, ok := w.memExact.Load(circuit); ok {
+		return v.(int64), true
+	}
+	if v, ok := w.memNeeds.Load(circuit); ok {
+		return v.(int64), true
+	}
+	return 0, false
 }
 
 // loadTimeouts caches each registered circuit's job timeout (proveWorker.Timeout has

@@ -182,6 +182,7 @@ func (w *Worker) synthesize(r *claimed, keyMemWait time.Duration) (*synthesized,
 	}
 
 	need := synth.EstimateBytes(compiled)
+	w.memExact.Store(it.req.Circuit, need)
 	t := time.Now()
 	err = att.mem.take(waitCtx, need)
 	if err != nil {

@@ -73,6 +73,7 @@ type Worker struct {
 
 	timeouts        sync.Map      // circuit -> time.Duration (claim.go)
 	memNeeds        sync.Map      // circuit -> int64: bytes its synthesis reserves, 0 when unknown (claim.go)
+	memExact        sync.Map      // circuit -> int64: the same, exact, once this process has loaded the circuit (synthesize.go)
 	timeoutsAt      atomic.Int64  // when timeouts was last read, Unix ns
 	timeoutsLoading atomic.Bool   // a background read of timeouts is under way
 	leaderTicks     chan struct{} // maintenance due, while this client is River's leader (maintain.go)
