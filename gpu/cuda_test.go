@@ -464,7 +464,15 @@ func TestMSMNaive(t *testing.T) {
 func TestMSMStreamedAndIndexed(t *testing.T) {
 	c, s := testDevice(t)
 	rng := rand.New(rand.NewPCG(7, 8))
-	const n, m = 5000, 1 << 10
+	// 70000: past 2^16 points, where the window comes from the scalars' bit lengths,
+	// counted through the index.
+	for _, n := range []int{5000, 70000} {
+		msmStreamedAndIndexed(t, c, s, rng, n)
+	}
+}
+
+func msmStreamedAndIndexed(t *testing.T, c *cudaCtx, s *cudaStream, rng *rand.Rand, n int) {
+	const m = 1 << 10
 	q1 := distinctG1(rng, m)
 	q2 := distinctG2(rng, 64)
 	b1 := make([]bls12381.G1Affine, n)
@@ -520,7 +528,7 @@ func TestMSMStreamedAndIndexed(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !got1.Equal(&want1) {
-			t.Fatalf("indexed G1 (flags %d): mismatch", flags)
+			t.Fatalf("indexed G1 n=%d (flags %d): mismatch", n, flags)
 		}
 		var want2 bls12381.G2Jac
 		want2.MultiExp(b2[:cnt], w[sOff:sOff+cnt], ecc.MultiExpConfig{})
@@ -529,7 +537,7 @@ func TestMSMStreamedAndIndexed(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !got2.Equal(&want2) {
-			t.Fatalf("offset G2 (flags %d): mismatch", flags)
+			t.Fatalf("offset G2 n=%d (flags %d): mismatch", n, flags)
 		}
 		s.setMSMChunk(0)
 		s1.close()

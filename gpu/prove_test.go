@@ -48,7 +48,9 @@ func TestProveBuiltins(t *testing.T) {
 
 func proveBuiltins(t *testing.T, b *CUDA) {
 	ctx := context.Background()
-	names := []string{"synthetic-k8", "merkle-poseidon2-d3-c1", "sha256-preimage-b32", "synthetic-k16"}
+	// sha256-preimage-b256: a witness of mostly 0, 1 and -1 over more than 2^16 wires,
+	// whose MSMs take their window from the scalars' bit lengths.
+	names := []string{"synthetic-k8", "merkle-poseidon2-d3-c1", "sha256-preimage-b32", "synthetic-k16", "sha256-preimage-b256"}
 	if testing.Short() {
 		names = names[:1]
 	}
