@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"math/big"
+	"slices"
 	"testing"
 
 	"github.com/consensys/gnark-crypto/ecc"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark/constraint"
 	"github.com/consensys/gnark/constraint/solver"
 	"github.com/consensys/gnark/frontend"
 )
@@ -217,6 +219,38 @@ func TestBlockSolveChecks(t *testing.T) {
 		_, want := gnarkSolve(c, w, vec, solver.WithNbTasks(1))
 		if (got == nil) != tc.ok || (want == nil) != tc.ok {
 			t.Errorf("X=%d Y=%d Z=%d: block solver %v, gnark's %v; want ok=%v", tc.x, tc.y, tc.z, got, want, tc.ok)
+		}
+	}
+}
+
+// TestGenericR1CViews: genericR1C's views of an instruction's calldata are the L, R
+// and O that gnark's DecompressR1C copies out, for every R1C of circuits of each kind
+// (constant terms, full-size coefficients, hints between constraints).
+func TestGenericR1CViews(t *testing.T) {
+	for _, name := range []string{"porep-k16", "merkle-poseidon2-d3-c1", "sha256-preimage-b32", "synthetic-k8"} {
+		sys := mustCompile(t, name).CS
+		var r1c constraint.R1C
+		n := 0
+		for _, pi := range sys.Instructions {
+			bp, ok := sys.Blueprints[pi.BlueprintID].(*constraint.BlueprintGenericR1C)
+			if !ok {
+				continue
+			}
+			inst := pi.Unpack(&sys.System)
+			bp.DecompressR1C(&r1c, inst)
+			l, r, o := genericR1C(inst.Calldata)
+			for side, pair := range [...][2]constraint.LinearExpression{{l, r1c.L}, {r, r1c.R}, {o, r1c.O}} {
+				if !slices.Equal(pair[0], pair[1]) {
+					t.Fatalf("%s, constraint %d, side %d: view %v, gnark's %v", name, inst.ConstraintOffset, side, pair[0], pair[1])
+				}
+				if cap(pair[0]) != len(pair[0]) && side < 2 {
+					t.Fatalf("%s: side %d's view can grow into the next side", name, side)
+				}
+			}
+			n++
+		}
+		if n != sys.GetNbConstraints() {
+			t.Fatalf("%s: %d generic R1Cs, want every one of %d constraints", name, n, sys.GetNbConstraints())
 		}
 	}
 }
