@@ -801,7 +801,15 @@ func (s *blockSolve) solveHint(w *blockWorker) error {
 		if s.solved[id] {
 			return errBlockSolve
 		}
-		s.values[id].SetBigInt(o)
+		// Most hints' outputs are bits: 0 and 1 need no conversion into Montgomery form.
+		switch {
+		case o.Sign() == 0:
+			s.values[id].SetZero()
+		case o.IsUint64() && o.Uint64() == 1:
+			s.values[id].SetOne()
+		default:
+			s.values[id].SetBigInt(o)
+		}
 		s.solved[id] = true
 	}
 	w.solved += int64(nOut)
