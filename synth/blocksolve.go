@@ -530,15 +530,14 @@ func solveBlocks(ctx context.Context, c *Compiled, plan *blockPlan, vec fr.Vecto
 	if len(vec) != len(sys.Public)-1+len(sys.Secret) {
 		return nil, errBlockSolve
 	}
-	// Capacity as gnark's: a prover may extend A and B to the FFT domain in place.
-	domain := ecc.NextPowerOfTwo(uint64(nbCons))
+	values, a, b := solutionVectors(nbWires, nbCons)
 	s := &blockSolve{
 		sys:    sys,
 		kinds:  coeffKinds(sys.Coefficients),
-		values: make([]fr.Element, nbWires),
+		values: values,
 		solved: make([]bool, nbWires),
-		a:      make(fr.Vector, nbCons, domain),
-		b:      make(fr.Vector, nbCons, domain),
+		a:      a,
+		b:      b,
 		hints:  cfg.HintFunctions,
 		q:      fr.Modulus(),
 	}
@@ -604,6 +603,21 @@ func solveBlocks(ctx context.Context, c *Compiled, plan *blockPlan, vec fr.Vecto
 		return nil, errBlockSolve
 	}
 	return &cs.R1CSSolution{W: s.values, A: s.a, B: s.b}, nil
+}
+
+// solutionVectors allocates a solve's wire values and its A and B, A and B with
+// capacity for the FFT domain, as gnark's (a prover may extend them in place). Each
+// is allocated on a goroutine of its own: memory the heap reuses is zeroed by the
+// allocating goroutine, and at Filecoin sizes (A and B of 2 GiB each) that is most
+// of a second on one core (BenchmarkSolutionVectors).
+func solutionVectors(nbWires, nbCons int) (values []fr.Element, a, b fr.Vector) {
+	domain := ecc.NextPowerOfTwo(uint64(nbCons))
+	var wg sync.WaitGroup
+	wg.Go(func() { a = make(fr.Vector, nbCons, domain) })
+	wg.Go(func() { b = make(fr.Vector, nbCons, domain) })
+	values = make([]fr.Element, nbWires)
+	wg.Wait()
+	return values, a, b
 }
 
 // blockWorker is one goroutine's scratch space, reused across its instructions.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/bits"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -121,4 +122,50 @@ func medianDur(d []time.Duration) time.Duration {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// BenchmarkSolutionVectors times the allocation of a porep-k26 solve's wire values, A
+// and B (2 GiB each with their domain's capacity) once the heap reuses the memory, as
+// in a worker's steady state: one after the other, as a plain allocation does, against
+// solutionVectors, which allocates each on a goroutine of its own. The ratio is
+// printed; it needs about 14 GiB free.
+//
+//	go test ./synth/ -run '^$' -bench SolutionVectors -benchtime 6x
+func BenchmarkSolutionVectors(b *testing.B) {
+	const nbWires, nbCons = 18 << 20, 67_000_000
+	domain := 1 << bits.Len(uint(nbCons-1))
+	var keep [3][]fr.Element
+	serial := func() time.Duration {
+		t0 := time.Now()
+		keep[0] = make([]fr.Element, nbWires)
+		keep[1] = make([]fr.Element, nbCons, domain)
+		keep[2] = make([]fr.Element, nbCons, domain)
+		return time.Since(t0)
+	}
+	concurrent := func() time.Duration {
+		t0 := time.Now()
+		keep[0], keep[1], keep[2] = solutionVectors(nbWires, nbCons)
+		return time.Since(t0)
+	}
+	var ts, tc []time.Duration
+	for i := range b.N + 1 {
+		for j, f := range []func() time.Duration{serial, concurrent} {
+			keep = [3][]fr.Element{}
+			runtime.GC()
+			d := f()
+			if i > 0 { // the first round takes fresh pages: a worker's first solve
+				if j == 0 {
+					ts = append(ts, d)
+				} else {
+					tc = append(tc, d)
+				}
+			}
+		}
+	}
+	slices.Sort(ts)
+	slices.Sort(tc)
+	ms, mc := ts[len(ts)/2], tc[len(tc)/2]
+	b.ReportMetric(float64(ms.Microseconds())/1e3, "serial-ms")
+	b.ReportMetric(float64(mc.Microseconds())/1e3, "concurrent-ms")
+	fmt.Printf("solution vectors (porep-k26 sizes): serial %v, concurrent %v: %.2fx\n", ms, mc, float64(ms)/float64(mc))
 }
