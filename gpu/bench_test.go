@@ -438,7 +438,8 @@ func timingGnarkKey(logN int, q1 []bls12381.G1Affine, q2 []bls12381.G2Affine) (*
 // Poseidon2's states) beside random scalars of the same length, in the same run, after
 // checking the device's witness sum against gnark-crypto's, and prints the witness's
 // make-up. With CUZK_GPU_BENCH_CS the witness's MSM is timed again with each window
-// given there (witness_<name> lines, 2^k the wires' count rounded).
+// given there (witness_<name> lines, 2^k the wires' count rounded up), with
+// CUZK_GPU_BENCH_PRECOMPUTE over precomputed copies.
 func benchWitness(t *testing.T, c *cudaCtx, s *cudaStream, q []bls12381.G1Affine, q2 []bls12381.G2Affine, name string,
 	rng *rand.Rand, report reporter) {
 	ctx := context.Background()
@@ -496,6 +497,21 @@ func benchWitness(t *testing.T, c *cudaCtx, s *cudaStream, q []bls12381.G1Affine
 		return d[len(d)/2]
 	}
 	wit, ran := median(w, true), median(rnd, false)
+	// With CUZK_GPU_BENCH_PRECOMPUTE copies: the witness's MSM again over the set
+	// precomputed as --gpu-precompute makes it, whose window is the copies' own
+	// (witness_<name>_pc lines), against witness_ms's window from the bit lengths.
+	if envInt("CUZK_GPU_BENCH_PRECOMPUTE", 0) > 1 {
+		wb := uploadedFr(t, c, s, w)
+		defer wb.free()
+		ref, err := s.msmG1(set, 0, n, wb, 0, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got bls12381.G1Jac
+		benchPrecomputed(t, "witness_"+name, s, set, bits.Len(uint(n-1)), report,
+			func() (err error) { got, err = s.msmG1(set, 0, n, wb, 0, nil); return err },
+			func() bool { return got.Equal(&ref) })
+	}
 	// G2, as a proof's B sum: timed, not checked (TestMSMG2 checks such scalars).
 	_, set2 := tiledBasesG2(t, s, q2, n)
 	defer set2.close()
