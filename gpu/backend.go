@@ -799,12 +799,12 @@ func (b *CUDA) proveInSlot(ctx context.Context, k *cudaKey, sol *synth.Solution,
 	select {
 	case <-wUp:
 	case <-ended:
-	}
-	select {
-	case <-wUp: // W is on the device (the staging may have ended too)
-	default: // the staging ended with an error before W reached the device
-		err := stageDone()
-		return b.locked(ctx, k, times, func() error { return err })
+		select {
+		case <-wUp: // W reached the device before the staging ended
+		default: // the staging ended with an error before W reached the device
+			err := stageDone()
+			return b.locked(ctx, k, times, func() error { return err })
+		}
 	}
 	err := b.locked(ctx, k, times, func() error { return b.msmSingle(k, wh, p, times, stageDone) })
 	// The slot is free again only once the staging has ended; an error of the MSMs

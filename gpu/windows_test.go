@@ -3,7 +3,6 @@ package gpu
 import (
 	"fmt"
 	"math/big"
-	mrand "math/rand"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -23,16 +22,11 @@ import (
 // give back k (or -k, for the replaced ones) mod r.
 func TestSignedDigitWindows(t *testing.T) {
 	r := fr.Modulus()
-	two254 := new(big.Int).Lsh(big.NewInt(1), 254)
 	rng := rand.New(rand.NewPCG(9, 10))
 	for c := 4; c <= 22; c++ {
 		nwin := (255 + c - 1) / c
 		for i, e := range windowEdgeScalars(rng, c, 300) {
-			k := e.BigInt(new(big.Int))
-			flip := k.Cmp(two254) >= 0
-			if flip {
-				k.Sub(r, k)
-			}
+			k, flip := digitScalar(e.BigInt(new(big.Int)))
 			digits, carry := signedDigits(k, c, nwin)
 			sum := new(big.Int)
 			for w, d := range digits {
@@ -49,6 +43,15 @@ func TestSignedDigitWindows(t *testing.T) {
 			}
 		}
 	}
+}
+
+// digitScalar is k as the digits take it (msm.cuh's scalar_limbs): k below 2^254,
+// else r - k against the negated point (flip).
+func digitScalar(k *big.Int) (_ *big.Int, flip bool) {
+	if k.Cmp(new(big.Int).Lsh(big.NewInt(1), 254)) < 0 {
+		return k, false
+	}
+	return new(big.Int).Sub(fr.Modulus(), k), true
 }
 
 // signedDigits is k in nwin signed c-bit windows as k_digits takes them: a digit above
@@ -170,7 +173,6 @@ int main() {
 // has no nonzero digit above window floor(L/c), so an MSM runs only those windows.
 func TestLiveWindows(t *testing.T) {
 	r := fr.Modulus()
-	two254 := new(big.Int).Lsh(big.NewInt(1), 254)
 	rng := rand.New(rand.NewPCG(11, 12))
 	for c := 4; c <= 22; c++ {
 		nwin := (255 + c - 1) / c
@@ -178,17 +180,17 @@ func TestLiveWindows(t *testing.T) {
 		for L := 1; L <= 254; L++ {
 			all := new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), uint(L)), big.NewInt(1)) // L ones: every window carries
 			ks = append(ks, all, new(big.Int).Sub(r, all))
-			x := new(big.Int).Rand(newBigRand(rng), all)
-			ks = append(ks, x.SetBit(x, L-1, 1))
+			var x fr.Element // random, cut to L bits, its top bit set
+			x.MustSetRandom()
+			xb := x.BigInt(new(big.Int))
+			xb.And(xb, all)
+			ks = append(ks, xb.SetBit(xb, L-1, 1))
 		}
 		for _, e := range windowEdgeScalars(rng, c, 50) {
 			ks = append(ks, e.BigInt(new(big.Int)))
 		}
 		for _, k0 := range ks {
-			k := new(big.Int).Set(k0)
-			if k.Cmp(two254) >= 0 {
-				k.Sub(r, k)
-			}
+			k, _ := digitScalar(k0)
 			L := k.BitLen()
 			digits, _ := signedDigits(k, c, nwin)
 			top := -1
@@ -203,9 +205,6 @@ func TestLiveWindows(t *testing.T) {
 		}
 	}
 }
-
-// newBigRand adapts rng for big.Int.Rand.
-func newBigRand(rng *rand.Rand) *mrand.Rand { return mrand.New(mrand.NewSource(int64(rng.Uint64()))) }
 
 // TestDensityWindowChoice compiles windows.cuh as TestWindowChoice does and checks
 // msm_density_c on bit-length histograms of 2^22 scalars: dense ones keep the table's
