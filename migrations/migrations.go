@@ -3,7 +3,8 @@
 // tern), then the grant of River's tables to the cuzk_worker role (grant_river.sql),
 // which a River upgrade may extend. The whole run holds one advisory lock, so any
 // number of processes may run it at once: the first applies what is missing, the
-// others wait and find nothing to do.
+// others wait and find nothing to do. A run waits until its context ends, then names
+// the session holding the lock.
 package migrations
 
 import (
@@ -11,6 +12,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/tern/v2/migrate"
@@ -37,8 +39,15 @@ type Result struct {
 	CuzkTo       int32 // and after it
 }
 
-// Migrate applies every missing migration and is a no-op on an up-to-date database.
+// Migrate applies every missing migration and is a no-op on an up-to-date database. It
+// waits for the migration lock as long as ctx allows.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) (Result, error) {
+	return MigrateWithin(ctx, pool, 0)
+}
+
+// MigrateWithin is Migrate waiting at most lockWait (0: no limit) for the migration
+// lock before it fails naming the session that holds it.
+func MigrateWithin(ctx context.Context, pool *pgxpool.Pool, lockWait time.Duration) (Result, error) {
 	var res Result
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
@@ -46,8 +55,14 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) (Result, error) {
 	}
 	defer conn.Release()
 
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", lockKey); err != nil {
-		return res, fmt.Errorf("migrate: take advisory lock: %w", err)
+	lctx, cancel := ctx, context.CancelFunc(func() {})
+	if lockWait > 0 {
+		lctx, cancel = context.WithTimeoutCause(ctx, lockWait, fmt.Errorf("waited %s", lockWait))
+	}
+	err = takeLock(lctx, conn)
+	cancel()
+	if err != nil {
+		return res, err
 	}
 	defer func() {
 		// A fresh context: the lock must be released even when ctx is done.
@@ -111,6 +126,53 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) (Result, error) {
 		return res, fmt.Errorf("migrate: grant River's tables to cuzk_worker: %w", err)
 	}
 	return res, nil
+}
+
+// lockPoll is how often a run waiting for the migration lock tries it again.
+const lockPoll = 250 * time.Millisecond
+
+// takeLock takes the migration lock, trying again until ctx ends. Any login can take an
+// advisory lock, so a run that cannot get it says who holds it rather than waiting
+// silently: another migration, or a session to end (pg_terminate_backend).
+func takeLock(ctx context.Context, conn *pgxpool.Conn) error {
+	for {
+		var ok bool
+		if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", lockKey).Scan(&ok); err != nil {
+			return fmt.Errorf("migrate: take advisory lock: %w", err)
+		}
+		if ok {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("migrate: advisory lock %#x is held by %s: %w", lockKey,
+				lockHolder(context.WithoutCancel(ctx), conn), context.Cause(ctx))
+		case <-time.After(lockPoll):
+		}
+	}
+}
+
+// lockHolder describes the session holding the migration lock.
+func lockHolder(ctx context.Context, conn *pgxpool.Conn) string {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var pid int32
+	var user, app string
+	var since *time.Time
+	err := conn.QueryRow(ctx, `
+SELECT l.pid, coalesce(a.usename::text, ''), coalesce(a.application_name, ''), a.backend_start
+  FROM pg_locks l LEFT JOIN pg_stat_activity a ON a.pid = l.pid
+ WHERE l.locktype = 'advisory' AND l.granted
+   AND l.classid = ($1::bigint >> 32)::oid AND l.objid = ($1::bigint & 4294967295)::oid AND l.objsubid = 1
+ LIMIT 1`, lockKey).Scan(&pid, &user, &app, &since)
+	if err != nil {
+		return "another session (not found: " + err.Error() + ")"
+	}
+	desc := fmt.Sprintf("pid %d (role %q, application %q", pid, user, app)
+	if since != nil {
+		desc += ", connected " + since.UTC().Format(time.RFC3339)
+	}
+	return desc + ")"
 }
 
 // Latest is the cuzk schema version this build applies.

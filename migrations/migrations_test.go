@@ -2,8 +2,11 @@ package migrations_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/cuzk/cuzk/internal/pgtest"
 	"github.com/cuzk/cuzk/migrations"
@@ -76,5 +79,33 @@ func TestMigrateGrantsRiverTablesToWorkerEveryRun(t *testing.T) {
 	}
 	if !canUpdate() {
 		t.Error("a migrate run did not grant river_job to cuzk_worker again")
+	}
+}
+
+// Any login can take the migration's advisory lock. A run waits at most its lock wait,
+// then fails naming the session that holds it; once that session lets go, a run
+// proceeds.
+func TestMigrateNamesTheLockHolder(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	name := db.Name + "_squatter"
+	squatter := pgtest.Login(t, db.Pool, db.URL, name, "")
+	conn, err := squatter.Acquire(ctx) // an advisory lock is its session's
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(x'63757a6b2d6d6967'::bigint)`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = migrations.MigrateWithin(ctx, db.Pool, time.Second)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("role %q", name)) || !strings.Contains(err.Error(), "waited 1s") {
+		t.Fatalf("a run while %s holds the lock: %v; want an error naming the role and the wait", name, err)
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(x'63757a6b2d6d6967'::bigint)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrations.MigrateWithin(ctx, db.Pool, time.Minute); err != nil {
+		t.Fatalf("a run after the lock was let go: %v", err)
 	}
 }

@@ -295,3 +295,50 @@ func TestOwnRowsFilterUsesIndexes(t *testing.T) {
 		t.Errorf("bob's proof_status: %v", got)
 	}
 }
+
+// The planner's row estimates answer a submitter's EXPLAIN through leakproof operators
+// (=, <) from statistics of every row, row-level security or not. With the private
+// columns' statistics off, bob's estimates about alice's login, request_ids and error
+// texts are the same as about values that exist nowhere.
+func TestPlannerEstimatesRevealNoOthersValues(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	addCircuit(t, db, "c")
+	aliceName, alice := login(t, db, "alice", "cuzk_submitter")
+	_, bob := login(t, db, "bob", "cuzk_submitter")
+	if _, err := alice.Exec(ctx, `INSERT INTO cuzk.proof_requests (request_id, circuit, inputs)
+		SELECT 'alice-' || g, 'c', '{"X": "1"}' FROM generate_series(1, 300) g`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.Exec(ctx, `SELECT cuzk.submit_proof('bob-1', 'c', '{"X": "1"}'::jsonb)`); err != nil {
+		t.Fatal(err)
+	}
+	// alice's failures quote her inputs, as a bad value's error does.
+	for _, q := range []string{
+		`UPDATE cuzk.proof_requests SET state = 'failed', last_error = '"secret' || (id % 10) || '" is not a decimal'
+		  WHERE request_id LIKE 'alice-%'`,
+		`ANALYZE cuzk.proof_requests`,
+	} {
+		if _, err := db.Pool.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	estimate := func(where string) string {
+		t.Helper()
+		var plan []map[string]map[string]any
+		if err := bob.QueryRow(ctx, `EXPLAIN (FORMAT JSON) SELECT 1 FROM cuzk.proof_requests WHERE `+where).Scan(&plan); err != nil {
+			t.Fatalf("bob: EXPLAIN ... WHERE %s: %v", where, err)
+		}
+		return fmt.Sprint(plan[0]["Plan"]["Plan Rows"])
+	}
+	for _, pair := range [][2]string{
+		{fmt.Sprintf("submitted_by = '%s'", aliceName), "submitted_by = 'nobody'"},
+		{`last_error = '"secret3" is not a decimal'`, `last_error = 'nothing'`},
+		{`last_error < '"secret3'`, `last_error < '"secret9'`},
+		{`request_id < 'alice-150'`, `request_id < 'alice-999'`},
+	} {
+		if a, b := estimate(pair[0]), estimate(pair[1]); a != b {
+			t.Errorf("bob's estimate for %s is %s rows, for %s %s: alice's values show through", pair[0], a, pair[1], b)
+		}
+	}
+}

@@ -123,7 +123,9 @@ BEGIN
                 WHERE EXISTS (SELECT 1 FROM cuzk.proof_requests r
                                WHERE r.submitted_by = s.name AND r.state = 'queued' AND r.job_id IS NULL)
                 ORDER BY 1 LOOP
-        total := total + cuzk.admit(who);
+        PERFORM 1 FROM cuzk.submitters s WHERE s.name = who FOR UPDATE SKIP LOCKED;
+        CONTINUE WHEN NOT FOUND;
+        total := total + cuzk.admit_locked(who);
     END LOOP;
     RETURN total;
 END $$;
@@ -497,6 +499,9 @@ CREATE TABLE cuzk.proof_requests (
     CONSTRAINT proof_requests_request_id_check CHECK (((request_id <> ''::text) AND (length(request_id) <= 256))),
     CONSTRAINT proof_requests_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])))
 );
+ALTER TABLE ONLY cuzk.proof_requests ALTER COLUMN request_id SET STATISTICS 0;
+ALTER TABLE ONLY cuzk.proof_requests ALTER COLUMN last_error SET STATISTICS 0;
+ALTER TABLE ONLY cuzk.proof_requests ALTER COLUMN submitted_by SET STATISTICS 0;
 
 -- Name: COLUMN proof_requests.attempts; Type: COMMENT; Schema: cuzk; Owner: -
 
@@ -744,8 +749,7 @@ BEGIN
             PERFORM pg_notify('public.river_insert', json_build_object('queue', cuzk.job_queue(NEW.priority))::text);
         END IF;
     END IF;
-    IF NEW.state = 'queued' THEN
-        PERFORM cuzk.lock_submitter(NEW.submitted_by);
+    IF NEW.state = 'queued' AND cuzk.try_lock_submitter(NEW.submitted_by) THEN
         PERFORM cuzk.admit_locked(NEW.submitted_by);
     END IF;
     RETURN NULL;
@@ -758,7 +762,9 @@ CREATE FUNCTION cuzk.proof_requests_readmit() RETURNS trigger
     SET search_path TO 'pg_catalog', 'cuzk', 'pg_temp'
     AS $$
 BEGIN
-    PERFORM cuzk.lock_submitter(NEW.submitted_by);
+    IF NOT cuzk.try_lock_submitter(NEW.submitted_by) THEN
+        RETURN NULL;  -- the holder is the submitter or an admission: admit_waiting catches up
+    END IF;
     IF OLD.state = 'queued' AND OLD.job_id IS NOT NULL AND NOT (NEW.state = 'queued' AND NEW.job_id IS NULL)
        AND (SELECT j.state FROM public.river_job j WHERE j.id = OLD.job_id) IN ('available', 'running') THEN
         PERFORM cuzk.admit_into(NEW.submitted_by, OLD.priority, 1);
@@ -1141,6 +1147,20 @@ BEGIN
     END CASE;
 END $$;
 
+-- Name: try_lock_submitter(text); Type: FUNCTION; Schema: cuzk; Owner: -
+
+CREATE FUNCTION cuzk.try_lock_submitter(who text) RETURNS boolean
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'cuzk', 'pg_temp'
+    SET lock_timeout TO '1s'
+    AS $$
+BEGIN
+    PERFORM 1 FROM cuzk.submitters WHERE name = who FOR UPDATE;
+    RETURN FOUND;
+EXCEPTION WHEN lock_not_available THEN
+    RETURN false;
+END $$;
+
 -- Name: window_bound(text); Type: FUNCTION; Schema: cuzk; Owner: -
 
 CREATE FUNCTION cuzk.window_bound(s text) RETURNS timestamp with time zone
@@ -1225,6 +1245,13 @@ CREATE TABLE cuzk.proof_attempts (
     submitted_by text,
     CONSTRAINT proof_attempts_outcome_check CHECK ((outcome = ANY (ARRAY['running'::text, 'succeeded'::text, 'failed'::text, 'retryable'::text, 'interrupted'::text, 'cancelled'::text])))
 );
+ALTER TABLE ONLY cuzk.proof_attempts ALTER COLUMN request_id SET STATISTICS 0;
+ALTER TABLE ONLY cuzk.proof_attempts ALTER COLUMN error SET STATISTICS 0;
+ALTER TABLE ONLY cuzk.proof_attempts ALTER COLUMN worker SET STATISTICS 0;
+ALTER TABLE ONLY cuzk.proof_attempts ALTER COLUMN device SET STATISTICS 0;
+ALTER TABLE ONLY cuzk.proof_attempts ALTER COLUMN telemetry SET STATISTICS 0;
+ALTER TABLE ONLY cuzk.proof_attempts ALTER COLUMN config SET STATISTICS 0;
+ALTER TABLE ONLY cuzk.proof_attempts ALTER COLUMN submitted_by SET STATISTICS 0;
 
 -- Name: COLUMN proof_attempts.attempt; Type: COMMENT; Schema: cuzk; Owner: -
 
@@ -1413,6 +1440,9 @@ CREATE TABLE cuzk.partition_attempts (
     CONSTRAINT partition_attempts_outcome_check CHECK ((outcome = ANY (ARRAY['succeeded'::text, 'failed'::text]))),
     CONSTRAINT partition_attempts_partition_check CHECK ((partition >= 0))
 );
+ALTER TABLE ONLY cuzk.partition_attempts ALTER COLUMN request_id SET STATISTICS 0;
+ALTER TABLE ONLY cuzk.partition_attempts ALTER COLUMN error SET STATISTICS 0;
+ALTER TABLE ONLY cuzk.partition_attempts ALTER COLUMN submitted_by SET STATISTICS 0;
 
 -- Name: TABLE partition_attempts; Type: COMMENT; Schema: cuzk; Owner: -
 
@@ -1445,6 +1475,11 @@ CREATE TABLE cuzk.partition_proofs (
     submitted_by text,
     CONSTRAINT partition_proofs_partition_check CHECK ((partition >= 0))
 );
+ALTER TABLE ONLY cuzk.partition_proofs ALTER COLUMN request_id SET STATISTICS 0;
+ALTER TABLE ONLY cuzk.partition_proofs ALTER COLUMN proof SET STATISTICS 0;
+ALTER TABLE ONLY cuzk.partition_proofs ALTER COLUMN public_witness SET STATISTICS 0;
+ALTER TABLE ONLY cuzk.partition_proofs ALTER COLUMN worker SET STATISTICS 0;
+ALTER TABLE ONLY cuzk.partition_proofs ALTER COLUMN submitted_by SET STATISTICS 0;
 
 -- Name: TABLE partition_proofs; Type: COMMENT; Schema: cuzk; Owner: -
 
@@ -1546,6 +1581,11 @@ CREATE TABLE cuzk.proofs (
     CONSTRAINT proofs_partitions CHECK ((((proofs IS NULL) AND (public_witnesses IS NULL) AND (partitions = 1)) OR ((cardinality(proofs) = partitions) AND (cardinality(public_witnesses) = partitions)))),
     CONSTRAINT proofs_partitions_check CHECK ((partitions >= 1))
 );
+ALTER TABLE ONLY cuzk.proofs ALTER COLUMN request_id SET STATISTICS 0;
+ALTER TABLE ONLY cuzk.proofs ALTER COLUMN proof SET STATISTICS 0;
+ALTER TABLE ONLY cuzk.proofs ALTER COLUMN public_witness SET STATISTICS 0;
+ALTER TABLE ONLY cuzk.proofs ALTER COLUMN worker SET STATISTICS 0;
+ALTER TABLE ONLY cuzk.proofs ALTER COLUMN submitted_by SET STATISTICS 0;
 
 -- Name: COLUMN proofs.proof; Type: COMMENT; Schema: cuzk; Owner: -
 
@@ -2094,6 +2134,10 @@ GRANT ALL ON FUNCTION cuzk.scrub_ended_inputs(lim integer) TO cuzk_operator;
 
 REVOKE ALL ON FUNCTION cuzk.submit_proof(request_id text, circuit text, inputs jsonb, witness bytea, priority integer, max_attempts integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION cuzk.submit_proof(request_id text, circuit text, inputs jsonb, witness bytea, priority integer, max_attempts integer) TO cuzk_submitter;
+
+-- Name: FUNCTION try_lock_submitter(who text); Type: ACL; Schema: cuzk; Owner: -
+
+REVOKE ALL ON FUNCTION cuzk.try_lock_submitter(who text) FROM PUBLIC;
 
 -- Name: TABLE attempt_hours; Type: ACL; Schema: cuzk; Owner: -
 

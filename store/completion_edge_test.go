@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cuzk/cuzk/internal/pgtest"
 )
@@ -164,5 +165,46 @@ func TestRequestOutcomeOnlyForTheLatestAttempt(t *testing.T) {
 	}
 	if err := DiscardJob(ctx, db.Pool, 1<<40, 1, time.Now(), "x"); err != nil {
 		t.Fatalf("DiscardJob of no job: %v", err)
+	}
+}
+
+// A request row that another transaction keeps locked (its submitter's cancel left
+// open) costs a worker whose session sets lock_timeout that long: the claim fails as
+// Locked, and succeeds once the row is let go.
+func TestBeginAttemptOnALockedRowIsLocked(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	mustRegister(t, db.Pool, testCircuit("c", 1))
+	mustSubmit(t, db.Pool, &Submission{RequestID: "r", Circuit: "c", Inputs: []byte(`{"x": "1"}`)})
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["lock_timeout"] = "200ms"
+	worker, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer worker.Close()
+
+	hold, err := db.Pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(context.Background())
+	if _, err := hold.Exec(ctx, `SELECT 1 FROM cuzk.proof_requests WHERE request_id = 'r' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	c, cancel := context.WithTimeout(ctx, time.Minute) // a regression fails, not hangs
+	defer cancel()
+	_, err = BeginAttempt(c, worker, "r", 1, Origin{Worker: "w"}, time.Now())
+	if !Locked(err) || Unavailable(err) {
+		t.Fatalf("claim of a locked request: %v; want a lock timeout (Locked, not Unavailable)", err)
+	}
+	if err := hold.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if req, err := BeginAttempt(ctx, worker, "r", 1, Origin{Worker: "w"}, time.Now()); err != nil || req.Attempt != 1 {
+		t.Fatalf("claim once the row is free: %+v, %v; want attempt 1 (the failed claim wrote nothing)", req, err)
 	}
 }

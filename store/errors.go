@@ -47,3 +47,11 @@ func Unavailable(err error) bool {
 		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
 		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE)
 }
+
+// Locked says whether err is a lock wait that ran out (lock_timeout, SQLSTATE 55P03): a
+// row that another transaction holds, such as one a submitter left open after
+// cancelling its own request.
+func Locked(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "55P03"
+}

@@ -106,6 +106,10 @@ func (p *proveWorker) Work(ctx context.Context, job *river.Job[jobs.ProveArgs]) 
 	return p.w.work(ctx, job)
 }
 
+// lockedRetry is how long a job whose request row another transaction holds stays
+// put back.
+const lockedRetry = 10 * time.Second
+
 func (w *Worker) work(ctx context.Context, job *river.Job[jobs.ProveArgs]) error {
 	start := time.Now()
 	log := w.log.With("request_id", job.Args.RequestID, "circuit", job.Args.Circuit, "job_id", job.ID)
@@ -138,6 +142,11 @@ func (w *Worker) work(ctx context.Context, job *river.Job[jobs.ProveArgs]) error
 		return nil // nothing to do: completing the job is right
 	case errors.Is(err, store.ErrUnknownRequest):
 		return river.JobCancel(err)
+	case store.Locked(err):
+		// Another transaction holds the request's row (its submitter's, left open): the
+		// job goes back without an attempt, and this slot takes other work meanwhile.
+		log.Warn("request locked by another transaction: put back", "err", err, "retry_in", lockedRetry)
+		return river.JobSnooze(lockedRetry)
 	case err != nil:
 		return fmt.Errorf("begin attempt: %w", err)
 	}

@@ -50,9 +50,11 @@ func (w *Worker) maintain(ctx context.Context) {
 			return
 		case <-w.leaderTicks:
 			w.rescueDead(ctx)
-			if _, err := store.PruneWorkers(ctx, w.pool, stoppedWorkersKept); err != nil && ctx.Err() == nil {
+			c, cancel := context.WithTimeout(ctx, upkeepStep)
+			if _, err := store.PruneWorkers(c, w.pool, stoppedWorkersKept); err != nil && ctx.Err() == nil {
 				w.log.Warn("pruning stopped workers", "err", err)
 			}
+			cancel()
 			w.failOrphaned(ctx)
 			w.mendQueue(ctx)
 		}
@@ -83,7 +85,9 @@ func (w *Worker) rescueDead(ctx context.Context) {
 // failOrphaned ends requests whose job River discarded behind cuzk's back (the rescuer,
 // when a dead worker's job has no attempts left), so that none stays 'running' forever.
 func (w *Worker) failOrphaned(ctx context.Context) {
-	n, err := store.FailOrphaned(ctx, w.pool)
+	c, cancel := context.WithTimeout(ctx, upkeepStep)
+	defer cancel()
+	n, err := store.FailOrphaned(c, w.pool)
 	switch {
 	case err != nil && ctx.Err() == nil:
 		w.log.Warn("ending orphaned requests", "err", err)
@@ -91,6 +95,9 @@ func (w *Worker) failOrphaned(ctx context.Context) {
 		w.log.Warn("requests failed: their worker stopped during their last attempt", "requests", n)
 	}
 }
+
+// upkeepStep bounds each of the upkeep's statements.
+const upkeepStep = 30 * time.Second
 
 // scrubBatch bounds the requests one upkeep tick scrubs, so a first run over a long
 // history stays a short transaction; the next ticks take the rest.
@@ -100,7 +107,12 @@ const scrubBatch = 10000
 // requests an admission missed, and scrubs the inputs of requests that ended (failed
 // or cancelled) longer ago than cuzk.settings ended_inputs_kept.
 func (w *Worker) mendQueue(ctx context.Context) {
-	repaired, err := store.RepairJobs(ctx, w.pool)
+	// Each step is bounded: a step that cannot finish is retried at the next tick,
+	// and the others still run.
+	step := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, upkeepStep) }
+	c, cancel := step()
+	repaired, err := store.RepairJobs(c, w.pool)
+	cancel()
 	if err != nil && ctx.Err() == nil {
 		w.log.Warn("repairing requests whose River job was changed outside cuzk", "err", err)
 	}
@@ -111,10 +123,14 @@ func (w *Worker) mendQueue(ctx context.Context) {
 		}
 		w.log.Warn("River job changed outside cuzk: request "+r.Action, "request_id", r.RequestID, "job_id", r.JobID)
 	}
-	if _, err := store.AdmitWaiting(ctx, w.pool); err != nil && ctx.Err() == nil {
+	c, cancel = step()
+	if _, err := store.AdmitWaiting(c, w.pool); err != nil && ctx.Err() == nil {
 		w.log.Warn("admitting waiting requests", "err", err)
 	}
-	n, err := store.ScrubEndedInputs(ctx, w.pool, scrubBatch)
+	cancel()
+	c, cancel = step()
+	n, err := store.ScrubEndedInputs(c, w.pool, scrubBatch)
+	cancel()
 	switch {
 	case err != nil && ctx.Err() == nil:
 		w.log.Warn("scrubbing the inputs of ended requests", "err", err)

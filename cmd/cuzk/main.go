@@ -166,6 +166,17 @@ func isTerminal(w io.Writer) bool {
 
 // connect opens a pool on --database-url / DATABASE_URL.
 func (g *globals) connect(ctx context.Context) (*pgxpool.Pool, error) {
+	return g.connectWith(ctx, nil)
+}
+
+// workerParams are the worker's session settings, unless the URL sets them. A row
+// lock that another transaction keeps (a submitter's own, left open) costs a worker's
+// statement this long at most, not a job slot or the leader's upkeep until it ends.
+var workerParams = map[string]string{"lock_timeout": "5s"}
+
+// connectWith is connect with the session settings params added where the URL does
+// not set them.
+func (g *globals) connectWith(ctx context.Context, params map[string]string) (*pgxpool.Pool, error) {
 	if g.DatabaseURL == "" {
 		return nil, usagef("no database: set DATABASE_URL or --database-url")
 	}
@@ -178,6 +189,11 @@ func (g *globals) connect(ctx context.Context) (*pgxpool.Pool, error) {
 		// cuzk's queries are short, or bounded like the dashboard's; PostgreSQL's JIT,
 		// triggered by cost estimates, compiles for 20-100 ms to save less than that.
 		cfg.ConnConfig.RuntimeParams["jit"] = "off"
+	}
+	for k, v := range params {
+		if _, set := cfg.ConnConfig.RuntimeParams[k]; !set {
+			cfg.ConnConfig.RuntimeParams[k] = v
+		}
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -255,7 +271,7 @@ func (e *describedError) Unwrap() error { return e.err }
 func (g *globals) connectWaiting(ctx context.Context) (*pgxpool.Pool, error) {
 	delay := time.Second
 	for attempt := 1; ; attempt++ {
-		pool, err := g.connect(ctx)
+		pool, err := g.connectWith(ctx, workerParams)
 		var ue usageError
 		switch {
 		case err == nil:

@@ -20,15 +20,17 @@ import (
 	"github.com/cuzk/cuzk/synth"
 )
 
-type migrateCmd struct{}
+type migrateCmd struct {
+	LockWait time.Duration `name:"lock-wait" default:"5m" help:"Wait at most this long for the migration lock (another migration, or any session holding it), then fail naming its holder; 0 waits as long as it takes."`
+}
 
-func (migrateCmd) Run(ctx context.Context, g *globals) error {
+func (c migrateCmd) Run(ctx context.Context, g *globals) error {
 	pool, err := g.connect(ctx)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	res, err := migrations.Migrate(ctx, pool)
+	res, err := migrations.MigrateWithin(ctx, pool, c.LockWait)
 	if err != nil {
 		return err
 	}
