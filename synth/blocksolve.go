@@ -57,6 +57,10 @@ func (p *blockPlan) String() string {
 		p.prefix, p.blocks, len(p.tasks), p.largest, p.suffix)
 }
 
+// SolvesInBlocks says whether SolveWitness solves c with the block solver, whose one
+// solve uses many cores well (gnark's waits at a barrier per level).
+func (c *Compiled) SolvesInBlocks() bool { return c.plan != nil }
+
 // BlockSplit describes how SolveWitness solves c: its split into blocks, or that it
 // uses gnark's solver.
 func (c *Compiled) BlockSplit() string {

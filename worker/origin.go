@@ -55,6 +55,7 @@ type PerfConfig struct {
 	GOMAXPROCS       int      `json:"gomaxprocs"` // the CPU backend and synthesis scale with it
 	CPU              string   `json:"cpu"`        // processor model: synthesis runs on it
 	GPUDriver        string   `json:"gpu_driver,omitempty"`
+	LargeSolves      int      `json:"large_solves,omitempty"` // Config.LargeSolves where it bounds anything
 }
 
 // Hash is a short stable digest of the settings.
@@ -70,6 +71,7 @@ func (w *Worker) perfConfig() PerfConfig {
 		BatchWait:        w.cfg.BatchWait.String(),
 		SynthConcurrency: w.cfg.SynthConcurrency,
 		QueueDepth:       w.cfg.QueueDepth,
+		LargeSolves:      cap(w.largeSynth),
 		MemBudget:        w.cfg.MemBudget,
 		GOMAXPROCS:       runtime.GOMAXPROCS(0),
 		CPU:              hostinfo.CPUModel(),

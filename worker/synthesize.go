@@ -152,6 +152,50 @@ func (w *Worker) startBatch(b *batch) {
 	}()
 }
 
+// LargeSolveConstraints is the size from which a circuit the block solver splits
+// counts against Config.LargeSolves: at 2^25 and 2^26 constraints one solve on all
+// 16 cores of the GPU host outran several at once (docs/performance.md).
+const LargeSolveConstraints = 1 << 25
+
+func largeSolve(c *synth.Compiled) bool {
+	return c.SolvesInBlocks() && c.NbConstraints() >= LargeSolveConstraints
+}
+
+// synthSlots waits for a synthesis slot (--synth-concurrency; an urgent request's
+// own), and first, for a large solve, for one of Config.LargeSolves, so that a large
+// solve waiting holds no slot another could use. ok is false when ctx ended first.
+func (w *Worker) synthSlots(ctx context.Context, urgent, large bool) (release func(), ok bool) {
+	sem := w.synthSem
+	if urgent {
+		sem = w.urgentSynth
+	}
+	var big chan struct{}
+	if large && !urgent {
+		big = w.largeSynth // nil: no bound of its own
+	}
+	if big != nil {
+		select {
+		case big <- struct{}{}:
+		case <-ctx.Done():
+			return nil, false
+		}
+	}
+	select {
+	case sem <- struct{}{}:
+	case <-ctx.Done():
+		if big != nil {
+			<-big
+		}
+		return nil, false
+	}
+	return func() {
+		<-sem
+		if big != nil {
+			<-big
+		}
+	}, true
+}
+
 // synthesize reserves r's memory, its part of the batch's, and solves its request;
 // keyMemWait is what the batch waited for the memory of its key's host copy, which
 // the request's mem_wait phase counts.
@@ -195,23 +239,15 @@ func (w *Worker) synthesize(r *claimed, keyMemWait time.Duration) (*synthesized,
 	att.row.MemReservedBytes = need
 
 	// The mem_wait phase ends when the solve starts: its memory, then a synthesis slot
-	// (--synth-concurrency). Urgent requests have slots of their own, so an urgent
-	// solve never waits for another request's to end; it shares the cores meanwhile.
-	sem := w.synthSem
-	if it.urgent() {
-		sem = w.urgentSynth
-	}
-	slot := false
-	select {
-	case sem <- struct{}{}:
-		slot = true
-	case <-waitCtx.Done():
-	}
+	// (--synth-concurrency; a large block-split circuit's within --large-solves).
+	// Urgent requests have slots of their own, so an urgent solve never waits for
+	// another request's to end; it shares the cores meanwhile.
+	freeSlot, ok := w.synthSlots(waitCtx, it.urgent(), largeSolve(compiled))
 	att.clock.record(phase.MemWait, keyMemWait+time.Since(t))
-	if !slot {
+	if !ok {
 		return nil, context.Cause(waitCtx)
 	}
-	defer func() { <-sem }()
+	defer freeSlot()
 	if w.drainCtx.Err() != nil {
 		return nil, errHandBack
 	}

@@ -64,6 +64,7 @@ type Worker struct {
 	collector     *collector
 	synthSem      chan struct{}
 	urgentSynth   chan struct{} // urgent requests' solves: they never wait behind the others' (urgent.go)
+	largeSynth    chan struct{} // solves of large block-split circuits (Config.LargeSolves); nil: no bound
 	solving       atomic.Int32  // solves under way: each splits the cores with the others (synthesize.go)
 	proveCh       chan *solvedBatch
 	urgentCh      chan *solvedBatch // batches with an urgent request: provers take them first
@@ -97,6 +98,15 @@ type Worker struct {
 // queue for another worker, without using an attempt.
 var errHandBack = errors.New("handed back: worker shutting down")
 
+// largeSlots is the bound on large solves at once, or nil where SynthConcurrency is no
+// more than it.
+func largeSlots(cfg Config) chan struct{} {
+	if cfg.LargeSolves == 0 || cfg.LargeSolves >= cfg.SynthConcurrency {
+		return nil
+	}
+	return make(chan struct{}, cfg.LargeSolves)
+}
+
 // New builds a worker; Run starts it.
 func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Prover, log *slog.Logger) (*Worker, error) {
 	if err := cfg.validate(); err != nil {
@@ -123,6 +133,7 @@ func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Prover, log 
 		synthSem: make(chan struct{}, cfg.SynthConcurrency),
 		// With no urgent slots no urgent request is claimed; one slot keeps it usable.
 		urgentSynth: make(chan struct{}, max(1, cfg.UrgentSlots)),
+		largeSynth:  largeSlots(cfg),
 		proveCh:     make(chan *solvedBatch, cfg.QueueDepth),
 		urgentCh:    make(chan *solvedBatch, cfg.QueueDepth),
 		proversStop: make(chan struct{}),

@@ -34,6 +34,7 @@ type workerCmd struct {
 	MaxBatch         int           `name:"max-batch" env:"CUZK_MAX_BATCH" default:"1" help:"Most requests of one circuit proven together."`
 	BatchWait        time.Duration `name:"batch-wait" env:"CUZK_BATCH_WAIT" default:"50ms" help:"Longest a request waits for its batch to fill."`
 	SynthConcurrency int           `name:"synth-concurrency" env:"CUZK_SYNTH_CONCURRENCY" default:"0" help:"Solves at once, a partitioned request's partitions too; the solves under way share the cores, each of N running cores/N goroutines (0: half the CPUs, at least 1)."`
+	LargeSolves      int           `name:"large-solves" env:"CUZK_LARGE_SOLVES" default:"0" help:"Solves at once, within --synth-concurrency, of circuits of 2^25 constraints or more that the block solver splits (Filecoin-size partitions): one of those uses many cores well, so fewer at once, each with more of the cores, finish sooner and hold less memory (0: the CPUs/8, at least 1)."`
 	QueueDepth       int           `name:"queue-depth" env:"CUZK_QUEUE_DEPTH" default:"2" help:"Solved batches waiting for a prover."`
 	UrgentSlots      int           `name:"urgent-slots" env:"CUZK_URGENT_SLOTS" default:"2" help:"Urgent requests (priority 1) this worker holds beside its other work, in a River queue of their own (cuzk_urgent), so one is claimed at once even while every other slot holds a long request. 0: this worker claims no urgent requests, leaving them to workers with urgent slots."`
 	RescueAfter      time.Duration `name:"rescue-after" env:"CUZK_RESCUE_AFTER" default:"1h" help:"A job running this long without finishing (its worker died) is retried; also the longest one attempt may run, so keep it above the slowest proof."`
@@ -113,6 +114,10 @@ func (c workerCmd) Run(ctx context.Context, g *globals) error {
 	cfg.SynthConcurrency = c.SynthConcurrency
 	if cfg.SynthConcurrency <= 0 {
 		cfg.SynthConcurrency = max(1, runtime.NumCPU()/2)
+	}
+	cfg.LargeSolves = c.LargeSolves
+	if cfg.LargeSolves <= 0 {
+		cfg.LargeSolves = max(1, runtime.NumCPU()/8)
 	}
 	cfg.QueueDepth = c.QueueDepth
 	cfg.UrgentSlots = c.UrgentSlots
