@@ -166,7 +166,7 @@ func isTerminal(w io.Writer) bool {
 
 // connect opens a pool on --database-url / DATABASE_URL.
 func (g *globals) connect(ctx context.Context) (*pgxpool.Pool, error) {
-	return g.connectWith(ctx, nil)
+	return g.connectWith(ctx, nil, nil)
 }
 
 // workerParams are the worker's session settings, unless the URL sets them. A row
@@ -175,8 +175,8 @@ func (g *globals) connect(ctx context.Context) (*pgxpool.Pool, error) {
 var workerParams = map[string]string{"lock_timeout": "5s"}
 
 // connectWith is connect with the session settings params added where the URL does
-// not set them.
-func (g *globals) connectWith(ctx context.Context, params map[string]string) (*pgxpool.Pool, error) {
+// not set them, and onNotice (if not nil) told of the server's notices and warnings.
+func (g *globals) connectWith(ctx context.Context, params map[string]string, onNotice pgconn.NoticeHandler) (*pgxpool.Pool, error) {
 	if g.DatabaseURL == "" {
 		return nil, usagef("no database: set DATABASE_URL or --database-url")
 	}
@@ -195,6 +195,7 @@ func (g *globals) connectWith(ctx context.Context, params map[string]string) (*p
 			cfg.ConnConfig.RuntimeParams[k] = v
 		}
 	}
+	cfg.ConnConfig.OnNotice = onNotice
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to database: %w", err)
@@ -271,7 +272,7 @@ func (e *describedError) Unwrap() error { return e.err }
 func (g *globals) connectWaiting(ctx context.Context) (*pgxpool.Pool, error) {
 	delay := time.Second
 	for attempt := 1; ; attempt++ {
-		pool, err := g.connectWith(ctx, workerParams)
+		pool, err := g.connectWith(ctx, workerParams, nil)
 		var ue usageError
 		switch {
 		case err == nil:

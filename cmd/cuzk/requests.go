@@ -25,7 +25,13 @@ type migrateCmd struct {
 }
 
 func (c migrateCmd) Run(ctx context.Context, g *globals) error {
-	pool, err := g.connect(ctx)
+	// A migration's warnings are for the operator running it (020's about statistics
+	// only a superuser can remove).
+	pool, err := g.connectWith(ctx, nil, func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		if n.Severity == "WARNING" {
+			g.log.Warn("migration: "+n.Message, "hint", n.Hint)
+		}
+	})
 	if err != nil {
 		return err
 	}

@@ -123,6 +123,6 @@ BEGIN
                      AND s.tablename IN ('proof_requests', 'proofs', 'proof_attempts', 'partition_proofs',
                                          'partition_attempts')) THEN
         RAISE WARNING 'planner statistics of private columns remain from before this migration'
-            USING HINT = 'as a superuser, run the statement in docs/security.md ("Statistics") once';
+            USING HINT = 'as a superuser, run once the DELETE in docs/security.md, "Read others'' values through the planner"';
     END IF;
 END $$;
