@@ -230,12 +230,18 @@ func windowSweep(t *testing.T, s *cudaStream, op string, logN, runs int, report 
 	}
 }
 
-// tiledBasesG1 is n bases tiled from q, and their resident base set.
-func tiledBasesG1(t *testing.T, s *cudaStream, q []bls12381.G1Affine, n int) ([]bls12381.G1Affine, *baseSet) {
-	b := make([]bls12381.G1Affine, n)
+// repeated is n elements, q over and over.
+func repeated[T any](q []T, n int) []T {
+	b := make([]T, n)
 	for i := range b {
 		b[i] = q[i%len(q)]
 	}
+	return b
+}
+
+// tiledBasesG1 is n bases tiled from q, and their resident base set.
+func tiledBasesG1(t *testing.T, s *cudaStream, q []bls12381.G1Affine, n int) ([]bls12381.G1Affine, *baseSet) {
+	b := repeated(q, n)
 	set, err := s.newBasesG1(b, 4<<30, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -245,10 +251,7 @@ func tiledBasesG1(t *testing.T, s *cudaStream, q []bls12381.G1Affine, n int) ([]
 
 // tiledBasesG2 is n bases tiled from q, and their resident base set.
 func tiledBasesG2(t *testing.T, s *cudaStream, q []bls12381.G2Affine, n int) ([]bls12381.G2Affine, *baseSet) {
-	b := make([]bls12381.G2Affine, n)
-	for i := range b {
-		b[i] = q[i%len(q)]
-	}
+	b := repeated(q, n)
 	set, err := s.newBasesG2(b, 4<<30, 0)
 	if err != nil {
 		t.Fatal(err)

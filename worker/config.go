@@ -16,22 +16,18 @@ type Config struct {
 	MaxBatch         int           // proofs of one circuit proven together
 	BatchWait        time.Duration // longest a request waits for its batch to fill
 	SynthConcurrency int           // solves at once (a request's partitions too), sharing the cores
-	// LargeSolves bounds the solves at once of circuits of LargeSolveConstraints or
-	// more that the block solver splits, within SynthConcurrency (0: no bound of its
-	// own). One such solve uses many cores well, so fewer at once, each with more of
-	// the cores, finish a partitioned request sooner and hold less memory.
-	LargeSolves    int
-	QueueDepth     int           // solved batches waiting for a prover, per device
-	UrgentSlots    int           // jobs of urgent requests held beside the others (jobs.UrgentQueue); 0: it claims none
-	RescueAfter    time.Duration // a job 'running' this long without finishing is retried; also each attempt's time limit
-	ShutdownGrace  time.Duration // in-flight work gets this long to finish on stop
-	RetryBackoff   time.Duration // delay before the first retry, doubling each attempt (jobs.Backoff)
-	PollInterval   time.Duration // how often River looks for jobs without a notification
-	HeartbeatEvery time.Duration // cuzk.workers refresh
-	DeadAfter      time.Duration // a worker silent this long is dead: its jobs go back at once (0: off)
-	ScrubInputs    bool          // delete private inputs once the proof is stored
-	Build          string        // recorded in attempt rows; default BuildString()
-	Observer       Observer      // told about each finished attempt; may be nil
+	LargeSolves      int           // solves at once, within SynthConcurrency, of block-split circuits of LargeSolveConstraints or more; 0: no bound of its own
+	QueueDepth       int           // solved batches waiting for a prover, per device
+	UrgentSlots      int           // jobs of urgent requests held beside the others (jobs.UrgentQueue); 0: it claims none
+	RescueAfter      time.Duration // a job 'running' this long without finishing is retried; also each attempt's time limit
+	ShutdownGrace    time.Duration // in-flight work gets this long to finish on stop
+	RetryBackoff     time.Duration // delay before the first retry, doubling each attempt (jobs.Backoff)
+	PollInterval     time.Duration // how often River looks for jobs without a notification
+	HeartbeatEvery   time.Duration // cuzk.workers refresh
+	DeadAfter        time.Duration // a worker silent this long is dead: its jobs go back at once (0: off)
+	ScrubInputs      bool          // delete private inputs once the proof is stored
+	Build            string        // recorded in attempt rows; default BuildString()
+	Observer         Observer      // told about each finished attempt; may be nil
 	// PreloadKeys are circuits whose keys are made resident on every device at start,
 	// in the background, before those of the circuits with queued requests.
 	PreloadKeys []string

@@ -50,7 +50,7 @@ func (w *Worker) maintain(ctx context.Context) {
 			return
 		case <-w.leaderTicks:
 			w.rescueDead(ctx)
-			c, cancel := context.WithTimeout(ctx, upkeepStep)
+			c, cancel := upkeepStep(ctx)
 			if _, err := store.PruneWorkers(c, w.pool, stoppedWorkersKept); err != nil && ctx.Err() == nil {
 				w.log.Warn("pruning stopped workers", "err", err)
 			}
@@ -85,7 +85,7 @@ func (w *Worker) rescueDead(ctx context.Context) {
 // failOrphaned ends requests whose job River discarded behind cuzk's back (the rescuer,
 // when a dead worker's job has no attempts left), so that none stays 'running' forever.
 func (w *Worker) failOrphaned(ctx context.Context) {
-	c, cancel := context.WithTimeout(ctx, upkeepStep)
+	c, cancel := upkeepStep(ctx)
 	defer cancel()
 	n, err := store.FailOrphaned(c, w.pool)
 	switch {
@@ -96,8 +96,11 @@ func (w *Worker) failOrphaned(ctx context.Context) {
 	}
 }
 
-// upkeepStep bounds each of the upkeep's statements.
-const upkeepStep = 30 * time.Second
+// upkeepStep bounds one of the upkeep's statements: one that cannot finish is tried
+// again at the next tick, and the others still run.
+func upkeepStep(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, 30*time.Second)
+}
 
 // scrubBatch bounds the requests one upkeep tick scrubs, so a first run over a long
 // history stays a short transaction; the next ticks take the rest.
@@ -107,10 +110,7 @@ const scrubBatch = 10000
 // requests an admission missed, and scrubs the inputs of requests that ended (failed
 // or cancelled) longer ago than cuzk.settings ended_inputs_kept.
 func (w *Worker) mendQueue(ctx context.Context) {
-	// Each step is bounded: a step that cannot finish is retried at the next tick,
-	// and the others still run.
-	step := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, upkeepStep) }
-	c, cancel := step()
+	c, cancel := upkeepStep(ctx)
 	repaired, err := store.RepairJobs(c, w.pool)
 	cancel()
 	if err != nil && ctx.Err() == nil {
@@ -123,12 +123,12 @@ func (w *Worker) mendQueue(ctx context.Context) {
 		}
 		w.log.Warn("River job changed outside cuzk: request "+r.Action, "request_id", r.RequestID, "job_id", r.JobID)
 	}
-	c, cancel = step()
+	c, cancel = upkeepStep(ctx)
 	if _, err := store.AdmitWaiting(c, w.pool); err != nil && ctx.Err() == nil {
 		w.log.Warn("admitting waiting requests", "err", err)
 	}
 	cancel()
-	c, cancel = step()
+	c, cancel = upkeepStep(ctx)
 	n, err := store.ScrubEndedInputs(c, w.pool, scrubBatch)
 	cancel()
 	switch {

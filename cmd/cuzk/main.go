@@ -169,10 +169,10 @@ func (g *globals) connect(ctx context.Context) (*pgxpool.Pool, error) {
 	return g.connectWith(ctx, nil, nil)
 }
 
-// workerParams are the worker's session settings, unless the URL sets them. A row
+// workerLockTimeout is the worker sessions' lock_timeout unless the URL sets one: a row
 // lock that another transaction keeps (a submitter's own, left open) costs a worker's
 // statement this long at most, not a job slot or the leader's upkeep until it ends.
-var workerParams = map[string]string{"lock_timeout": "5s"}
+const workerLockTimeout = "5s"
 
 // connectWith is connect with the session settings params added where the URL does
 // not set them, and onNotice (if not nil) told of the server's notices and warnings.
@@ -272,7 +272,7 @@ func (e *describedError) Unwrap() error { return e.err }
 func (g *globals) connectWaiting(ctx context.Context) (*pgxpool.Pool, error) {
 	delay := time.Second
 	for attempt := 1; ; attempt++ {
-		pool, err := g.connectWith(ctx, workerParams, nil)
+		pool, err := g.connectWith(ctx, map[string]string{"lock_timeout": workerLockTimeout}, nil)
 		var ue usageError
 		switch {
 		case err == nil:
