@@ -154,6 +154,19 @@ func scalars(rng *rand.Rand, n int, kind string) []fr.Element {
 		for i := range v {
 			v[i].SetZero()
 		}
+	case "witness": // as sha256's: about half zeros, the rest ±1 but 1% below 2^35
+		for i := range v {
+			switch x := rng.IntN(100); {
+			case x < 55:
+				v[i].SetZero()
+			case x < 77:
+				v[i] = one
+			case x < 99:
+				v[i] = minusOne
+			default:
+				v[i].SetUint64(rng.Uint64() >> 29)
+			}
+		}
 	case "skewed":
 		for i := range v {
 			switch x := rng.IntN(10); {

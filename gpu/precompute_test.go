@@ -25,7 +25,7 @@ func TestMSMPrecomputed(t *testing.T) {
 	maxLog := maxLogFor(t, 20)
 	for i, n := range msmSizes(maxLog) {
 		copies := []int{2, 3, 16}[i%3]
-		for _, kind := range []string{"random", "skewed"} {
+		for _, kind := range []string{"random", "skewed", "witness"} {
 			src, neg := layout(rng, n, min(n, m), true)
 			b1 := tiled(q1, src, neg)
 			sc := scalars(rng, n, kind)
@@ -46,6 +46,9 @@ func TestMSMPrecomputed(t *testing.T) {
 			if err == nil && !got.Equal(&want) {
 				t.Errorf("G1 n=%d %s c=%d copies=%d: mismatch", n, kind, cw, k)
 			}
+			if err == nil && n >= 1<<16 && kind != "skewed" {
+				checkCopiesOrDensity(t, s, set, sc, kind, cw, k)
+			}
 			gotOff, err2 := s.msmG1Host(set, off, sc[off:])
 			set.close()
 			if err = firstErr(err, err2); err != nil {
@@ -58,27 +61,35 @@ func TestMSMPrecomputed(t *testing.T) {
 		if n > 1<<16+1 {
 			continue // G2 to 2^16: its reference is slow on the CPU
 		}
-		src, neg := layout(rng, n, min(n, 64), true)
-		b2 := tiled(q2, src, neg)
-		sc := scalars(rng, n, "random")
-		var want bls12381.G2Jac
-		want.MultiExp(q2, aggregate(64, src, neg, sc), ecc.MultiExpConfig{})
-		set, err := s.newBasesG2(b2, 1<<30, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cw, k, ok, err := set.precompute(s, copies, 1<<30)
-		if err != nil || !ok {
+		for _, kind := range []string{"random", "witness"} {
+			if kind == "witness" && n < 1<<16-1 {
+				continue
+			}
+			src, neg := layout(rng, n, min(n, 64), true)
+			b2 := tiled(q2, src, neg)
+			sc := scalars(rng, n, kind)
+			var want bls12381.G2Jac
+			want.MultiExp(q2, aggregate(64, src, neg, sc), ecc.MultiExpConfig{})
+			set, err := s.newBasesG2(b2, 1<<30, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cw, k, ok, err := set.precompute(s, copies, 1<<30)
+			if err != nil || !ok {
+				set.close()
+				t.Fatalf("precompute G2 n=%d copies=%d: ok=%v err=%v", n, copies, ok, err)
+			}
+			got, err := s.msmG2Host(set, 0, sc)
+			if err == nil && n >= 1<<16 {
+				checkCopiesOrDensity(t, s, set, sc, kind, cw, k)
+			}
 			set.close()
-			t.Fatalf("precompute G2 n=%d copies=%d: ok=%v err=%v", n, copies, ok, err)
-		}
-		got, err := s.msmG2Host(set, 0, sc)
-		set.close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !got.Equal(&want) {
-			t.Errorf("G2 n=%d c=%d copies=%d: mismatch", n, cw, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !got.Equal(&want) {
+				t.Errorf("G2 n=%d %s c=%d copies=%d: mismatch", n, kind, cw, k)
+			}
 		}
 	}
 
@@ -146,6 +157,24 @@ func TestMSMPrecomputed(t *testing.T) {
 	}
 	if err := s.setMSMChunk(0); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// checkCopiesOrDensity checks which way an MSM of 2^16 points or more went over a
+// set precomputed as c-bit windows in k copies: random scalars over the copies (their
+// window spans c·k bits), a sparse witness over the first copy at a narrower density
+// window (msm_density_over_copies).
+func checkCopiesOrDensity(t *testing.T, s *cudaStream, set *baseSet, sc []fr.Element, kind string, c, k int) {
+	t.Helper()
+	width, err := s.msmHostWidth(set, 0, sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case kind == "random" && width != c*k:
+		t.Errorf("%s scalars, n=%d over %d copies of c=%d: window %d bits, want the copies' %d", kind, len(sc), k, c, width, c*k)
+	case kind == "witness" && (width >= c || width < 8):
+		t.Errorf("%s scalars, n=%d over %d copies of c=%d: window %d bits, want the density window (8..%d)", kind, len(sc), k, c, width, c-1)
 	}
 }
 

@@ -109,7 +109,6 @@ func TestWindowChoice(t *testing.T) {
 	g1, g2 := table("kWindowG1", 13), table("kWindowG2", 13)
 	b1, b2 := table("kBatchWindowG1", 5), table("kBatchWindowG2", 5)
 
-	dir := t.TempDir()
 	harness := `#include "windows.cuh"
 #include <cstdio>
 int main() {
@@ -124,24 +123,8 @@ int main() {
             }
 }
 `
-	if err := os.WriteFile(filepath.Join(dir, "h.cc"), []byte(harness), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	abs, err := filepath.Abs("cuda/msm")
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, opt := range []string{"-O0", "-O2"} {
-		bin := filepath.Join(dir, "h"+opt)
-		build := exec.Command(cxx, "-std=c++17", opt, "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-			"-I", abs, "-o", bin, filepath.Join(dir, "h.cc"))
-		if out, err := build.CombinedOutput(); err != nil {
-			t.Fatalf("compile windows.cuh (%s): %v\n%s", opt, err, out)
-		}
-		out, err := exec.Command(bin).CombinedOutput()
-		if err != nil {
-			t.Fatalf("run (%s): %v\n%s", opt, err, out)
-		}
+		out := runWindowsHarness(t, cxx, harness, opt)
 		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 			var n uint64
 			var isG2, nb, c, nwin int
@@ -216,7 +199,6 @@ func TestDensityWindowChoice(t *testing.T) {
 	if err != nil {
 		t.Skip("g++ not installed: windows.cuh is checked with the system's C++ compiler")
 	}
-	dir := t.TempDir()
 	harness := `#include "windows.cuh"
 #include <cstdio>
 int main() {
@@ -237,23 +219,7 @@ int main() {
         }
 }
 `
-	if err := os.WriteFile(filepath.Join(dir, "d.cc"), []byte(harness), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	abs, err := filepath.Abs("cuda/msm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(dir, "d")
-	build := exec.Command(cxx, "-std=c++17", "-O2", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
-		"-I", abs, "-o", bin, filepath.Join(dir, "d.cc"))
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("compile windows.cuh: %v\n%s", err, out)
-	}
-	out, err := exec.Command(bin).CombinedOutput()
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, out)
-	}
+	out := runWindowsHarness(t, cxx, harness, "-O2")
 	seen := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		var name string
@@ -286,4 +252,105 @@ int main() {
 	if seen != 12 {
 		t.Fatalf("%d choices printed, want 12", seen)
 	}
+}
+
+// TestDensityOverCopies compiles windows.cuh as TestWindowChoice does and checks
+// msm_density_over_copies, the choice between a precomputed set's copies and its first
+// copy at the density window, on the bit-length histograms of solved witnesses (the
+// scalars as the digits take them) over sets shaped as --gpu-precompute shapes them
+// for that many points. Measured on an H100 (docs/performance.md, "MSMs over a
+// witness"): porep-k22's copies 3.76 ms against the density window's 4.04, so copies;
+// sha256-preimage-b8192's density window 2.64 ms against the copies' 6.34. Dense
+// scalars keep the copies; all-zero scalars run no window.
+func TestDensityOverCopies(t *testing.T) {
+	cxx, err := exec.LookPath("g++")
+	if err != nil {
+		t.Skip("g++ not installed: windows.cuh is checked with the system's C++ compiler")
+	}
+	cases := []struct {
+		name    string
+		hist    string // bit length:count
+		density bool   // want the density window
+	}{
+		{"porep-k22", "0:539062 1:424527 11:2 12:3 13:10 14:9 15:16 16:24 238:1 239:1 240:9 241:11 242:95 243:42 " +
+			"244:100 245:203 246:353 247:874 248:1727 249:3293 250:6849 251:14037 252:27686 253:56462 254:92292", false},
+		{"sha256-preimage-b8192", "0:1920930 1:1521090 2:62 3:123 4:243 5:492 6:1024 7:2038 8:4151 32:5 33:197 " +
+			"34:5980 35:2006 126:1 127:1", true},
+		{"dense", "252:1048576 253:1048576 254:2097152", false},
+		{"zero", "0:4194304", true},
+	}
+	var b strings.Builder
+	b.WriteString(`#include "windows.cuh"
+#include <cstdio>
+int main() {
+`)
+	for _, k := range cases {
+		fmt.Fprintf(&b, "    { uint64_t h[256] = {}; uint64_t n = 0;\n")
+		for _, f := range strings.Fields(k.hist) {
+			var bits int
+			var count uint64
+			if _, err := fmt.Sscanf(f, "%d:%d", &bits, &count); err != nil {
+				t.Fatalf("%s: %q: %v", k.name, f, err)
+			}
+			fmt.Fprintf(&b, "      h[%d] = %d; n += %d;\n", bits, count, count)
+		}
+		fmt.Fprintf(&b, `      for (int g2 = 0; g2 < 2; g2++) {
+        int pc = 0, pf = 0, c = -1, nwin = -1;
+        msm_precompute_shape(n, g2 != 0, 16, &pc, &pf);
+        bool d = msm_density_over_copies(h, g2 != 0, pc, pf, &c, &nwin);
+        printf("%s %%d %%d %%d %%d %%d %%d\n", g2, pc, pf, (int)d, c, nwin);
+      }
+    }
+`, k.name)
+	}
+	b.WriteString("}\n")
+	out := runWindowsHarness(t, cxx, b.String(), "-O2")
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 2*len(cases) {
+		t.Fatalf("%d choices printed, want %d:\n%s", len(lines), 2*len(cases), out)
+	}
+	for i, line := range lines {
+		k := cases[i/2]
+		var name string
+		var g2, pc, pf, d, c, nwin int
+		if _, err := fmt.Sscan(line, &name, &g2, &pc, &pf, &d, &c, &nwin); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		t.Logf("%-22s g2=%d: copies c=%d ×%d, density chosen=%v (c=%d, %d windows)", name, g2, pc, pf, d == 1, c, nwin)
+		if (d == 1) != k.density {
+			t.Errorf("%s g2=%d: density chosen = %v, want %v", name, g2, d == 1, k.density)
+		}
+		switch {
+		case name == "zero" && nwin != 0:
+			t.Errorf("zero g2=%d: %d windows, want none", g2, nwin)
+		case d == 1 && name != "zero" && (c < 8 || nwin < 1 || nwin > (255+c-1)/c):
+			t.Errorf("%s g2=%d: density window c=%d with %d windows", name, g2, c, nwin)
+		}
+	}
+}
+
+// runWindowsHarness compiles the C++ program src against gpu/cuda/msm/windows.cuh with
+// the system's compiler cxx at optimization opt, under the address and undefined-
+// behaviour sanitizers, runs it and returns what it printed.
+func runWindowsHarness(t *testing.T, cxx, src, opt string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "h.cc"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	abs, err := filepath.Abs("cuda/msm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "h"+opt)
+	build := exec.Command(cxx, "-std=c++17", opt, "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+		"-I", abs, "-o", bin, filepath.Join(dir, "h.cc"))
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("compile windows.cuh (%s): %v\n%s", opt, err, out)
+	}
+	out, err := exec.Command(bin).CombinedOutput()
+	if err != nil {
+		t.Fatalf("run (%s): %v\n%s", opt, err, out)
+	}
+	return string(out)
 }

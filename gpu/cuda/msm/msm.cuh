@@ -280,18 +280,23 @@ __global__ void __launch_bounds__(128, MINB)
 // carry-chain product a call given a global reference read out of bounds (H200,
 // compute-sanitizer: "Invalid __local__ read" in k_merge's xyzz_add).
 //
-// One round of the per-bucket tree over unit sums: the unit j of a bucket (j a multiple
-// of 2*stride) adds in unit j+stride. After the rounds, a bucket's first unit holds
-// its sum.
+// Round r of the per-bucket tree over unit sums: a bucket's len units stand as
+// cur = ceil(len / 2^r) sums, and unit j < cur - nxt (nxt = ceil(len / 2^(r+1))) adds
+// in unit j + nxt. The units that add are the first of their bucket, so a heavy
+// bucket's warps are either all busy or all done: pairing units j and j + 2^r instead
+// left every warp of the bucket of ones busy in each of the first five rounds for one
+// addition in 2^(r+1) lanes. After the rounds, a bucket's first unit holds its sum.
 template <class F>
 __global__ void k_tree(const unit_desc* __restrict__ desc, const uint32_t* __restrict__ uoff, uint32_t U,
-                       uint32_t stride, xyzz_t<F>* partials) {
+                       uint32_t r, xyzz_t<F>* partials) {
     uint32_t u = blockIdx.x * blockDim.x + threadIdx.x;
     if (u >= U) return;
-    uint32_t k = desc[u].bucket, u0 = uoff[k], j = u - u0;
-    if ((j & (2 * stride - 1)) != 0 || u + stride >= uoff[k + 1]) return;
+    const uint32_t k = desc[u].bucket, u0 = uoff[k], j = u - u0, len = uoff[k + 1] - u0;
+    const uint32_t cur = (uint32_t)(((uint64_t)len + (1ull << r) - 1) >> r);
+    const uint32_t nxt = (cur + 1) / 2;  // ceil(ceil(len / 2^r) / 2) = ceil(len / 2^(r+1))
+    if (j >= cur - nxt) return;
     xyzz_t<F> a = partials[u];
-    const xyzz_t<F> b = partials[u + stride];
+    const xyzz_t<F> b = partials[u + nxt];
     xyzz_add(a, b);
     partials[u] = a;
 }
@@ -498,9 +503,10 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
     }
     int nwin;
     int c = msm_choose_c(n, C::group == 2, nbatch, &nwin);
-    const int pcf = bases->d ? bases->pc_f : 0;
+    int pcf = bases->d ? bases->pc_f : 0;
     // The stream's knob forces the window size (cuzk_stream_set_knobs; a precomputed
-    // set keeps the width its copies were made for).
+    // set keeps the width its copies were made for, unless its first copy at the
+    // density window models cheaper).
     const int force = C::group == 2 ? s->knobs.msm_c_g2 : s->knobs.msm_c_g1;
     if (pcf) {
         c = bases->pc_c;
@@ -508,10 +514,11 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
     } else if (force) {
         c = force;
         nwin = msm_windows(c);
-    } else if (nbatch == 1 && n >= kDensityMin) {
+    }
+    if (nbatch == 1 && n >= kDensityMin && (pcf || !force)) {
         // The scalars' bit lengths choose the window and the windows run
-        // (msm_density_c): one pass over them and 2 KiB back, against an MSM of at
-        // least kDensityMin points.
+        // (msm_density_c, msm_density_over_copies): one pass over them and 2 KiB
+        // back, against an MSM of at least kDensityMin points.
         RET(s->bitlen.ensure(256 * 8));
         CK(cudaMemsetAsync(s->bitlen.p, 0, 256 * 8, st));
         const uint32_t g = (uint32_t)std::min<size_t>(blocks(n, 256), (size_t)std::max(s->sm_count, 1) * 8);
@@ -520,7 +527,11 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
         uint64_t hist[256];
         CK(cudaMemcpyAsync(hist, s->bitlen.p, sizeof hist, cudaMemcpyDeviceToHost, st));
         CK(cudaStreamSynchronize(st));
-        c = msm_density_c(hist, C::group == 2, &nwin);
+        if (!pcf) {
+            c = msm_density_c(hist, C::group == 2, &nwin);
+        } else if (msm_density_over_copies(hist, C::group == 2, c, pcf, &c, &nwin)) {
+            pcf = 0;  // copy 0 of the set is its original points
+        }
         if (nwin == 0) {  // every scalar is zero
             *nwin_out = 0;
             *c_out = 0;
@@ -675,8 +686,8 @@ int run_msm(cuzk_stream* s, const cuzk_bases* bases, size_t base_offset, size_t 
         CK(cudaGetLastError());
         if (streamed) CK(cudaEventRecord(s->freed[ci & 1], st));
         prof.mark(stage_timer::kAccumulate);
-        for (uint32_t stride = 1; stride < umax; stride *= 2) {
-            k_tree<F><<<blocks(U, 128), 128, 0, st>>>(s->desc.as<unit_desc>(), s->uoff.as<uint32_t>(), U, stride,
+        for (uint32_t r = 0; ((uint64_t)1 << r) < umax; r++) {
+            k_tree<F><<<blocks(U, 128), 128, 0, st>>>(s->desc.as<unit_desc>(), s->uoff.as<uint32_t>(), U, r,
                                                       s->partials.as<X>());
             CK(cudaGetLastError());
         }

@@ -128,6 +128,34 @@ inline int msm_density_c(const uint64_t* hist, bool g2, int* nwin) {
     return c;
 }
 
+// The modelled cost of an MSM over scalars with the bit-length histogram hist at window
+// c, in mixed additions: each scalar's digits (at most min(w, floor(k/c) + 1) for k
+// bits) plus R for each bucket of the sets reduced.
+inline double msm_hist_cost(const uint64_t* hist, int c, int sets, bool g2) {
+    const int w = msm_windows(c);
+    double adds = 0;
+    for (int k = 1; k < 256; k++)
+        if (hist[k]) adds += (double)hist[k] * std::min(w, k / c + 1);
+    return adds + reduce_ratio(g2) * sets * (double)(1u << (c - 1));
+}
+
+// Over a precomputed set (pc_f copies for pc_c-bit windows) an MSM of sparse scalars
+// can do better on the set's first copy, the original points, at msm_density_c's
+// window: the copies' wide window reduces 2^(pc_c-1) buckets a group however few
+// digits fill them, which over a witness of mostly 0 and 1 costs more than the
+// windows saved. True when the density window models cheaper; *c and *nwin are then
+// its window and live windows (none when every scalar is zero).
+inline bool msm_density_over_copies(const uint64_t* hist, bool g2, int pc_c, int pc_f, int* c, int* nwin) {
+    int dn = 0;
+    const int dc = msm_density_c(hist, g2, &dn);
+    const int pw = msm_windows(pc_c);
+    const double copies = msm_hist_cost(hist, pc_c, (pw + pc_f - 1) / pc_f, g2);
+    if (dn > 0 && msm_hist_cost(hist, dc, dn, g2) >= copies) return false;
+    *c = dc;
+    *nwin = dn;
+    return true;
+}
+
 // Precomputed sets: minimise n*nwin additions plus R*groups*2^(c-1) bucket reduction,
 // where groups of windows share a bucket set, so with all windows in one group c grows
 // until the buckets cost more than the windows they save.
