@@ -26,6 +26,13 @@
 #   SCALE_DEADLINE_S   give up starting steps this long after the start (default 560)
 #   SCALE_KEYS_DIR     where setup keeps keys and compiled circuits (default /tmp/e2ekeys;
 #                      a warm machine reuses them)
+#   SCALE_PRUNE        1 (default): first remove the other porep sizes' keys and compiled
+#                      circuits from SCALE_KEYS_DIR, since the host's 64 GiB disk holds one
+#                      2^26 set (18 GB) beside a 2^27 one (~37 GB) only just; 0 keeps them
+#
+# A Filecoin PoRep partition's size, 2^27 x 10 on the 128 GiB host (setup alone peaks
+# near twice 2^26's 46 GiB; the worker's budget raised to match):
+#   SCALE_K=27 SCALE_URGENT= SCALE_SYNTH= SCALE_STREAM_LOGS= SCALE_BUDGET=110GiB OUT=dir scripts/gpu-scale.sh
 set -u -o pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$PWD
@@ -44,6 +51,16 @@ log "device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=
 	"$(nproc) cores, $(free -g | awk '/Mem/ {print $2}') GiB, disk free $(df -h --output=avail /tmp | tail -1 | tr -d ' ')"
 BIN=$ROOT/.devbuild/gpu.test
 [ -x "$BIN" ] || { log "FAIL no .devbuild/gpu.test (go test -c -o .devbuild/gpu.test ./gpu)"; exit 1; }
+
+if [ "${SCALE_PRUNE:-1}" = 1 ]; then
+	for d in "$KEYS"/keys/porep-k*; do
+		[ -e "$d" ] && [ "$(basename "$d")" != "$CIRCUIT" ] && rm -rf "$d" && log "pruned $d"
+	done
+	for f in "$KEYS"/r1cs/porep-k*.r1cs; do
+		case $(basename "$f") in "$CIRCUIT"-*) ;; *) [ -e "$f" ] && rm -f "$f" && log "pruned $f" ;; esac
+	done
+fi
+log "disk free for keys: $(df -h --output=avail "$(dirname "$KEYS")" | tail -1 | tr -d ' ')"
 
 # 1. The request end to end; the library comes from the bundle or is built beside setup.
 OUT=$OUT/e2e E2E_KEYS_DIR=$KEYS E2E_CIRCUITS="$CIRCUIT:1x$PARTS" E2E_URGENT=${SCALE_URGENT-synthetic-k20} \
