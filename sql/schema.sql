@@ -500,6 +500,8 @@ CREATE TABLE cuzk.proof_requests (
     CONSTRAINT proof_requests_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'running'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text])))
 );
 ALTER TABLE ONLY cuzk.proof_requests ALTER COLUMN request_id SET STATISTICS 0;
+ALTER TABLE ONLY cuzk.proof_requests ALTER COLUMN inputs SET COMPRESSION lz4;
+ALTER TABLE ONLY cuzk.proof_requests ALTER COLUMN witness SET COMPRESSION lz4;
 ALTER TABLE ONLY cuzk.proof_requests ALTER COLUMN last_error SET STATISTICS 0;
 ALTER TABLE ONLY cuzk.proof_requests ALTER COLUMN submitted_by SET STATISTICS 0;
 
