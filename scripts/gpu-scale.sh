@@ -30,8 +30,9 @@
 #                      circuits from SCALE_KEYS_DIR, since the host's 64 GiB disk holds one
 #                      2^26 set (18 GB) beside a 2^27 one (~37 GB) only just; 0 keeps them
 #
-# A Filecoin PoRep partition's size, 2^27 x 10 on the 128 GiB host (setup alone peaks
-# near twice 2^26's 46 GiB; the worker's budget raised to match):
+# A Filecoin PoRep partition's size, 2^27 x 10 on the 128 GiB host (setup peaks at 91 GiB;
+# the worker's budget raised to 110 GiB for the key's 28 GiB host copy beside the circuit
+# and the partitions in flight; about 8 minutes on a fresh machine):
 #   SCALE_K=27 SCALE_URGENT= SCALE_SYNTH= SCALE_STREAM_LOGS= SCALE_BUDGET=110GiB OUT=dir scripts/gpu-scale.sh
 set -u -o pipefail
 cd "$(dirname "$0")/.." || exit 1
