@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"testing"
@@ -168,4 +169,64 @@ func BenchmarkSolutionVectors(b *testing.B) {
 	b.ReportMetric(float64(ms.Microseconds())/1e3, "serial-ms")
 	b.ReportMetric(float64(mc.Microseconds())/1e3, "concurrent-ms")
 	fmt.Printf("solution vectors (porep-k26 sizes): serial %v, concurrent %v: %.2fx\n", ms, mc, float64(ms)/float64(mc))
+}
+
+// BenchmarkSolveNearLimit is what the worker's heap sweeper (worker/sweep.go) is for:
+// solves one after another with two solutions in flight, the oldest dropped before
+// each new solve, and the Go heap's memory limit 1.5 solutions above what is live, as
+// in a worker whose budget is nearly all used. Arm A leaves the dropped solution to
+// the runtime; arm B collects it at once. A's next solve finds the heap at its limit
+// and its vectors handed back to the kernel, and faults them in again; B reuses them.
+// The arms alternate; each reports its median wall time and page faults a solve.
+//
+//	go test ./synth/ -run '^$' -bench 'SolveNearLimit/porep-k2[24]' -benchtime 5x
+func BenchmarkSolveNearLimit(b *testing.B) {
+	for _, name := range []string{"porep-k22", "porep-k24"} {
+		b.Run(name, func(b *testing.B) {
+			c := mustCompile(b, name)
+			w, err := c.Witness(mustInputs(b, name, 1))
+			if err != nil {
+				b.Fatal(err)
+			}
+			solve := func() *Solution {
+				s, err := SolveWitness(context.Background(), c, w)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return s
+			}
+			inflight := []*Solution{solve(), solve()}
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			one := int64(cap(inflight[0].A)+cap(inflight[0].B)+len(inflight[0].W)) * fr.Bytes
+			defer debug.SetMemoryLimit(debug.SetMemoryLimit(int64(ms.HeapAlloc) + one*3/2))
+			var wall [2][]time.Duration
+			var faults [2]int64
+			step := func(collect bool) (time.Duration, int64) {
+				inflight = inflight[1:]
+				if collect {
+					runtime.GC()
+				}
+				t0, f0 := time.Now(), pageFaults(b)
+				inflight = append(inflight, solve())
+				return time.Since(t0), pageFaults(b) - f0
+			}
+			step(false) // settle both arms into their steady state
+			step(true)
+			n := 0
+			for b.Loop() {
+				for j := range 2 {
+					arm := (n + j) % 2
+					d, f := step(arm == 1)
+					wall[arm], faults[arm] = append(wall[arm], d), faults[arm]+f
+				}
+				n++
+			}
+			a, c2 := medianDur(wall[0]), medianDur(wall[1])
+			b.ReportMetric(float64(c2)/float64(a), "wall-B/A")
+			fmt.Printf("%s, median of %d: A (left to the runtime) %s, %d page faults a solve; B (collected at the drop) %s (%.3f×A), %d page faults a solve\n",
+				b.Name(), n, a.Round(time.Millisecond), faults[0]/int64(max(n, 1)), c2.Round(time.Millisecond), float64(c2)/float64(a), faults[1]/int64(max(n, 1)))
+		})
+	}
 }

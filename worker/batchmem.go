@@ -68,11 +68,15 @@ func (h memHold) take(ctx context.Context, n int64) error {
 }
 
 // shrink is the first release step: the solution's vectors are gone, a token amount
-// stays until the proof is stored.
-func (h memHold) shrink() {
-	if r := h.m.part(h.i); r != nil {
-		r.Shrink(r.Bytes() / 16)
+// stays until the proof is stored. It returns the bytes given back.
+func (h memHold) shrink() int64 {
+	r := h.m.part(h.i)
+	if r == nil {
+		return 0
 	}
+	n := r.Bytes()
+	r.Shrink(n / 16)
+	return n - n/16
 }
 
 // release gives the part back; it is safe to call more than once, and on a hold of

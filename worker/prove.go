@@ -182,6 +182,7 @@ func (w *Worker) proveBatch(d *Prover, b *solvedBatch) {
 	defer release() // also when Prove panics: a key left in use could never be evicted
 	sums, times, err := prover.ProveSums(ctx, d.Backend, key.PK, key.Key, sols)
 	elapsed := time.Since(start)
+	clear(sols) // the batch's vectors: garbage once each s.sol below is dropped too
 	release()
 	deviceWait = times.Wait
 	proveWaitEnds()
@@ -217,12 +218,14 @@ func (w *Worker) proveBatch(d *Prover, b *solvedBatch) {
 	}
 	done := make([]*claimed, len(live))
 	made := make([]proved, len(live))
+	var consumed int64
 	for i, s := range live {
 		done[i] = s.claimed
 		made[i] = proved{public: s.sol.Public, vk: key.VK, vkDigest: key.VKDigest}
 		s.sol = nil
-		s.att.mem.shrink() // the solution's vectors are consumed
+		consumed += s.att.mem.shrink() // the solution's vectors are consumed
 	}
+	w.sweeper.consumed(consumed)
 	// The proofs are assembled (a few scalar multiplications each, on the CPU) beside
 	// the device's next batch, not before it: in a worker's execution trace a batch of
 	// 16 small proofs spent 1.5 of its 40 ms there with the device idle. The prove

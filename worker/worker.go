@@ -62,6 +62,7 @@ type Worker struct {
 	// this one: its last heartbeat is no conflict.
 	predecessorID string
 	collector     *collector
+	sweeper       *heapSweeper // collects consumed solutions' garbage (sweep.go)
 	synthSem      chan struct{}
 	urgentSynth   chan struct{} // urgent requests' solves: they never wait behind the others' (urgent.go)
 	largeSynth    chan struct{} // solves of large block-split circuits (Config.LargeSolves); nil: no bound
@@ -130,6 +131,7 @@ func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Prover, log 
 		catalog:  catalog,
 		devices:  devices,
 		budget:   NewBudget(cfg.MemBudget),
+		sweeper:  newHeapSweeper(sweepThreshold(cfg.MemBudget)),
 		synthSem: make(chan struct{}, cfg.SynthConcurrency),
 		// With no urgent slots no urgent request is claimed; one slot keeps it usable.
 		urgentSynth: make(chan struct{}, max(1, cfg.UrgentSlots)),
