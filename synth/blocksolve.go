@@ -722,18 +722,8 @@ func (s *blockSolve) solveR1C(w *blockWorker, id uint32, l, r, o constraint.Line
 	var a, b, c fr.Element
 	var unknown constraint.Term
 	loc := 0
-	for side, le := range [...]constraint.LinearExpression{l, r, o} {
-		v := [...]*fr.Element{&a, &b, &c}[side]
-		for _, t := range le {
-			if !t.IsConstant() && !s.solved[t.VID] {
-				if loc != 0 {
-					return errBlockSolve
-				}
-				unknown, loc = t, side+1
-				continue
-			}
-			s.accumulate(t, v)
-		}
+	if !s.sum(l, &a, 1, &unknown, &loc) || !s.sum(r, &b, 2, &unknown, &loc) || !s.sum(o, &c, 3, &unknown, &loc) {
+		return errBlockSolve
 	}
 	var x, check fr.Element
 	switch loc {
@@ -781,6 +771,22 @@ func (s *blockSolve) solveR1C(w *blockWorker, id uint32, l, r, o constraint.Line
 	s.values[unknown.VID], s.solved[unknown.VID] = x, true
 	w.solved++
 	return nil
+}
+
+// sum adds le's solved terms into v; its unsolved term, if any, goes to *unknown with
+// *loc = side, and false means a second unsolved term in the constraint.
+func (s *blockSolve) sum(le constraint.LinearExpression, v *fr.Element, side int, unknown *constraint.Term, loc *int) bool {
+	for _, t := range le {
+		if !t.IsConstant() && !s.solved[t.VID] {
+			if *loc != 0 {
+				return false
+			}
+			*unknown, *loc = t, side
+			continue
+		}
+		s.accumulate(t, v)
+	}
+	return true
 }
 
 // solveHint is gnark's solveWithHint, with the worker's big.Ints instead of a pool.
