@@ -777,12 +777,18 @@ func (s *blockSolve) solveR1C(w *blockWorker, id uint32, l, r, o constraint.Line
 // *loc = side, and false means a second unsolved term in the constraint.
 func (s *blockSolve) sum(le constraint.LinearExpression, v *fr.Element, side int, unknown *constraint.Term, loc *int) bool {
 	for _, t := range le {
-		if !t.IsConstant() && !s.solved[t.VID] {
-			if *loc != 0 {
-				return false
+		if !t.IsConstant() {
+			if !s.solved[t.VID] {
+				if *loc != 0 {
+					return false
+				}
+				*unknown, *loc = t, side
+				continue
 			}
-			*unknown, *loc = t, side
-			continue
+			if t.CID == constraint.CoeffIdOne { // most terms: no call
+				v.Add(v, &s.values[t.VID])
+				continue
+			}
 		}
 		s.accumulate(t, v)
 	}
