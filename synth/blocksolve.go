@@ -818,7 +818,15 @@ func (s *blockSolve) solveHint(w *blockWorker) error {
 		for _, t := range le {
 			s.accumulate(t, &v)
 		}
-		v.BigInt(ins[i])
+		// Most hints' inputs are bits too: 0 and 1 need no conversion out of Montgomery form.
+		switch {
+		case v.IsZero():
+			ins[i].SetUint64(0)
+		case v.IsOne():
+			ins[i].SetUint64(1)
+		default:
+			v.BigInt(ins[i])
+		}
 	}
 	for _, o := range outs {
 		o.SetUint64(0)
