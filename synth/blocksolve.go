@@ -487,7 +487,18 @@ type blockSolve struct {
 	solved []bool
 	a, b   fr.Vector
 	hints  map[solver.HintID]solver.Hint
+	fast   map[solver.HintID]fieldHint // of hints, those with a field form
 	q      *big.Int
+}
+
+// fieldHint is a hint that reads and writes field elements: the block solver calls it
+// instead of the hint's big.Int form (which gnark's solver keeps calling), without
+// converting each input and output.
+type fieldHint func(in, out []fr.Element) error
+
+// fieldHints are the field forms of cuzk's own hints, by the ID of their big.Int form.
+func fieldHints() map[solver.HintID]fieldHint {
+	return map[solver.HintID]fieldHint{solver.GetHintID(porepRoundHint): porepRoundFieldHint}
 }
 
 // coeffKind says how accumulate applies a coefficient other than 0, ±1 and 2 (which
@@ -543,6 +554,7 @@ func solveBlocks(ctx context.Context, c *Compiled, plan *blockPlan, vec fr.Vecto
 		a:      a,
 		b:      b,
 		hints:  cfg.HintFunctions,
+		fast:   fieldHints(),
 		q:      fr.Modulus(),
 	}
 	s.values[0].SetOne()
@@ -626,11 +638,12 @@ func solutionVectors(nbWires, nbCons int) (values []fr.Element, a, b fr.Vector) 
 
 // blockWorker is one goroutine's scratch space, reused across its instructions.
 type blockWorker struct {
-	r1c       constraint.R1C
-	hm        constraint.HintMapping
-	ins, outs []*big.Int
-	q         *big.Int
-	solved    int64
+	r1c         constraint.R1C
+	hm          constraint.HintMapping
+	ins, outs   []*big.Int
+	fins, fouts []fr.Element // a field hint's
+	q           *big.Int
+	solved      int64
 
 	_ [128]byte // workers sit side by side in a slice: keep their hot fields apart
 }
@@ -801,6 +814,9 @@ func (s *blockSolve) solveHint(w *blockWorker) error {
 	if !ok {
 		return errBlockSolve
 	}
+	if fh, ok := s.fast[w.hm.HintID]; ok {
+		return s.solveFieldHint(w, fh)
+	}
 	nIn, nOut := len(w.hm.Inputs), int(w.hm.OutputRange.End-w.hm.OutputRange.Start)
 	for len(w.ins) < nIn {
 		w.ins = append(w.ins, new(big.Int))
@@ -848,6 +864,34 @@ func (s *blockSolve) solveHint(w *blockWorker) error {
 		default:
 			s.values[id].SetBigInt(o)
 		}
+		s.solved[id] = true
+	}
+	w.solved += int64(nOut)
+	return nil
+}
+
+// solveFieldHint is solveHint for a hint with a field form.
+func (s *blockSolve) solveFieldHint(w *blockWorker, f fieldHint) error {
+	nIn, nOut := len(w.hm.Inputs), int(w.hm.OutputRange.End-w.hm.OutputRange.Start)
+	w.fins = slices.Grow(w.fins[:0], nIn)[:nIn]
+	w.fouts = slices.Grow(w.fouts[:0], nOut)[:nOut]
+	for i, le := range w.hm.Inputs {
+		v := &w.fins[i]
+		v.SetZero()
+		for _, t := range le {
+			s.accumulate(t, v)
+		}
+	}
+	clear(w.fouts)
+	if err := f(w.fins, w.fouts); err != nil {
+		return errBlockSolve
+	}
+	for i := range w.fouts {
+		id := w.hm.OutputRange.Start + uint32(i)
+		if s.solved[id] {
+			return errBlockSolve
+		}
+		s.values[id] = w.fouts[i]
 		s.solved[id] = true
 	}
 	w.solved += int64(nOut)

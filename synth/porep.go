@@ -586,4 +586,36 @@ func porepRoundHint(_ *big.Int, in, out []*big.Int) error {
 	return nil
 }
 
+// porepRoundFieldHint is porepRoundHint on field elements, for the block solver: the
+// same checks and the same outputs, a bit being any nonzero value.
+func porepRoundFieldHint(in, out []fr.Element) error {
+	if len(in) != 1+9*32 || len(out) != roundWords*32 || !in[0].IsUint64() || in[0].Uint64() > 1<<32-1 {
+		return fmt.Errorf("porep round: %d inputs and %d outputs, want %d and %d", len(in), len(out), 1+9*32, roundWords*32)
+	}
+	word := func(bits []fr.Element) uint32 {
+		var w uint32
+		for i := range bits {
+			if !bits[i].IsZero() {
+				w |= 1 << i
+			}
+		}
+		return w
+	}
+	var state [8]uint32
+	for i := range state {
+		state[i] = word(in[1+32*i : 1+32*(i+1)])
+	}
+	_, gates := porepRoundGates(state, word(in[1+8*32:]), uint32(in[0].Uint64()))
+	for j, w := range gates {
+		for i := range 32 {
+			if w>>i&1 == 1 {
+				out[32*j+i].SetOne()
+			} else {
+				out[32*j+i].SetZero()
+			}
+		}
+	}
+	return nil
+}
+
 func init() { solver.RegisterHint(porepRoundHint) }
