@@ -31,6 +31,8 @@ type Config struct {
 	// PreloadKeys are circuits whose keys are made resident on every device at start,
 	// in the background, before those of the circuits with queued requests.
 	PreloadKeys []string
+
+	sweepBytes int64 // consumed solutions that start a collection; 0: sweepThreshold(MemBudget)
 }
 
 // DefaultConfig is a sensible single-host configuration.

@@ -49,3 +49,7 @@ func (w *Worker) HoldSynthSlots() (release func()) {
 // CountIn makes cat, made by NewCatalogWith, count what it holds in b as a worker's
 // catalog does (tests only).
 func CountIn(cat Catalog, b *Budget) { cat.(*catalog).useBudget(b, nil) }
+
+// SweepAfter makes the worker of c collect garbage once its proven solutions reach n
+// bytes, instead of a sixteenth of its budget (tests only).
+func SweepAfter(c *Config, n int64) { c.sweepBytes = n }

@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"fmt"
+	"runtime/metrics"
 	"strings"
 	"testing"
 	"time"
@@ -378,4 +379,45 @@ func TestPipelineClaimsNoMoreThanItCanStart(t *testing.T) {
 		t.Errorf("at most %d job claimed at once: the pipeline was never filled", peak)
 	}
 	t.Logf("peak %d jobs claimed (limit %d) of %d", peak, limit, n)
+}
+
+// A worker collects garbage itself once the solutions it has proven reach its sweep
+// threshold, and a worker of small proofs (a sixteenth of its budget is far off)
+// leaves collecting to the runtime.
+func TestPipelineSweepsProvenSolutions(t *testing.T) {
+	const circuit, n = "synthetic-k12", 3
+	db := pgtest.New(t)
+	register(t, db.Pool, circuit)
+	keys.setup(t, circuit)
+	forced := func() uint64 {
+		s := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	for _, c := range []struct {
+		name  string
+		sweep bool
+	}{{"default", false}, {"swept", true}} {
+		before := forced()
+		insertRequests(t, db.Pool, c.name, circuit, n, 2)
+		rw := startWorker(t, db.Pool, func(cfg *worker.Config) {
+			cfg.MaxBatch = 1
+			if c.sweep {
+				worker.SweepAfter(cfg, 1)
+			}
+		})
+		waitSucceeded(t, db.Pool, c.name, n)
+		rw.stop(t)
+		// A collection runs in the background: give the last one a moment.
+		for deadline := time.Now().Add(10 * time.Second); c.sweep && forced() == before && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
+		got := forced() - before
+		switch {
+		case c.sweep && got == 0:
+			t.Errorf("%s: no collection after %d proofs past a 1-byte threshold", c.name, n)
+		case !c.sweep && got != 0:
+			t.Errorf("%s: %d forced collections for %d small proofs under an 8 GiB budget", c.name, got, n)
+		}
+	}
 }

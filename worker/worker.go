@@ -15,6 +15,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -131,7 +132,7 @@ func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Prover, log 
 		catalog:  catalog,
 		devices:  devices,
 		budget:   NewBudget(cfg.MemBudget),
-		sweeper:  newHeapSweeper(sweepThreshold(cfg.MemBudget)),
+		sweeper:  newHeapSweeper(cmp.Or(cfg.sweepBytes, sweepThreshold(cfg.MemBudget))),
 		synthSem: make(chan struct{}, cfg.SynthConcurrency),
 		// With no urgent slots no urgent request is claimed; one slot keeps it usable.
 		urgentSynth: make(chan struct{}, max(1, cfg.UrgentSlots)),
