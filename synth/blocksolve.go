@@ -689,18 +689,19 @@ func (s *blockSolve) accumulate(t constraint.Term, r *fr.Element) {
 func (s *blockSolve) run(w *blockWorker, from, to int) error {
 	sys := s.sys
 	for i := from; i < to; i++ {
-		pi := sys.Instructions[i]
-		inst := pi.Unpack(&sys.System)
+		pi := &sys.Instructions[i]
 		var err error
 		switch bp := sys.Blueprints[pi.BlueprintID].(type) {
 		case *constraint.BlueprintGenericR1C:
-			l, r, o := genericR1C(inst.Calldata)
-			err = s.solveR1C(w, inst.ConstraintOffset, l, r, o)
+			// Its calldata gives its own lengths (genericR1C): no Unpack, whose
+			// CalldataSize is a call through the blueprint's interface.
+			l, r, o := genericR1C(sys.CallData[pi.StartCallData:])
+			err = s.solveR1C(w, pi.ConstraintOffset, l, r, o)
 		case constraint.BlueprintR1C:
-			bp.DecompressR1C(&w.r1c, inst)
-			err = s.solveR1C(w, inst.ConstraintOffset, w.r1c.L, w.r1c.R, w.r1c.O)
+			bp.DecompressR1C(&w.r1c, pi.Unpack(&sys.System))
+			err = s.solveR1C(w, pi.ConstraintOffset, w.r1c.L, w.r1c.R, w.r1c.O)
 		case constraint.BlueprintHint:
-			bp.DecompressHint(&w.hm, inst)
+			bp.DecompressHint(&w.hm, pi.Unpack(&sys.System))
 			err = s.solveHint(w)
 		default:
 			err = errBlockSolve
