@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cuzk/cuzk/internal/pgtest"
 )
@@ -68,9 +68,7 @@ func TestRequestPayloadCompression(t *testing.T) {
 
 // serverHasLZ4 reports whether the server was built with lz4: only then does it accept
 // the setting.
-func serverHasLZ4(t *testing.T, db interface {
-	Begin(context.Context) (pgx.Tx, error)
-}) bool {
+func serverHasLZ4(t *testing.T, db *pgxpool.Pool) bool {
 	t.Helper()
 	ctx := context.Background()
 	tx, err := db.Begin(ctx)

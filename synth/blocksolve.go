@@ -640,8 +640,8 @@ func solutionVectors(nbWires, nbCons int) (values []fr.Element, a, b fr.Vector) 
 type blockWorker struct {
 	r1c         constraint.R1C
 	hm          constraint.HintMapping
-	ins, outs   []*big.Int
-	fins, fouts []fr.Element // a field hint's
+	ins, outs   []*big.Int   // a hint's in its big.Int form
+	fins, fouts []fr.Element // a hint's inputs and outputs
 	q           *big.Int
 	solved      int64
 
@@ -809,70 +809,14 @@ func (s *blockSolve) sum(le constraint.LinearExpression, v *fr.Element, side int
 	return true
 }
 
-// solveHint is gnark's solveWithHint, with the worker's big.Ints instead of a pool.
+// solveHint is gnark's solveWithHint: the inputs are summed into field elements, the
+// hint is called in its field form where it has one (fieldHints), else in its big.Int
+// form (callBigInt), and its outputs become solved wires.
 func (s *blockSolve) solveHint(w *blockWorker) error {
 	f, ok := s.hints[w.hm.HintID]
 	if !ok {
 		return errBlockSolve
 	}
-	if fh, ok := s.fast[w.hm.HintID]; ok {
-		return s.solveFieldHint(w, fh)
-	}
-	nIn, nOut := len(w.hm.Inputs), int(w.hm.OutputRange.End-w.hm.OutputRange.Start)
-	for len(w.ins) < nIn {
-		w.ins = append(w.ins, new(big.Int))
-	}
-	for len(w.outs) < nOut {
-		w.outs = append(w.outs, new(big.Int))
-	}
-	if w.q == nil {
-		w.q = new(big.Int)
-	}
-	w.q.Set(s.q) // a copy per call, as gnark's: a hint may change it
-	ins, outs := w.ins[:nIn], w.outs[:nOut]
-	for i, le := range w.hm.Inputs {
-		var v fr.Element
-		for _, t := range le {
-			s.accumulate(t, &v)
-		}
-		// Most hints' inputs are bits too: 0 and 1 need no conversion out of Montgomery form.
-		switch {
-		case v.IsZero():
-			ins[i].SetUint64(0)
-		case v.IsOne():
-			ins[i].SetUint64(1)
-		default:
-			v.BigInt(ins[i])
-		}
-	}
-	for _, o := range outs {
-		o.SetUint64(0)
-	}
-	if err := f(w.q, ins, outs); err != nil {
-		return errBlockSolve
-	}
-	for i, o := range outs {
-		id := w.hm.OutputRange.Start + uint32(i)
-		if s.solved[id] {
-			return errBlockSolve
-		}
-		// Most hints' outputs are bits: 0 and 1 need no conversion into Montgomery form.
-		switch {
-		case o.Sign() == 0:
-			s.values[id].SetZero()
-		case o.IsUint64() && o.Uint64() == 1:
-			s.values[id].SetOne()
-		default:
-			s.values[id].SetBigInt(o)
-		}
-		s.solved[id] = true
-	}
-	w.solved += int64(nOut)
-	return nil
-}
-
-// solveFieldHint is solveHint for a hint with a field form.
-func (s *blockSolve) solveFieldHint(w *blockWorker, f fieldHint) error {
 	nIn, nOut := len(w.hm.Inputs), int(w.hm.OutputRange.End-w.hm.OutputRange.Start)
 	w.fins = slices.Grow(w.fins[:0], nIn)[:nIn]
 	w.fouts = slices.Grow(w.fouts[:0], nOut)[:nOut]
@@ -884,7 +828,13 @@ func (s *blockSolve) solveFieldHint(w *blockWorker, f fieldHint) error {
 		}
 	}
 	clear(w.fouts)
-	if err := f(w.fins, w.fouts); err != nil {
+	var err error
+	if fh, ok := s.fast[w.hm.HintID]; ok {
+		err = fh(w.fins, w.fouts)
+	} else {
+		err = w.callBigInt(f, s.q, w.fins, w.fouts)
+	}
+	if err != nil {
 		return errBlockSolve
 	}
 	for i := range w.fouts {
@@ -896,5 +846,51 @@ func (s *blockSolve) solveFieldHint(w *blockWorker, f fieldHint) error {
 		s.solved[id] = true
 	}
 	w.solved += int64(nOut)
+	return nil
+}
+
+// callBigInt calls f, a hint's big.Int form, on in and out through the worker's
+// big.Ints (gnark's solver takes them from a pool) and a copy of q per call, as gnark
+// makes: a hint may change it.
+func (w *blockWorker) callBigInt(f solver.Hint, q *big.Int, in, out []fr.Element) error {
+	for len(w.ins) < len(in) {
+		w.ins = append(w.ins, new(big.Int))
+	}
+	for len(w.outs) < len(out) {
+		w.outs = append(w.outs, new(big.Int))
+	}
+	if w.q == nil {
+		w.q = new(big.Int)
+	}
+	w.q.Set(q)
+	ins, outs := w.ins[:len(in)], w.outs[:len(out)]
+	// Most hints' inputs and outputs are bits: 0 and 1 need no conversion out of or
+	// into Montgomery form.
+	for i := range in {
+		switch {
+		case in[i].IsZero():
+			ins[i].SetUint64(0)
+		case in[i].IsOne():
+			ins[i].SetUint64(1)
+		default:
+			in[i].BigInt(ins[i])
+		}
+	}
+	for _, o := range outs {
+		o.SetUint64(0)
+	}
+	if err := f(w.q, ins, outs); err != nil {
+		return err
+	}
+	for i, o := range outs {
+		switch {
+		case o.Sign() == 0:
+			out[i].SetZero()
+		case o.IsUint64() && o.Uint64() == 1:
+			out[i].SetOne()
+		default:
+			out[i].SetBigInt(o)
+		}
+	}
 	return nil
 }
