@@ -35,7 +35,22 @@ type blockPlan struct {
 	tasks          [][]instrRange // groups of blocks, each solved in instruction order; largest first
 	blocks         int            // independent blocks in [prefix, suffix)
 	largest        int            // instructions in the largest block
+	unknown        []r1cUnknown   // by instruction
 }
+
+// r1cUnknown is which term of an R1C instruction holds the wire it solves, so that
+// the solve need not look up, term by term, whether each wire is solved yet (a read
+// of a byte per term across all the wires, and most of porep's R1Cs only check):
+// unknownNone for a check, side<<6 | index for the index-th term of L (side 1), R (2)
+// or O (3), unknownAny where the index does not fit or the instruction is not a
+// generic R1C, which the solve looks up as gnark's solver does.
+type r1cUnknown uint8
+
+const (
+	unknownNone     r1cUnknown = 0
+	unknownAny      r1cUnknown = 0xFF
+	unknownMaxIndex            = 62 // side 3, index 63 would be unknownAny
+)
 
 type instrRange struct{ start, end int32 }
 
@@ -165,6 +180,7 @@ func planBlocksIn(sys *cs.R1CS, chunk int) *blockPlan {
 	if deps == nil {
 		return nil
 	}
+	unknown := r1cUnknowns(sys, producer, chunk)
 	producer = nil
 
 	// Dependents of each instruction, for adding instructions from the last back.
@@ -202,13 +218,45 @@ func planBlocksIn(sys *cs.R1CS, chunk int) *blockPlan {
 		}
 	})
 	if s == p {
-		return &blockPlan{prefix: p, suffix: s}
+		return &blockPlan{prefix: p, suffix: s, unknown: unknown}
 	}
 	if s < n { // the blocks of [p, s): rebuild up to s
 		forward(s, func(int) {})
 	}
 	deps, off = nil, nil
-	return uf.plan(p, s)
+	plan := uf.plan(p, s)
+	plan.unknown = unknown
+	return plan
+}
+
+// r1cUnknowns finds each instruction's r1cUnknown: the term whose wire the
+// instruction produces (producers), over ranges of instructions in parallel. sys has
+// passed dependencies' checks, so an R1C has at most one such term.
+func r1cUnknowns(sys *cs.R1CS, producer []int32, chunk int) []r1cUnknown {
+	unknown := make([]r1cUnknown, len(sys.Instructions))
+	inParallel(len(sys.Instructions), chunk, func(from, to int) {
+		for i := from; i < to; i++ {
+			pi := sys.Instructions[i]
+			unknown[i] = unknownAny
+			if _, ok := sys.Blueprints[pi.BlueprintID].(*constraint.BlueprintGenericR1C); !ok {
+				continue
+			}
+			unknown[i] = unknownNone
+			l, r, o := genericR1C(sys.CallData[pi.StartCallData:])
+			for side, le := range [...]constraint.LinearExpression{l, r, o} {
+				for j, t := range le {
+					if t.IsConstant() || producer[t.VID] != int32(i) {
+						continue
+					}
+					unknown[i] = unknownAny
+					if j <= unknownMaxIndex {
+						unknown[i] = r1cUnknown(side+1)<<6 | r1cUnknown(j)
+					}
+				}
+			}
+		}
+	})
+	return unknown
 }
 
 // plan is the split with prefix p and suffix s, uf holding the components of [p, s):
@@ -486,9 +534,11 @@ type blockSolve struct {
 	values []fr.Element
 	solved []bool
 	a, b   fr.Vector
-	hints  map[solver.HintID]solver.Hint
-	fast   map[solver.HintID]fieldHint // of hints, those with a field form
-	q      *big.Int
+
+	unknown []r1cUnknown // the plan's, by instruction
+	hints   map[solver.HintID]solver.Hint
+	fast    map[solver.HintID]fieldHint // of hints, those with a field form
+	q       *big.Int
 }
 
 // fieldHint is a hint that reads and writes field elements: the block solver calls it
@@ -553,9 +603,11 @@ func solveBlocks(ctx context.Context, c *Compiled, plan *blockPlan, vec fr.Vecto
 		solved: make([]bool, nbWires),
 		a:      a,
 		b:      b,
-		hints:  cfg.HintFunctions,
-		fast:   fieldHints(),
-		q:      fr.Modulus(),
+
+		unknown: plan.unknown,
+		hints:   cfg.HintFunctions,
+		fast:    fieldHints(),
+		q:       fr.Modulus(),
 	}
 	s.values[0].SetOne()
 	copy(s.values[1:], vec)
@@ -696,10 +748,10 @@ func (s *blockSolve) run(w *blockWorker, from, to int) error {
 			// Its calldata gives its own lengths (genericR1C): no Unpack, whose
 			// CalldataSize is a call through the blueprint's interface.
 			l, r, o := genericR1C(sys.CallData[pi.StartCallData:])
-			err = s.solveR1C(w, pi.ConstraintOffset, l, r, o)
+			err = s.solveR1C(w, pi.ConstraintOffset, l, r, o, s.unknown[i])
 		case constraint.BlueprintR1C:
 			bp.DecompressR1C(&w.r1c, pi.Unpack(&sys.System))
-			err = s.solveR1C(w, pi.ConstraintOffset, w.r1c.L, w.r1c.R, w.r1c.O)
+			err = s.solveR1C(w, pi.ConstraintOffset, w.r1c.L, w.r1c.R, w.r1c.O, unknownAny)
 		case constraint.BlueprintHint:
 			bp.DecompressHint(&w.hm, pi.Unpack(&sys.System))
 			err = s.solveHint(w)
@@ -731,14 +783,43 @@ func genericR1C(cd []uint32) (l, r, o constraint.LinearExpression) {
 
 // solveR1C is gnark's solveR1C (constraint/bls12-381/solver.go): solve the one
 // unknown wire, if any, else check a·b = c; the same arithmetic, so the same A and B
-// (and a·b = c for every constraint, which is why C is not kept).
-func (s *blockSolve) solveR1C(w *blockWorker, id uint32, l, r, o constraint.LinearExpression) error {
+// (and a·b = c for every constraint, which is why C is not kept). u says where the
+// unknown is.
+func (s *blockSolve) solveR1C(w *blockWorker, id uint32, l, r, o constraint.LinearExpression, u r1cUnknown) error {
 	var a, b, c fr.Element
 	var unknown constraint.Term
-	loc := 0
-	if !s.sum(l, &a, 1, &unknown, &loc) || !s.sum(r, &b, 2, &unknown, &loc) || !s.sum(o, &c, 3, &unknown, &loc) {
-		return errBlockSolve
+	if u == unknownAny {
+		loc := 0
+		if !s.sum(l, &a, 1, &unknown, &loc) || !s.sum(r, &b, 2, &unknown, &loc) || !s.sum(o, &c, 3, &unknown, &loc) {
+			return errBlockSolve
+		}
+		return s.settleR1C(w, id, &a, &b, &c, loc, unknown)
 	}
+	// The unknown's side is summed before its term, then after it with the others.
+	loc, j := int(u>>6), int(u&63)
+	switch loc {
+	case 1:
+		unknown = l[j]
+		s.sumSolved(l[:j], &a)
+		l = l[j+1:]
+	case 2:
+		unknown = r[j]
+		s.sumSolved(r[:j], &b)
+		r = r[j+1:]
+	case 3:
+		unknown = o[j]
+		s.sumSolved(o[:j], &c)
+		o = o[j+1:]
+	}
+	s.sumSolved(l, &a)
+	s.sumSolved(r, &b)
+	s.sumSolved(o, &c)
+	return s.settleR1C(w, id, &a, &b, &c, loc, unknown)
+}
+
+// settleR1C solves the unknown in side loc (none: 0) from the sums of the other terms,
+// or checks a·b = c, and stores A and B.
+func (s *blockSolve) settleR1C(w *blockWorker, id uint32, a, b, c *fr.Element, loc int, unknown constraint.Term) error {
 	var x, check fr.Element
 	switch loc {
 	case 0:
@@ -748,27 +829,27 @@ func (s *blockSolve) solveR1C(w *blockWorker, id uint32, l, r, o constraint.Line
 			if !a.IsZero() && !b.IsZero() {
 				return errBlockSolve
 			}
-		} else if !check.Mul(&a, &b).Equal(&c) {
+		} else if !check.Mul(a, b).Equal(c) {
 			return errBlockSolve
 		}
 	case 1, 2: // the unknown in a (b): x = c/b - a (c/a - b)
-		known, solving := &b, &a
+		known, solving := b, a
 		if loc == 2 {
-			known, solving = &a, &b
+			known, solving = a, b
 		}
 		if known.IsZero() { // gnark leaves x zero and only checks
-			if !check.Mul(&a, &b).Equal(&c) {
+			if !check.Mul(a, b).Equal(c) {
 				return errBlockSolve
 			}
 		} else {
-			x.Div(&c, known).Sub(&x, solving)
+			x.Div(c, known).Sub(&x, solving)
 			solving.Add(solving, &x)
 		}
 	case 3:
-		x.Mul(&a, &b).Sub(&x, &c)
-		c.Add(&c, &x)
+		x.Mul(a, b).Sub(&x, c)
+		c.Add(c, &x)
 	}
-	s.a[id], s.b[id] = a, b
+	s.a[id], s.b[id] = *a, *b
 	if loc == 0 {
 		return nil
 	}
@@ -807,6 +888,17 @@ func (s *blockSolve) sum(le constraint.LinearExpression, v *fr.Element, side int
 		s.accumulate(t, v)
 	}
 	return true
+}
+
+// sumSolved adds le's terms, each a constant or a solved wire's, into v.
+func (s *blockSolve) sumSolved(le constraint.LinearExpression, v *fr.Element) {
+	for _, t := range le {
+		if t.CID == constraint.CoeffIdOne && !t.IsConstant() { // most terms: no call
+			v.Add(v, &s.values[t.VID])
+			continue
+		}
+		s.accumulate(t, v)
+	}
 }
 
 // solveHint is gnark's solveWithHint: the inputs are summed into field elements, the

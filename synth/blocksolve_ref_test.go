@@ -143,11 +143,37 @@ func planBlocksRef(sys *cs.R1CS) *blockPlan {
 			s, best = i+1, cost
 		}
 	})
+	var plan *blockPlan
 	if s == p {
-		return &blockPlan{prefix: p, suffix: s}
+		plan = &blockPlan{prefix: p, suffix: s}
+	} else {
+		if s < n { // the blocks of [p, s): rebuild up to s
+			forward(s, func(int) {})
+		}
+		plan = uf.plan(p, s)
 	}
-	if s < n { // the blocks of [p, s): rebuild up to s
-		forward(s, func(int) {})
+
+	// Where each R1C's unknown is: its term whose wire it produces, read through
+	// gnark's DecompressR1C.
+	plan.unknown = make([]r1cUnknown, n)
+	for i := range n {
+		plan.unknown[i] = unknownAny
+		pi := sys.Instructions[i]
+		bp, ok := sys.Blueprints[pi.BlueprintID].(*constraint.BlueprintGenericR1C)
+		if !ok {
+			continue
+		}
+		bp.DecompressR1C(&d.r1c, pi.Unpack(&sys.System))
+		plan.unknown[i] = unknownNone
+		for side, le := range [...]constraint.LinearExpression{d.r1c.L, d.r1c.R, d.r1c.O} {
+			for j, t := range le {
+				if !t.IsConstant() && producer[t.VID] == int32(i) && j < 63 {
+					plan.unknown[i] = r1cUnknown((side+1)<<6 + j)
+				} else if !t.IsConstant() && producer[t.VID] == int32(i) {
+					plan.unknown[i] = unknownAny
+				}
+			}
+		}
 	}
-	return uf.plan(p, s)
+	return plan
 }

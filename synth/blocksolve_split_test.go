@@ -86,10 +86,10 @@ func BenchmarkPlanBlocks(b *testing.B) {
 // TestPlanBlocksRandomSystems: on small random systems, valid and not (an R1C with
 // two unknowns or its unknown read twice, a hint reading an unsolved wire or solving
 // one already solved, a wire left unsolved, other blueprints), planBlocks agrees
-// with planBlocksRef, both nil or the same split, with ranges of one or a few
-// instructions per goroutine so that wires cross ranges.
+// with planBlocksRef, both nil or the same split and unknowns, with ranges of one or
+// a few instructions per goroutine so that wires cross ranges.
 func TestPlanBlocksRandomSystems(t *testing.T) {
-	var plans, refused int
+	var plans, refused, pastIndex int
 	for seed := range uint64(3000) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		sys := randomSystem(rng)
@@ -100,13 +100,19 @@ func TestPlanBlocksRandomSystems(t *testing.T) {
 		}
 		if want == nil {
 			refused++
-		} else {
-			plans++
+			continue
+		}
+		plans++
+		for i, u := range want.unknown {
+			pi := sys.Instructions[i]
+			if _, ok := sys.Blueprints[pi.BlueprintID].(*constraint.BlueprintGenericR1C); ok && u == unknownAny {
+				pastIndex++
+			}
 		}
 	}
-	t.Logf("%d systems split, %d refused", plans, refused)
-	if plans < 1000 || refused < 300 {
-		t.Errorf("%d systems split, %d refused: the generator should give plenty of both", plans, refused)
+	t.Logf("%d systems split, %d refused; %d unknowns past an r1cUnknown's index", plans, refused, pastIndex)
+	if plans < 1000 || refused < 300 || pastIndex < 10 {
+		t.Errorf("%d systems split, %d refused, %d unknowns past the index: the generator should give plenty of each", plans, refused, pastIndex)
 	}
 }
 
@@ -204,7 +210,15 @@ func randomSystem(rng *rand.Rand) *cs.R1CS {
 			}
 			add(hints[rng.IntN(2)])
 		default: // an R1C, solving w if open
-			r := constraint.R1C{L: terms(rng.IntN(3)), R: terms(rng.IntN(3)), O: terms(rng.IntN(3))}
+			// Now and then a side long enough that its unknown's index may not fit
+			// an r1cUnknown.
+			width := func() int {
+				if rng.IntN(12) == 0 {
+					return 58 + rng.IntN(10)
+				}
+				return rng.IntN(3)
+			}
+			r := constraint.R1C{L: terms(width()), R: terms(width()), O: terms(width())}
 			if open && rng.IntN(4) != 0 {
 				les := [...]*constraint.LinearExpression{&r.L, &r.R, &r.O}
 				le := les[rng.IntN(3)]

@@ -10,7 +10,9 @@ import (
 
 	"github.com/consensys/gnark-crypto/ecc"
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark/backend/witness"
 	"github.com/consensys/gnark/constraint"
+	cs "github.com/consensys/gnark/constraint/bls12-381"
 	"github.com/consensys/gnark/constraint/solver"
 	"github.com/consensys/gnark/frontend"
 )
@@ -251,6 +253,73 @@ func TestGenericR1CViews(t *testing.T) {
 		}
 		if n != sys.GetNbConstraints() {
 			t.Fatalf("%s: %d generic R1Cs, want every one of %d constraints", name, n, sys.GetNbConstraints())
+		}
+	}
+}
+
+// TestBlockSolveUnknownPastIndex: an R1C whose unknown is a term past the index an
+// r1cUnknown holds is solved by looking its wires up, one within it by its index,
+// both as gnark's solver solves them.
+func TestBlockSolveUnknownPastIndex(t *testing.T) {
+	sys := cs.NewR1CS(0)
+	bp := sys.AddBlueprint(&constraint.BlueprintGenericR1C{})
+	one := sys.AddPublicVariable("1")
+	x := sys.AddSecretVariable("X")
+	u, v := sys.AddInternalVariable(), sys.AddInternalVariable()
+	term := func(cid, vid int) constraint.Term { return constraint.Term{CID: uint32(cid), VID: uint32(vid)} }
+	// (70·x + 2u)·1 = x solves u from L's term 70; u·u = 2v solves v from O's term 0.
+	var long constraint.LinearExpression
+	for range 70 {
+		long = append(long, term(constraint.CoeffIdOne, x))
+	}
+	long = append(long, term(constraint.CoeffIdTwo, u))
+	sys.AddR1C(constraint.R1C{L: long, R: constraint.LinearExpression{term(constraint.CoeffIdOne, one)},
+		O: constraint.LinearExpression{term(constraint.CoeffIdOne, x)}}, bp)
+	sys.AddR1C(constraint.R1C{L: constraint.LinearExpression{term(constraint.CoeffIdOne, u)},
+		R: constraint.LinearExpression{term(constraint.CoeffIdOne, u)},
+		O: constraint.LinearExpression{term(constraint.CoeffIdTwo, v)}}, bp)
+	c := &Compiled{Name: "unknown-past-index", CS: sys}
+
+	plan := planBlocks(sys)
+	if plan == nil {
+		t.Fatal("no plan")
+	}
+	if want := []r1cUnknown{unknownAny, 3 << 6}; !slices.Equal(plan.unknown, want) {
+		t.Fatalf("unknowns %v, want %v", plan.unknown, want)
+	}
+	w, err := witness.New(ecc.BLS12_381.ScalarField())
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := make(chan any, 1)
+	values <- 5
+	close(values)
+	if err := w.Fill(0, 1, values); err != nil {
+		t.Fatal(err)
+	}
+	vec := w.Vector().(fr.Vector)
+	want, err := gnarkSolve(c, w, vec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := solver.NewConfig()
+	got, err := solveBlocks(context.Background(), c, plan, vec, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantU fr.Element
+	wantU.SetInt64(-5 * 69).Halve()
+	if !got.W[u].Equal(&wantU) {
+		t.Errorf("u = %s, want %s", got.W[u].String(), wantU.String())
+	}
+	for i := range want.W {
+		if !got.W[i].Equal(&want.W[i]) {
+			t.Errorf("W[%d] = %s, gnark's %s", i, got.W[i].String(), want.W[i].String())
+		}
+	}
+	for i := range want.A {
+		if !got.A[i].Equal(&want.A[i]) || !got.B[i].Equal(&want.B[i]) {
+			t.Errorf("A, B[%d] differ from gnark's", i)
 		}
 	}
 }

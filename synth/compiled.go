@@ -122,6 +122,7 @@ func (c *Compiled) splitBlocks() *Compiled {
 	if p := planBlocks(c.CS); p != nil && p.useful(len(c.CS.Instructions)) {
 		c.plan = p
 		c.est = estimate(c) // the block solver keeps no C
+		c.held += allocSize(int64(cap(p.unknown)))
 	}
 	return c
 }
