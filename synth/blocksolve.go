@@ -708,6 +708,45 @@ type blockWorker struct {
 	_ [128]byte // workers sit side by side in a slice: keep their hot fields apart
 }
 
+// accumulateWide adds t's value to acc.
+func (s *blockSolve) accumulateWide(t constraint.Term, acc *wide) {
+	if t.IsConstant() {
+		acc.add(&s.sys.Coefficients[t.CID])
+		return
+	}
+	v := &s.values[t.VID]
+	switch t.CID {
+	case constraint.CoeffIdZero:
+	case constraint.CoeffIdOne:
+		acc.add(v)
+	case constraint.CoeffIdTwo:
+		acc.add(v)
+		acc.add(v)
+	case constraint.CoeffIdMinusOne:
+		acc.sub(v)
+	default:
+		var m fr.Element
+		switch s.kinds[t.CID] {
+		case kindWord:
+			acc.addWord(v, s.words[t.CID])
+		case kindHalf:
+			m = *v
+			m.Halve()
+			acc.add(&m)
+		case kindNegHalf:
+			m = *v
+			m.Halve()
+			acc.sub(&m)
+		case kindNegTwo:
+			acc.sub(v)
+			acc.sub(v)
+		default:
+			m.Mul(&s.sys.Coefficients[t.CID], v)
+			acc.add(&m)
+		}
+	}
+}
+
 // accumulate adds t's value to r, as gnark's accumulateInto.
 func (s *blockSolve) accumulate(t constraint.Term, r *fr.Element) {
 	if t.IsConstant() {
@@ -901,8 +940,26 @@ func (s *blockSolve) sum(le constraint.LinearExpression, v *fr.Element, side int
 	return true
 }
 
+// wideTerms is the length from which sumSolved sums a linear expression unreduced
+// (wide) and reduces once: a reduction costs about as much as the modular additions
+// of a few terms saves.
+const wideTerms = 8
+
 // sumSolved adds le's terms, each a constant or a solved wire's, into v.
 func (s *blockSolve) sumSolved(le constraint.LinearExpression, v *fr.Element) {
+	if len(le) >= wideTerms {
+		var acc wide
+		acc.set(v)
+		for _, t := range le {
+			if t.CID == constraint.CoeffIdOne && !t.IsConstant() { // most terms: no call
+				acc.add(&s.values[t.VID])
+				continue
+			}
+			s.accumulateWide(t, &acc)
+		}
+		acc.reduce(v)
+		return
+	}
 	for _, t := range le {
 		if t.CID == constraint.CoeffIdOne && !t.IsConstant() { // most terms: no call
 			v.Add(v, &s.values[t.VID])

@@ -8,9 +8,8 @@ import (
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 )
 
-// TestMulWordConstants: mulWord's modulus and quotient factor are fr's q and
-// ⌊2^317/q⌋.
-func TestMulWordConstants(t *testing.T) {
+// TestWideConstants: wide's modulus and quotient factor are fr's q and ⌊2^318/q⌋.
+func TestWideConstants(t *testing.T) {
 	q := fr.Modulus()
 	limbs := new(big.Int)
 	for _, w := range []uint64{wq3, wq2, wq1, wq0} {
@@ -19,10 +18,10 @@ func TestMulWordConstants(t *testing.T) {
 	if limbs.Cmp(q) != 0 {
 		t.Fatalf("limbs give %s, fr's modulus is %s", limbs, q)
 	}
-	mu := new(big.Int).Lsh(big.NewInt(1), 317)
+	mu := new(big.Int).Lsh(big.NewInt(1), 318)
 	mu.Div(mu, q)
 	if !mu.IsUint64() || mu.Uint64() != wmu {
-		t.Fatalf("⌊2^317/q⌋ = %s, wmu = %d", mu, uint64(wmu))
+		t.Fatalf("⌊2^318/q⌋ = %s, wmu = %d", mu, uint64(wmu))
 	}
 }
 
@@ -61,6 +60,69 @@ func TestMulWord(t *testing.T) {
 				t.Fatalf("%s · %d: mulWord %s, fr.Mul %s", xs[i].String(), c, got.String(), want.String())
 			}
 		}
+	}
+}
+
+// TestWide: sums of random terms (elements added and subtracted, multiplied by
+// integers up to maxWordCoeff, enough of those to fold the sum many times), reduced,
+// equal fr's sums of the same terms, with 0, 1 and q − 1 among the elements.
+func TestWide(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var one, qm1 fr.Element
+	one.SetOne()
+	qm1.Neg(&one)
+	elem := func() fr.Element {
+		var x fr.Element
+		switch rng.IntN(8) {
+		case 0:
+		case 1:
+			x = one
+		case 2:
+			x = qm1
+		default:
+			x.SetRandom()
+		}
+		return x
+	}
+	var folds int
+	for range 3000 {
+		start := elem()
+		var acc wide
+		acc.set(&start)
+		want := start
+		for range rng.IntN(80) {
+			x := elem()
+			switch rng.IntN(3) {
+			case 0:
+				acc.add(&x)
+				want.Add(&want, &x)
+			case 1:
+				acc.sub(&x)
+				want.Sub(&want, &x)
+			default:
+				c := rng.Uint64() & maxWordCoeff
+				if rng.IntN(2) == 0 {
+					c = maxWordCoeff
+				}
+				before := acc[4]
+				acc.addWord(&x, c)
+				if acc[4] < before {
+					folds++
+				}
+				var ce, m fr.Element
+				ce.SetUint64(c)
+				m.Mul(&x, &ce)
+				want.Add(&want, &m)
+			}
+		}
+		var got fr.Element
+		acc.reduce(&got)
+		if got != want {
+			t.Fatalf("wide sum %s, fr's %s", got.String(), want.String())
+		}
+	}
+	if folds < 1000 {
+		t.Errorf("%d folds: the terms should pass 2^317 often", folds)
 	}
 }
 
