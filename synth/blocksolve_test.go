@@ -257,48 +257,63 @@ func TestGenericR1CViews(t *testing.T) {
 	}
 }
 
-// TestBlockSolveUnknownPastIndex: an R1C whose unknown is a term past the index an
-// r1cUnknown holds is solved by looking its wires up, one within it by its index,
-// both as gnark's solver solves them.
-func TestBlockSolveUnknownPastIndex(t *testing.T) {
+// TestBlockSolveUnknowns: R1Cs whose unknown is in L, in R and in O, with
+// coefficients 1, 2, −1 and 3, one whose known side is zero (gnark leaves the wire
+// zero), and one whose unknown is a term past the index an r1cUnknown holds (looked
+// up instead), are solved as gnark's solver solves them.
+func TestBlockSolveUnknowns(t *testing.T) {
 	sys := cs.NewR1CS(0)
 	bp := sys.AddBlueprint(&constraint.BlueprintGenericR1C{})
 	one := sys.AddPublicVariable("1")
-	x := sys.AddSecretVariable("X")
-	u, v := sys.AddInternalVariable(), sys.AddInternalVariable()
+	x, z := sys.AddSecretVariable("X"), sys.AddSecretVariable("Z")
+	u, v, p, q, r, w := sys.AddInternalVariable(), sys.AddInternalVariable(), sys.AddInternalVariable(),
+		sys.AddInternalVariable(), sys.AddInternalVariable(), sys.AddInternalVariable()
 	term := func(cid, vid int) constraint.Term { return constraint.Term{CID: uint32(cid), VID: uint32(vid)} }
-	// (70·x + 2u)·1 = x solves u from L's term 70; u·u = 2v solves v from O's term 0.
+	le := func(ts ...constraint.Term) constraint.LinearExpression { return ts }
+	three := sys.MakeTerm(sys.FromInterface(3), w)
+	// (70·x + 2u)·1 = x solves u from L's term 70, past the index.
 	var long constraint.LinearExpression
 	for range 70 {
 		long = append(long, term(constraint.CoeffIdOne, x))
 	}
 	long = append(long, term(constraint.CoeffIdTwo, u))
-	sys.AddR1C(constraint.R1C{L: long, R: constraint.LinearExpression{term(constraint.CoeffIdOne, one)},
-		O: constraint.LinearExpression{term(constraint.CoeffIdOne, x)}}, bp)
-	sys.AddR1C(constraint.R1C{L: constraint.LinearExpression{term(constraint.CoeffIdOne, u)},
-		R: constraint.LinearExpression{term(constraint.CoeffIdOne, u)},
-		O: constraint.LinearExpression{term(constraint.CoeffIdTwo, v)}}, bp)
-	c := &Compiled{Name: "unknown-past-index", CS: sys}
+	sys.AddR1C(constraint.R1C{L: long, R: le(term(constraint.CoeffIdOne, one)), O: le(term(constraint.CoeffIdOne, x))}, bp)
+	// u·u = 2v: v from O's term 0.
+	sys.AddR1C(constraint.R1C{L: le(term(constraint.CoeffIdOne, u)), R: le(term(constraint.CoeffIdOne, u)),
+		O: le(term(constraint.CoeffIdTwo, v))}, bp)
+	// (x − p)·1 = v: p from L's term 1.
+	sys.AddR1C(constraint.R1C{L: le(term(constraint.CoeffIdOne, x), term(constraint.CoeffIdMinusOne, p)),
+		R: le(term(constraint.CoeffIdOne, one)), O: le(term(constraint.CoeffIdOne, v))}, bp)
+	// x·(1 + 2q) = u: q from R's term 1.
+	sys.AddR1C(constraint.R1C{L: le(term(constraint.CoeffIdOne, x)),
+		R: le(term(constraint.CoeffIdOne, one), term(constraint.CoeffIdTwo, q)), O: le(term(constraint.CoeffIdOne, u))}, bp)
+	// z·r = 0 with z = 0: r from R's term 0, left zero.
+	sys.AddR1C(constraint.R1C{L: le(term(constraint.CoeffIdOne, z)), R: le(term(constraint.CoeffIdOne, r)), O: le()}, bp)
+	// x·3w = v: w from R's term 0, coefficient 3.
+	sys.AddR1C(constraint.R1C{L: le(term(constraint.CoeffIdOne, x)), R: le(three), O: le(term(constraint.CoeffIdOne, v))}, bp)
+	c := &Compiled{Name: "unknowns", CS: sys}
 
 	plan := planBlocks(sys)
 	if plan == nil {
 		t.Fatal("no plan")
 	}
-	if want := []r1cUnknown{unknownAny, 3 << 6}; !slices.Equal(plan.unknown, want) {
+	want := []r1cUnknown{unknownAny, 3 << 6, 1<<6 | 1, 2<<6 | 1, 2 << 6, 2 << 6} // side<<6 | index
+	if !slices.Equal(plan.unknown, want) {
 		t.Fatalf("unknowns %v, want %v", plan.unknown, want)
 	}
-	w, err := witness.New(ecc.BLS12_381.ScalarField())
+	wit, err := witness.New(ecc.BLS12_381.ScalarField())
 	if err != nil {
 		t.Fatal(err)
 	}
-	values := make(chan any, 1)
+	values := make(chan any, 2)
 	values <- 5
+	values <- 0
 	close(values)
-	if err := w.Fill(0, 1, values); err != nil {
+	if err := wit.Fill(0, 2, values); err != nil {
 		t.Fatal(err)
 	}
-	vec := w.Vector().(fr.Vector)
-	want, err := gnarkSolve(c, w, vec)
+	vec := wit.Vector().(fr.Vector)
+	ref, err := gnarkSolve(c, wit, vec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,13 +327,13 @@ func TestBlockSolveUnknownPastIndex(t *testing.T) {
 	if !got.W[u].Equal(&wantU) {
 		t.Errorf("u = %s, want %s", got.W[u].String(), wantU.String())
 	}
-	for i := range want.W {
-		if !got.W[i].Equal(&want.W[i]) {
-			t.Errorf("W[%d] = %s, gnark's %s", i, got.W[i].String(), want.W[i].String())
+	for i := range ref.W {
+		if !got.W[i].Equal(&ref.W[i]) {
+			t.Errorf("W[%d] = %s, gnark's %s", i, got.W[i].String(), ref.W[i].String())
 		}
 	}
-	for i := range want.A {
-		if !got.A[i].Equal(&want.A[i]) || !got.B[i].Equal(&want.B[i]) {
+	for i := range ref.A {
+		if !got.A[i].Equal(&ref.A[i]) || !got.B[i].Equal(&ref.B[i]) {
 			t.Errorf("A, B[%d] differ from gnark's", i)
 		}
 	}
