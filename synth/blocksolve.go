@@ -604,9 +604,9 @@ func solveBlocks(ctx context.Context, c *Compiled, plan *blockPlan, vec fr.Vecto
 	values, a, b := solutionVectors(nbWires, nbCons)
 	kinds, words := coeffKinds(sys.Coefficients)
 	s := &blockSolve{
+		sys:    sys,
 		kinds:  kinds,
 		words:  words,
-		sys:    sys,
 		values: values,
 		solved: make([]bool, nbWires),
 		a:      a,
