@@ -561,23 +561,18 @@ func (h *roundHint) next() word {
 // Compiled circuits name their hints by Go function name: renaming this one makes
 // every porep circuit compiled before it unsolvable (bump CircuitRevision with it).
 func porepRoundHint(_ *big.Int, in, out []*big.Int) error {
-	if len(in) != 1+9*32 || len(out) != roundWords*32 || !in[0].IsUint64() || in[0].Uint64() > 1<<32-1 {
-		return fmt.Errorf("porep round: %d inputs and %d outputs, want %d and %d", len(in), len(out), 1+9*32, roundWords*32)
+	if len(in) != porepRoundInputs || len(out) != porepRoundOutputs || !in[0].IsUint64() || in[0].Uint64() > math.MaxUint32 {
+		return porepRoundArgsError(len(in), len(out))
 	}
-	word := func(bits []*big.Int) uint32 {
+	gates := porepRoundOf(func(from int) uint32 {
 		var w uint32
-		for i, b := range bits {
+		for i, b := range in[from : from+32] {
 			if b.Sign() != 0 {
 				w |= 1 << i
 			}
 		}
 		return w
-	}
-	var state [8]uint32
-	for i := range state {
-		state[i] = word(in[1+32*i : 1+32*(i+1)])
-	}
-	_, gates := porepRoundGates(state, word(in[1+8*32:]), uint32(in[0].Uint64()))
+	}, uint32(in[0].Uint64()))
 	for j, w := range gates {
 		for i := range 32 {
 			out[32*j+i].SetUint64(uint64(w >> i & 1))
@@ -591,23 +586,18 @@ func porepRoundHint(_ *big.Int, in, out []*big.Int) error {
 // separate: porepRoundHint is gnark's solver's, the reference that benchmarks measure
 // the block solver against, and converting its big.Ints for this one made it slower.
 func porepRoundFieldHint(in, out []fr.Element) error {
-	if len(in) != 1+9*32 || len(out) != roundWords*32 || !in[0].IsUint64() || in[0].Uint64() > 1<<32-1 {
-		return fmt.Errorf("porep round: %d inputs and %d outputs, want %d and %d", len(in), len(out), 1+9*32, roundWords*32)
+	if len(in) != porepRoundInputs || len(out) != porepRoundOutputs || !in[0].IsUint64() || in[0].Uint64() > math.MaxUint32 {
+		return porepRoundArgsError(len(in), len(out))
 	}
-	word := func(bits []fr.Element) uint32 {
+	gates := porepRoundOf(func(from int) uint32 {
 		var w uint32
-		for i := range bits {
-			if !bits[i].IsZero() {
+		for i := range 32 {
+			if !in[from+i].IsZero() {
 				w |= 1 << i
 			}
 		}
 		return w
-	}
-	var state [8]uint32
-	for i := range state {
-		state[i] = word(in[1+32*i : 1+32*(i+1)])
-	}
-	_, gates := porepRoundGates(state, word(in[1+8*32:]), uint32(in[0].Uint64()))
+	}, uint32(in[0].Uint64()))
 	for j, w := range gates {
 		for i := range 32 {
 			if w>>i&1 == 1 {
@@ -618,6 +608,31 @@ func porepRoundFieldHint(in, out []fr.Element) error {
 		}
 	}
 	return nil
+}
+
+// A round hint's inputs: the round constant, then the bits of 8 state words and of
+// the message word; its outputs: the bits of roundWords words of gate outputs.
+const (
+	porepRoundInputs  = 1 + 9*32
+	porepRoundOutputs = roundWords * 32
+)
+
+// porepRoundArgsError refuses a round hint's arguments: their counts, or a round
+// constant that is not a 32-bit word.
+func porepRoundArgsError(nIn, nOut int) error {
+	return fmt.Errorf("porep round: %d inputs and %d outputs, want %d and %d", nIn, nOut, porepRoundInputs, porepRoundOutputs)
+}
+
+// porepRoundOf is the gate outputs of the round with constant k whose state words and
+// message word word reads from the hint's inputs (word(from) packs the 32 bits from
+// input from on).
+func porepRoundOf(word func(from int) uint32, k uint32) [8]uint32 {
+	var state [8]uint32
+	for i := range state {
+		state[i] = word(1 + 32*i)
+	}
+	_, gates := porepRoundGates(state, word(1+8*32), k)
+	return gates
 }
 
 func init() { solver.RegisterHint(porepRoundHint) }
