@@ -708,7 +708,9 @@ type blockWorker struct {
 	_ [128]byte // workers sit side by side in a slice: keep their hot fields apart
 }
 
-// accumulateWide adds t's value to acc.
+// accumulateWide adds t's value to acc: accumulate's terms, each added unreduced.
+// Both stay: on a side shorter than wideTerms accumulate's reduced additions cost less
+// than one reduction at the end (sumSolved).
 func (s *blockSolve) accumulateWide(t constraint.Term, acc *wide) {
 	if t.IsConstant() {
 		acc.add(&s.sys.Coefficients[t.CID])
