@@ -52,21 +52,30 @@ CREATE FUNCTION cuzk.admit_into(who text, p integer, room integer) RETURNS integ
     SET search_path TO 'pg_catalog', 'cuzk', 'pg_temp'
     AS $$
 DECLARE
-    n int;
+    n    int;
+    lone boolean;
 BEGIN
     IF room <= 0 THEN
-        RETURN 0;
+        RETURN 0;  -- at least one partition is available: no request goes alone
     END IF;
+    lone := NOT EXISTS (SELECT 1 FROM cuzk.proof_requests r
+                         WHERE r.submitted_by = who AND r.priority = p AND r.state = 'queued' AND r.job_id IS NOT NULL
+                           AND (SELECT j.state FROM public.river_job j WHERE j.id = r.job_id) = 'available');
     WITH w AS (
-        SELECT r.id, r.request_id, r.circuit, r.max_attempts, r.priority, r.updated_at FROM cuzk.proof_requests r
+        SELECT r.id, r.request_id, r.circuit, r.max_attempts, r.priority, r.updated_at, r.partitions
+          FROM cuzk.proof_requests r
          WHERE r.submitted_by = who AND r.priority = p AND r.state = 'queued' AND r.job_id IS NULL
          ORDER BY r.id LIMIT room FOR UPDATE SKIP LOCKED
+    ), s AS (
+        SELECT w.*, sum(w.partitions) OVER (ORDER BY w.id) AS upto, row_number() OVER (ORDER BY w.id) AS k FROM w
+    ), pick AS (
+        SELECT s.* FROM s WHERE s.upto <= room OR (s.k = 1 AND lone)
     ), j AS (
         INSERT INTO public.river_job (args, kind, max_attempts, priority, queue, state, scheduled_at, metadata)
-        SELECT jsonb_build_object('request_id', w.request_id, 'circuit', w.circuit),
-               'cuzk_prove', w.max_attempts, w.priority, cuzk.job_queue(w.priority), 'available', now(),
-               jsonb_build_object('queued_at', w.updated_at)
-          FROM w ORDER BY w.id
+        SELECT jsonb_build_object('request_id', pick.request_id, 'circuit', pick.circuit),
+               'cuzk_prove', pick.max_attempts, pick.priority, cuzk.job_queue(pick.priority), 'available', now(),
+               jsonb_build_object('queued_at', pick.updated_at)
+          FROM pick ORDER BY pick.id
         RETURNING id, args->>'request_id' AS request_id
     ), u AS (
         UPDATE cuzk.proof_requests r SET job_id = j.id, updated_at = now()
@@ -104,9 +113,9 @@ CREATE FUNCTION cuzk.admit_room(who text, p integer) RETURNS integer
     SET search_path TO 'pg_catalog', 'cuzk', 'pg_temp'
     AS $$
     SELECT coalesce((SELECT s.value::int FROM cuzk.settings s WHERE s.name = 'admitted_per_submitter'), 64)
-           - (SELECT count(*) FROM cuzk.proof_requests r
-               WHERE r.submitted_by = who AND r.priority = p AND r.state = 'queued' AND r.job_id IS NOT NULL
-                 AND (SELECT j.state FROM public.river_job j WHERE j.id = r.job_id) = 'available')::int
+           - coalesce((SELECT sum(r.partitions) FROM cuzk.proof_requests r
+                        WHERE r.submitted_by = who AND r.priority = p AND r.state = 'queued' AND r.job_id IS NOT NULL
+                          AND (SELECT j.state FROM public.river_job j WHERE j.id = r.job_id) = 'available'), 0)::int
 $$;
 
 -- Name: admit_waiting(); Type: FUNCTION; Schema: cuzk; Owner: -
@@ -769,10 +778,14 @@ BEGIN
     END IF;
     IF OLD.state = 'queued' AND OLD.job_id IS NOT NULL AND NOT (NEW.state = 'queued' AND NEW.job_id IS NULL)
        AND (SELECT j.state FROM public.river_job j WHERE j.id = OLD.job_id) IN ('available', 'running') THEN
-        PERFORM cuzk.admit_into(NEW.submitted_by, OLD.priority, 1);
-    ELSE
-        PERFORM cuzk.admit_locked(NEW.submitted_by);
+        IF cuzk.admit_into(NEW.submitted_by, OLD.priority, OLD.partitions) > 0
+           OR NOT EXISTS (SELECT 1 FROM cuzk.proof_requests w
+                           WHERE w.submitted_by = NEW.submitted_by AND w.priority = OLD.priority
+                             AND w.state = 'queued' AND w.job_id IS NULL) THEN
+            RETURN NULL;
+        END IF;
     END IF;
+    PERFORM cuzk.admit_locked(NEW.submitted_by);
     RETURN NULL;
 END $$;
 
@@ -1801,7 +1814,7 @@ CREATE INDEX proof_attempts_running_idx ON cuzk.proof_attempts USING btree (work
 
 -- Name: proof_requests_admitted_idx; Type: INDEX; Schema: cuzk; Owner: -
 
-CREATE INDEX proof_requests_admitted_idx ON cuzk.proof_requests USING btree (submitted_by, priority) INCLUDE (job_id) WHERE ((state = 'queued'::text) AND (job_id IS NOT NULL));
+CREATE INDEX proof_requests_admitted_idx ON cuzk.proof_requests USING btree (submitted_by, priority) INCLUDE (job_id, partitions) WHERE ((state = 'queued'::text) AND (job_id IS NOT NULL));
 
 -- Name: proof_requests_ended_inputs_idx; Type: INDEX; Schema: cuzk; Owner: -
 

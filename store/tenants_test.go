@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -124,6 +125,152 @@ func TestFloodingSubmitterDoesNotStarveAnother(t *testing.T) {
 		}
 	}
 	t.Fatalf("bob's request not claimed after %d of alice's", len(order))
+}
+
+// floodPartitioned inserts n requests of alice's of parts partitions each in one
+// statement.
+func (tn *tenants) floodPartitioned(t *testing.T, n, parts int) {
+	t.Helper()
+	if _, err := tn.alice.Exec(context.Background(), `
+		INSERT INTO cuzk.proof_requests (request_id, circuit, inputs)
+		SELECT 'alice-' || g, 'c', (SELECT jsonb_agg(jsonb_build_object('X', p::text)) FROM generate_series(1, $2) p)
+		  FROM generate_series(1, $1) g`, n, parts); err != nil {
+		t.Fatalf("alice's %d requests of %d partitions: %v", n, parts, err)
+	}
+}
+
+// The share counts partitions: with admitted_per_submitter 20 and alice's backlog of
+// 4-partition requests, River holds 5 of hers available at any time, and bob's single
+// request waits behind at most those 20 partitions (+ one fetch), not 20 requests.
+func TestFairShareCountsPartitions(t *testing.T) {
+	tn := newTenants(t)
+	ctx := context.Background()
+	if _, err := tn.db.Pool.Exec(ctx, `UPDATE cuzk.settings SET value = '20' WHERE name = 'admitted_per_submitter'`); err != nil {
+		t.Fatal(err)
+	}
+	tn.floodPartitioned(t, 100, 4)
+	availableParts := `SELECT coalesce(sum(r.partitions), 0) FROM cuzk.proof_requests r JOIN river_job j ON j.id = r.job_id
+	                    WHERE r.submitted_by = $1 AND j.state = 'available'`
+	var aliceRole string
+	if err := tn.db.Pool.QueryRow(ctx, `SELECT submitted_by FROM cuzk.proof_requests WHERE request_id = 'alice-1'`).Scan(&aliceRole); err != nil {
+		t.Fatal(err)
+	}
+	if n := tn.count(t, `SELECT count(*) FROM river_job`); n != 5 {
+		t.Fatalf("%d River jobs after 100 requests of 4 partitions, want 5 (20 partitions)", n)
+	}
+	if _, err := Submit(ctx, tn.bob, &Submission{RequestID: "bob-1", Circuit: "c", Inputs: []byte(`{"X": "1"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	const fetch = 2
+	var order []string
+	for len(order) < 100 {
+		got := tn.claim(t, fetch)
+		if len(got) == 0 {
+			t.Fatalf("no job available after %d claims", len(order))
+		}
+		order = append(order, got...)
+		if n := tn.count(t, availableParts, aliceRole); n > 20 {
+			t.Fatalf("alice has %d partitions available after %d claims, want at most 20", n, len(order))
+		}
+		if i := indexOf(order, "bob-1"); i >= 0 {
+			if i > 5+fetch {
+				t.Errorf("bob's request claimed after %d of alice's 4-partition requests, want at most %d", i, 5+fetch)
+			}
+			for k, id := range order[:i] {
+				if id != fmt.Sprintf("alice-%d", k+1) {
+					t.Fatalf("claim %d was %s, want alice-%d", k, id, k+1)
+				}
+			}
+			return
+		}
+	}
+	t.Fatalf("bob's request not claimed after %d of alice's", len(order))
+}
+
+// A request with more partitions than the whole share is admitted alone when none of
+// its submitter's is available at its priority, and a smaller one already available
+// keeps it waiting until that one is claimed.
+func TestRequestLargerThanTheShareIsAdmittedAlone(t *testing.T) {
+	tn := newTenants(t)
+	ctx := context.Background()
+	if _, err := tn.db.Pool.Exec(ctx, `UPDATE cuzk.settings SET value = '3' WHERE name = 'admitted_per_submitter'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Submit(ctx, tn.alice, &Submission{RequestID: "alice-small", Circuit: "c", Inputs: []byte(`{"X": "1"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	big := []byte(`[{"X": "1"}, {"X": "2"}, {"X": "3"}, {"X": "4"}, {"X": "5"}]`)
+	for _, id := range []string{"alice-big-1", "alice-big-2"} {
+		if _, err := Submit(ctx, tn.alice, &Submission{RequestID: id, Circuit: "c", Inputs: big}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	admitted := func() []string {
+		t.Helper()
+		rows, err := tn.db.Pool.Query(ctx, `SELECT request_id FROM cuzk.proof_requests r JOIN river_job j ON j.id = r.job_id
+		                                     WHERE j.state = 'available' ORDER BY r.id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var ids []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		return ids
+	}
+	if got := admitted(); !slices.Equal(got, []string{"alice-small"}) {
+		t.Fatalf("available %v, want only alice-small (a 5-partition request does not fit the 2 partitions left)", got)
+	}
+	for _, want := range []string{"alice-small", "alice-big-1", "alice-big-2"} {
+		got := tn.claim(t, 4)
+		if !slices.Equal(got, []string{want}) {
+			t.Fatalf("claimed %v, want [%s]", got, want)
+		}
+	}
+	if got := admitted(); len(got) != 0 {
+		t.Errorf("available %v after every request was claimed", got)
+	}
+}
+
+// A claim that frees fewer partitions than the next waiting request has still admits
+// it once the share, counted, has room: with a share of 6 and 1 + 1 + 4 available, a
+// 2-partition request is admitted at the second claim, not after the 4-partition one.
+func TestClaimAdmitsWhatTheCountedShareFits(t *testing.T) {
+	tn := newTenants(t)
+	ctx := context.Background()
+	if _, err := tn.db.Pool.Exec(ctx, `UPDATE cuzk.settings SET value = '6' WHERE name = 'admitted_per_submitter'`); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct{ id, inputs string }{
+		{"alice-1", `{"X": "1"}`}, {"alice-2", `{"X": "2"}`},
+		{"alice-4", `[{"X": "1"}, {"X": "2"}, {"X": "3"}, {"X": "4"}]`},
+		{"alice-two", `[{"X": "1"}, {"X": "2"}]`},
+	} {
+		if _, err := Submit(ctx, tn.alice, &Submission{RequestID: r.id, Circuit: "c", Inputs: []byte(r.inputs)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hasJob := `SELECT count(*) FROM cuzk.proof_requests WHERE request_id = 'alice-two' AND job_id IS NOT NULL`
+	if n := tn.count(t, hasJob); n != 0 {
+		t.Fatal("alice-two admitted beside 6 available partitions")
+	}
+	if got := tn.claim(t, 1); !slices.Equal(got, []string{"alice-1"}) {
+		t.Fatalf("claimed %v, want alice-1", got)
+	}
+	if n := tn.count(t, hasJob); n != 0 {
+		t.Fatal("alice-two admitted beside 5 available partitions")
+	}
+	if got := tn.claim(t, 1); !slices.Equal(got, []string{"alice-2"}) {
+		t.Fatalf("claimed %v, want alice-2", got)
+	}
+	if n := tn.count(t, hasJob); n != 1 {
+		t.Fatal("alice-two not admitted with 4 of 6 partitions available")
+	}
 }
 
 func indexOf(list []string, s string) int {
