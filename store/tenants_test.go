@@ -103,28 +103,9 @@ func TestFloodingSubmitterDoesNotStarveAnother(t *testing.T) {
 		t.Errorf("%d River jobs after 10,001 requests, want 64 of alice's and bob's one", n)
 	}
 	const fetch = 8
-	var order []string
-	for len(order) < 2000 {
-		got := tn.claim(t, fetch)
-		if len(got) == 0 {
-			t.Fatalf("no job available after %d claims, with %d requests queued", len(order),
-				tn.count(t, `SELECT count(*) FROM cuzk.proof_requests WHERE state = 'queued'`))
-		}
-		order = append(order, got...)
-		if i := indexOf(order, "bob-1"); i >= 0 {
-			if i > 64+fetch {
-				t.Errorf("bob's request claimed after %d of alice's, want at most %d", i, 64+fetch)
-			}
-			// alice's are claimed oldest first.
-			for k, id := range order[:i] {
-				if id != fmt.Sprintf("alice-%d", k+1) {
-					t.Fatalf("claim %d was %s, want alice-%d", k, id, k+1)
-				}
-			}
-			return
-		}
+	if i := tn.claimUntil(t, "bob-1", fetch, 2000, nil); i > 64+fetch {
+		t.Errorf("bob's request claimed after %d of alice's, want at most %d", i, 64+fetch)
 	}
-	t.Fatalf("bob's request not claimed after %d of alice's", len(order))
 }
 
 // floodPartitioned inserts n requests of alice's of parts partitions each in one
@@ -162,29 +143,14 @@ func TestFairShareCountsPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	const fetch = 2
-	var order []string
-	for len(order) < 100 {
-		got := tn.claim(t, fetch)
-		if len(got) == 0 {
-			t.Fatalf("no job available after %d claims", len(order))
-		}
-		order = append(order, got...)
+	i := tn.claimUntil(t, "bob-1", fetch, 100, func(claimed int) {
 		if n := tn.count(t, availableParts, aliceRole); n > 20 {
-			t.Fatalf("alice has %d partitions available after %d claims, want at most 20", n, len(order))
+			t.Fatalf("alice has %d partitions available after %d claims, want at most 20", n, claimed)
 		}
-		if i := indexOf(order, "bob-1"); i >= 0 {
-			if i > 5+fetch {
-				t.Errorf("bob's request claimed after %d of alice's 4-partition requests, want at most %d", i, 5+fetch)
-			}
-			for k, id := range order[:i] {
-				if id != fmt.Sprintf("alice-%d", k+1) {
-					t.Fatalf("claim %d was %s, want alice-%d", k, id, k+1)
-				}
-			}
-			return
-		}
+	})
+	if i > 5+fetch {
+		t.Errorf("bob's request claimed after %d of alice's 4-partition requests, want at most %d", i, 5+fetch)
 	}
-	t.Fatalf("bob's request not claimed after %d of alice's", len(order))
 }
 
 // A request with more partitions than the whole share is admitted alone when none of
@@ -271,6 +237,35 @@ func TestClaimAdmitsWhatTheCountedShareFits(t *testing.T) {
 	if n := tn.count(t, hasJob); n != 1 {
 		t.Fatal("alice-two not admitted with 4 of 6 partitions available")
 	}
+}
+
+// claimUntil claims fetch jobs at a time, calling after (if set) after each fetch,
+// until want is claimed, and returns how many were claimed before it; those must be
+// alice's, oldest first. It fails after limit claims without want.
+func (tn *tenants) claimUntil(t *testing.T, want string, fetch, limit int, after func(claimed int)) int {
+	t.Helper()
+	var order []string
+	for len(order) < limit {
+		got := tn.claim(t, fetch)
+		if len(got) == 0 {
+			t.Fatalf("no job available after %d claims, with %d requests queued", len(order),
+				tn.count(t, `SELECT count(*) FROM cuzk.proof_requests WHERE state = 'queued'`))
+		}
+		order = append(order, got...)
+		if after != nil {
+			after(len(order))
+		}
+		if i := indexOf(order, want); i >= 0 {
+			for k, id := range order[:i] {
+				if id != fmt.Sprintf("alice-%d", k+1) {
+					t.Fatalf("claim %d was %s, want alice-%d", k, id, k+1)
+				}
+			}
+			return i
+		}
+	}
+	t.Fatalf("%s not claimed after %d of alice's", want, len(order))
+	return -1
 }
 
 func indexOf(list []string, s string) int {
