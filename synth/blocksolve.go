@@ -953,8 +953,13 @@ func (s *blockSolve) sumSolved(le constraint.LinearExpression, v *fr.Element) {
 		var acc wide
 		acc.set(v)
 		for _, t := range le {
-			if t.CID == constraint.CoeffIdOne && !t.IsConstant() { // most terms: no call
+			// Coefficients 1 and -1 (most terms) are summed here, without a call.
+			if t.CID == constraint.CoeffIdOne && !t.IsConstant() {
 				acc.add(&s.values[t.VID])
+				continue
+			}
+			if t.CID == constraint.CoeffIdMinusOne && !t.IsConstant() {
+				acc.sub(&s.values[t.VID])
 				continue
 			}
 			s.accumulateWide(t, &acc)
@@ -963,8 +968,12 @@ func (s *blockSolve) sumSolved(le constraint.LinearExpression, v *fr.Element) {
 		return
 	}
 	for _, t := range le {
-		if t.CID == constraint.CoeffIdOne && !t.IsConstant() { // most terms: no call
+		if t.CID == constraint.CoeffIdOne && !t.IsConstant() {
 			v.Add(v, &s.values[t.VID])
+			continue
+		}
+		if t.CID == constraint.CoeffIdMinusOne && !t.IsConstant() {
+			v.Sub(v, &s.values[t.VID])
 			continue
 		}
 		s.accumulate(t, v)
