@@ -88,9 +88,10 @@ func TestBlockSplitPorep(t *testing.T) {
 	}
 }
 
-// TestBlockSolveUnsatisfied: inputs that fail a constraint fail the block solver,
-// and SolveWitness then gives gnark's error: an *InputError naming the constraint,
-// the same text as gnark's solver path.
+// TestBlockSolveUnsatisfied: inputs that fail a constraint which solves no wire still
+// solve with the block solver (the proof's verification would fail), and Check on
+// that W gives gnark's error: an *InputError naming the constraint with the same
+// text, and the same detail (gnark's values and debug information) behind it.
 func TestBlockSolveUnsatisfied(t *testing.T) {
 	for _, tc := range []struct{ circuit, key string }{
 		{"porep-k18", "CommD"},       // the CommD tree's root check
@@ -117,17 +118,55 @@ func TestBlockSolveUnsatisfied(t *testing.T) {
 			t.Fatal(err)
 		}
 		vec := w.Vector().(fr.Vector)
-		if plan := planBlocks(c.CS); plan != nil {
-			cfg, _ := solver.NewConfig(solver.WithNbTasks(2))
-			if _, err := solveBlocks(context.Background(), c, plan, vec, cfg); !errors.Is(err, errBlockSolve) {
-				t.Errorf("%s, %s + 1: block solve gave %v, want errBlockSolve", tc.circuit, tc.key, err)
-			}
+		sol, err := SolveWitness(context.Background(), c, w, solver.WithNbTasks(2))
+		if err != nil {
+			t.Fatalf("%s, %s + 1: %v, want a solution whose checks are left to Check", tc.circuit, tc.key, err)
 		}
-		_, got := SolveWitness(context.Background(), c, w, solver.WithNbTasks(2))
+		got := c.Check(context.Background(), sol.W, 2)
 		_, want := gnarkSolve(c, w, vec, solver.WithNbTasks(2))
-		var unsat *UnsatisfiedError
-		if !IsBadInput(got) || !errors.As(got, &unsat) || want == nil || got.Error() != want.Error() {
-			t.Errorf("%s, %s + 1: got %v, want gnark's %v", tc.circuit, tc.key, got, want)
+		var unsat, wantUnsat *UnsatisfiedError
+		if !IsBadInput(got) || !errors.As(got, &unsat) || !errors.As(want, &wantUnsat) {
+			t.Errorf("%s, %s + 1: got %v, want an unsatisfied constraint as gnark's %v", tc.circuit, tc.key, got, want)
+			continue
+		}
+		// Where several fail, gnark's solver names one of them, Check the first.
+		if first := firstUnsatisfied(c, sol.W); unsat.Constraint != first || first > wantUnsat.Constraint {
+			t.Errorf("%s, %s + 1: Check named #%d; the first failing is #%d, gnark's #%d", tc.circuit, tc.key,
+				unsat.Constraint, first, wantUnsat.Constraint)
+		}
+		if unsat.Constraint == wantUnsat.Constraint && (got.Error() != want.Error() || unsat.Detail() != wantUnsat.Detail()) {
+			t.Errorf("%s, %s + 1: got %v (%q), want gnark's %v (%q)", tc.circuit, tc.key, got, unsat.Detail(), want, wantUnsat.Detail())
+		}
+		if tc.key != "CommR" && unsat.Constraint != wantUnsat.Constraint {
+			t.Errorf("%s, %s + 1: Check named #%d, gnark's solver #%d; one constraint fails", tc.circuit, tc.key,
+				unsat.Constraint, wantUnsat.Constraint)
+		}
+	}
+}
+
+// firstUnsatisfied is the index of the first constraint that w fails, -1 if none, from
+// gnark's own decompression of each constraint.
+func firstUnsatisfied(c *Compiled, w []fr.Element) int {
+	eval := func(le constraint.LinearExpression) fr.Element {
+		var sum, m fr.Element
+		for _, t := range le {
+			m.Set(&c.CS.Coefficients[t.CoeffID()])
+			if !t.IsConstant() {
+				m.Mul(&m, &w[t.WireID()])
+			}
+			sum.Add(&sum, &m)
+		}
+		return sum
+	}
+	it := c.CS.GetR1CIterator()
+	for i := 0; ; i++ {
+		r := it.Next()
+		if r == nil {
+			return -1
+		}
+		a, b, o := eval(r.L), eval(r.R), eval(r.O)
+		if a.Mul(&a, &b); !a.Equal(&o) {
+			return i
 		}
 	}
 }
@@ -191,13 +230,19 @@ func (c *checkCircuit) Define(api frontend.API) error {
 	return nil
 }
 
-// TestBlockSolveChecks: the block solver refuses what gnark's solver refuses when
-// every wire is known: a bit check (a·b = 0) on a non-bit, a product on a wrong result.
+// TestBlockSolveChecks: when every wire is known the block solver solves, and Check
+// on its W refuses what gnark's solver refuses, with gnark's text: a bit check
+// (a·b = 0) on a non-bit, a product on a wrong result.
 func TestBlockSolveChecks(t *testing.T) {
 	c, err := compileCircuit("checks", &checkCircuit{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// gnark's debug information, as a circuit compiled with gnark's debug tag carries
+	// it (wires: 0 the constant, then X, Y, Z): the errors then quote values and the
+	// call stack.
+	z := constraint.Term{CID: constraint.CoeffIdOne, VID: 3}
+	c.CS.AttachDebugInfo(c.CS.NewDebugInfo("assertIsEqual", z, " == ", constraint.Term{CID: constraint.CoeffIdTwo, VID: 1}), []int{0, 2})
 	plan := planBlocks(c.CS)
 	if plan == nil {
 		t.Fatal("no plan")
@@ -217,10 +262,21 @@ func TestBlockSolveChecks(t *testing.T) {
 			t.Fatal(err)
 		}
 		vec := w.Vector().(fr.Vector)
-		_, got := solveBlocks(context.Background(), c, plan, vec, cfg)
+		sol, err := solveBlocks(context.Background(), c, plan, vec, cfg)
+		if err != nil {
+			t.Fatalf("X=%d Y=%d Z=%d: %v", tc.x, tc.y, tc.z, err)
+		}
+		got := c.Check(context.Background(), sol.W, 1)
 		_, want := gnarkSolve(c, w, vec, solver.WithNbTasks(1))
-		if (got == nil) != tc.ok || (want == nil) != tc.ok {
-			t.Errorf("X=%d Y=%d Z=%d: block solver %v, gnark's %v; want ok=%v", tc.x, tc.y, tc.z, got, want, tc.ok)
+		if (got == nil) != tc.ok || (want == nil) != tc.ok || (got != nil && got.Error() != want.Error()) {
+			t.Errorf("X=%d Y=%d Z=%d: Check %v, gnark's %v; want ok=%v", tc.x, tc.y, tc.z, got, want, tc.ok)
+			continue
+		}
+		var unsat, wantUnsat *UnsatisfiedError
+		if errors.As(got, &unsat) && errors.As(want, &wantUnsat) {
+			if unsat.Detail() != wantUnsat.Detail() || unsat.Assertion != "assertIsEqual" || len(unsat.Location) == 0 {
+				t.Errorf("X=%d Y=%d Z=%d: %v with detail %q; gnark's %q", tc.x, tc.y, tc.z, got, unsat.Detail(), wantUnsat.Detail())
+			}
 		}
 	}
 }

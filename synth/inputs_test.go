@@ -133,7 +133,10 @@ func TestBadInputs(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Solve(context.Background(), c, tc.input)
+			sol, err := Solve(context.Background(), c, tc.input)
+			if err == nil { // a constraint that solves no wire is checked on W, as after a failed verification
+				err = c.Check(context.Background(), sol.W, 2)
+			}
 			var ie *InputError
 			if !errors.As(err, &ie) {
 				t.Fatalf("got %v, want an *InputError", err)

@@ -11,8 +11,10 @@ import (
 	"github.com/consensys/gnark/constraint/solver"
 )
 
-// Solve parses inputs (see Compiled.Witness) and solves c on them. Bad inputs,
-// including inputs that do not satisfy the circuit, give an *InputError.
+// Solve parses inputs (see Compiled.Witness) and solves c on them. Bad inputs give an
+// *InputError, and so do inputs that fail a constraint while a wire is solved. Where
+// c has a block split, a constraint that solves no wire is not checked: the proof of
+// a witness that fails one does not verify, and Check then names the constraint.
 //
 // ctx is checked before each phase and between the block solver's blocks; gnark's
 // solver itself cannot be interrupted, so a solve on it runs to completion (its memory
@@ -57,7 +59,9 @@ func Tasks(cpus, solves int) int {
 // SolveWitness solves c on a gnark full witness, e.g. one from Compiled.Witness.
 // Where c splits into independent blocks (see blocksolve.go) it solves them on
 // solver.WithNbTasks goroutines (default one per core) with its own solver, whose
-// result is gnark's; otherwise, and for the error of inputs that fail, gnark's.
+// result is gnark's for satisfying inputs and which leaves the constraints that solve
+// no wire to Check; otherwise, and for the error of inputs that fail while a wire is
+// solved, gnark's.
 func SolveWitness(ctx context.Context, c *Compiled, w witness.Witness, opts ...solver.Option) (*Solution, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

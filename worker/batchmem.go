@@ -67,16 +67,18 @@ func (h memHold) take(ctx context.Context, n int64) error {
 	return nil
 }
 
-// shrink is the first release step: the solution's vectors are gone, a token amount
-// stays until the proof is stored. It returns the bytes given back.
-func (h memHold) shrink() int64 {
+// shrink is the first release step: the solution's vectors are gone but keep bytes of
+// them (the wire values, until the proof is verified), and a token amount stays until
+// the proof is stored. It returns the bytes given back.
+func (h memHold) shrink(keep int64) int64 {
 	r := h.m.part(h.i)
 	if r == nil {
 		return 0
 	}
 	n := r.Bytes()
-	r.Shrink(n / 16)
-	return n - n/16
+	left := min(n, n/16+max(0, keep))
+	r.Shrink(left)
+	return n - left
 }
 
 // release gives the part back; it is safe to call more than once, and on a hold of

@@ -35,7 +35,7 @@ func TestBatchMemoryTakeShrinkRelease(t *testing.T) {
 		t.Fatalf("after a cancelled take: batch holds %d, %d waiting", m.held(), b.Waiting())
 	}
 
-	m.hold(0).shrink()
+	m.hold(0).shrink(0)
 	if m.held() != 320/16+160 {
 		t.Fatalf("after shrinking part 0: %d, want %d", m.held(), 320/16+160)
 	}

@@ -21,7 +21,7 @@ import (
 // job completion in one transaction.
 func (w *Worker) persist(ctx context.Context, it *item, out outcome, log *slog.Logger) error {
 	att, p := out.att, out.proved
-	proofBytes, err := checkProof(att, p)
+	proofBytes, err := checkProof(ctx, att, p)
 	if err != nil {
 		return w.fail(ctx, it.job, att, err, log)
 	}
@@ -49,16 +49,22 @@ func (w *Worker) persist(ctx context.Context, it *item, out outcome, log *slog.L
 }
 
 // checkProof encodes and verifies a proof, timing the attempt's verify phase. A proof
-// that does not verify is never stored; it points at a faulty backend or key, so the
-// attempt is retried.
-func checkProof(att *attempt, p *proved) ([]byte, error) {
+// that does not verify is never stored. Its witness is then checked constraint by
+// constraint: one it fails is the inputs' fault, and the attempt fails with that
+// constraint's input error; otherwise the proof points at a faulty backend or key, so
+// the attempt is retried. The witness is dropped either way.
+func checkProof(ctx context.Context, att *attempt, p *proved) ([]byte, error) {
 	t := time.Now()
 	defer func() { att.clock.record(phase.Verify, time.Since(t)) }()
+	defer func() { p.w = nil }()
 	proofBytes, err := prover.EncodeProof(p.proof)
 	if err != nil {
 		return nil, err
 	}
 	if err := prover.VerifyProof(p.vk, p.proof, p.public); err != nil {
+		if bad := p.badInputs(ctx); bad != nil {
+			return nil, bad
+		}
 		return nil, fmt.Errorf("proof failed verification: %w", err)
 	}
 	return proofBytes, nil

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
 
 	"github.com/cuzk/cuzk/phase"
@@ -115,6 +117,26 @@ type proved struct {
 	public   []byte
 	vk       *groth16bls.VerifyingKey
 	vkDigest string
+
+	// The solution's wire values and circuit, kept until the proof is verified: the
+	// block solver leaves the constraints that solve no wire unchecked, so a proof
+	// that fails verification is told apart from a fault by checking them (badInputs).
+	w        []fr.Element
+	compiled *synth.Compiled
+}
+
+// badInputs says why a proof failed verification when its witness is at fault: the
+// input error of the first constraint that the witness fails; nil when every one holds
+// (the fault is then the prover's) or when there is nothing to check.
+func (p *proved) badInputs(ctx context.Context) error {
+	if p.w == nil || p.compiled == nil {
+		return nil
+	}
+	err := p.compiled.Check(ctx, p.w, runtime.GOMAXPROCS(0))
+	if !synth.IsBadInput(err) {
+		return nil
+	}
+	return err
 }
 
 func (w *Worker) proveBatch(d *Prover, b *solvedBatch) {
@@ -221,9 +243,10 @@ func (w *Worker) proveBatch(d *Prover, b *solvedBatch) {
 	var consumed int64
 	for i, s := range live {
 		done[i] = s.claimed
-		made[i] = proved{public: s.sol.Public, vk: key.VK, vkDigest: key.VKDigest}
+		made[i] = proved{public: s.sol.Public, vk: key.VK, vkDigest: key.VKDigest, w: s.sol.W, compiled: s.compiled}
+		wBytes := int64(len(s.sol.W)) * fr.Bytes
 		s.sol = nil
-		consumed += s.att.mem.shrink() // the solution's vectors are consumed
+		consumed += s.att.mem.shrink(wBytes) // A and B are consumed; W stays until the proof is verified
 	}
 	w.sweeper.consumed(consumed)
 	// The proofs are assembled (a few scalar multiplications each, on the CPU) beside

@@ -22,6 +22,7 @@ import (
 type synthesized struct {
 	*claimed
 	sol      *synth.Solution
+	compiled *synth.Compiled // what sol solves; its Check tells a proof that fails verification
 	synthEnd time.Time
 	keyWait  time.Duration // after synthesis, for the key to be read (Catalog.Prepare)
 }
@@ -272,5 +273,5 @@ func (w *Worker) synthesize(r *claimed, keyMemWait time.Duration) (*synthesized,
 	if err != nil {
 		return nil, fmt.Errorf("synthesize: %w", err)
 	}
-	return &synthesized{claimed: r, sol: sol, synthEnd: done}, nil
+	return &synthesized{claimed: r, sol: sol, compiled: compiled, synthEnd: done}, nil
 }
