@@ -2,6 +2,8 @@ package migrations_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/cuzk/cuzk/internal/pgtest"
@@ -98,4 +100,44 @@ func TestPartitionRowsAreTheirSubmittersOnly(t *testing.T) {
 	_, err = alice.Exec(ctx, `INSERT INTO cuzk.partition_attempts (request_id, attempt, partition, outcome, started_at)
 	                          VALUES ('alice', 1, 1, 'succeeded', now())`)
 	wantError(t, err, "42501", "permission denied")
+}
+
+// A partitioned request's digest is sha256 of its inputs' text, as for any request,
+// whatever its elements hold (escapes, other scripts, nested arrays, numbers); of
+// equally long partitions the first is the one named over the limit; and an UPDATE
+// that gives a request inputs of another shape than its partitions is refused.
+func TestPartitionedDigestAndShape(t *testing.T) {
+	db := pgtest.New(t)
+	ctx := context.Background()
+	addCircuit(t, db, "c")
+	if _, err := db.Pool.Exec(ctx, `UPDATE cuzk.circuits SET secret_inputs = 1, max_inputs_bytes = 64 WHERE name = 'c'`); err != nil {
+		t.Fatal(err)
+	}
+	_, sub := login(t, db, "submitter", "cuzk_submitter")
+	for i, in := range []string{
+		`[{"X": "1"}, {"X": "2"}]`,
+		`[{"X": "a\"b\\c\n", "Y": "é€😀"}, {"Z": [1, [2, 3], {"k": null}]}, {"W": 1.50, "V": true}]`,
+		`[{}, {"X": "0x1f"}]`,
+	} {
+		rid := fmt.Sprintf("d%d", i)
+		var id int64
+		if err := sub.QueryRow(ctx, `SELECT cuzk.submit_proof($1, 'c', $2::jsonb)`, rid, in).Scan(&id); err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if got := scalarText(t, db.Pool, `SELECT (payload_digest = sha256(convert_to(inputs::text, 'UTF8')))::text
+		                                   FROM cuzk.proof_requests WHERE request_id = $1`, rid); got != "true" {
+			t.Errorf("%s: digest is not sha256 of the inputs' text", in)
+		}
+	}
+	_, err := sub.Exec(ctx, `SELECT cuzk.submit_proof('tie', 'c', $1::jsonb)`,
+		`[{"X": "1"}, {"X": "`+strings.Repeat("9", 60)+`"}, {"X": "`+strings.Repeat("8", 60)+`"}]`)
+	wantError(t, err, "54000", `request "tie": inputs (partition 1) of 69 bytes exceed the 64-byte limit`)
+
+	_, err = db.Pool.Exec(ctx, `UPDATE cuzk.proof_requests SET inputs = '[{"X": "1"}]' WHERE request_id = 'd0'`)
+	wantError(t, err, "23514", `request "d0": inputs must be a JSON object, or an array of partitions objects (2)`)
+	_, err = db.Pool.Exec(ctx, `UPDATE cuzk.proof_requests SET partitions = 3 WHERE request_id = 'd0'`)
+	wantError(t, err, "23514", `inputs must be a JSON object`)
+	if _, err := db.Pool.Exec(ctx, `UPDATE cuzk.proof_requests SET inputs = '[{"X": "5"}, {"X": "6"}]' WHERE request_id = 'd0'`); err != nil {
+		t.Errorf("inputs of the same shape: %v", err)
+	}
 }

@@ -500,7 +500,6 @@ CREATE TABLE cuzk.proof_requests (
     inputs_scrubbed_at timestamp with time zone,
     payload_digest bytea,
     partitions integer DEFAULT 1 NOT NULL,
-    CONSTRAINT proof_requests_inputs_shape CHECK (((inputs IS NULL) OR (jsonb_typeof(inputs) = 'object'::text) OR ((jsonb_typeof(inputs) = 'array'::text) AND (jsonb_array_length(inputs) = partitions)))),
     CONSTRAINT proof_requests_max_attempts_check CHECK (((max_attempts >= 1) AND (max_attempts <= 100))),
     CONSTRAINT proof_requests_one_input CHECK (((inputs_scrubbed_at IS NOT NULL) OR ((inputs IS NULL) <> (witness IS NULL)))),
     CONSTRAINT proof_requests_partitions_check CHECK ((partitions >= 1)),
@@ -577,34 +576,31 @@ CREATE FUNCTION cuzk.proof_requests_admit() RETURNS trigger
     SET search_path TO 'pg_catalog', 'cuzk', 'pg_temp'
     AS $$
 DECLARE
-    who   text;
-    s     cuzk.submitters;
-    n     bigint;
-    g     record;
+    who text := session_user;
+    s   cuzk.submitters;
+    n   bigint;
 BEGIN
-    FOR who IN SELECT DISTINCT i.submitted_by FROM inserted i ORDER BY 1 LOOP
-        s := cuzk.lock_submitter(who);
-        IF s.max_queued IS NOT NULL THEN
-            SELECT count(*) INTO n FROM (
-                SELECT 1 FROM cuzk.proof_requests r
-                 WHERE r.submitted_by = who AND r.priority BETWEEN 1 AND 4 AND r.state = 'queued' AND r.job_id IS NULL
-                 LIMIT s.max_queued + 1) q;
-            n := n + (SELECT count(*) FROM cuzk.proof_requests r
-                       WHERE r.submitted_by = who AND r.priority BETWEEN 1 AND 4 AND r.state = 'queued' AND r.job_id IS NOT NULL);
-            IF n > s.max_queued THEN
-                RAISE EXCEPTION 'role "%" may have at most % queued requests: this insert would exceed it', who, s.max_queued
-                    USING ERRCODE = 'program_limit_exceeded',
-                          HINT = 'wait for queued requests to finish, or ask an operator to raise cuzk.submitters.max_queued';
-            END IF;
+    -- Every row this statement inserted waits (queued, no job): none waiting, none
+    -- inserted (an INSERT … SELECT of no rows), and the login is left alone.
+    IF NOT EXISTS (SELECT 1 FROM cuzk.proof_requests w
+                    WHERE w.submitted_by = who AND w.state = 'queued' AND w.job_id IS NULL) THEN
+        RETURN NULL;
+    END IF;
+    s := cuzk.lock_submitter(who);
+    IF s.max_queued IS NOT NULL THEN
+        SELECT count(*) INTO n FROM (
+            SELECT 1 FROM cuzk.proof_requests r
+             WHERE r.submitted_by = who AND r.priority BETWEEN 1 AND 4 AND r.state = 'queued' AND r.job_id IS NULL
+             LIMIT s.max_queued + 1) q;
+        n := n + (SELECT count(*) FROM cuzk.proof_requests r
+                   WHERE r.submitted_by = who AND r.priority BETWEEN 1 AND 4 AND r.state = 'queued' AND r.job_id IS NOT NULL);
+        IF n > s.max_queued THEN
+            RAISE EXCEPTION 'role "%" may have at most % queued requests: this insert would exceed it', who, s.max_queued
+                USING ERRCODE = 'program_limit_exceeded',
+                      HINT = 'wait for queued requests to finish, or ask an operator to raise cuzk.submitters.max_queued';
         END IF;
-        FOR g IN SELECT i.priority, min(i.id) AS first FROM inserted i WHERE i.submitted_by = who
-                  GROUP BY i.priority ORDER BY 1 LOOP
-            CONTINUE WHEN EXISTS (SELECT 1 FROM cuzk.proof_requests w
-                                   WHERE w.submitted_by = who AND w.priority = g.priority AND w.state = 'queued'
-                                     AND w.job_id IS NULL AND w.id < g.first);
-            PERFORM cuzk.admit_into(who, g.priority, cuzk.admit_room(who, g.priority));
-        END LOOP;
-    END LOOP;
+    END IF;
+    PERFORM cuzk.admit_locked(who);
     RETURN NULL;
 END $$;
 
@@ -613,7 +609,7 @@ END $$;
 CREATE FUNCTION cuzk.proof_requests_b_partitions() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'cuzk', 'pg_temp'
-    AS $$
+    AS $_$
 DECLARE
     lim  int;
     n    int;
@@ -630,9 +626,10 @@ BEGIN
             USING ERRCODE = 'check_violation', COLUMN = 'inputs',
                   HINT = 'a partitioned request''s inputs is a JSON array of one inputs object per partition; cuzk.settings max_partitions is the limit';
     END IF;
-    SELECT min(e.i) - 1 INTO bad FROM jsonb_array_elements(NEW.inputs) WITH ORDINALITY AS e(v, i)
-     WHERE jsonb_typeof(e.v) <> 'object';
-    IF bad IS NOT NULL THEN
+    -- jsonpath reads the elements' types in place; only a refusal looks for which.
+    IF jsonb_path_exists(NEW.inputs, '$[*] ? (@.type() != "object")') THEN
+        SELECT min(e.i) - 1 INTO bad FROM jsonb_array_elements(NEW.inputs) WITH ORDINALITY AS e(v, i)
+         WHERE jsonb_typeof(e.v) <> 'object';
         RAISE EXCEPTION 'request "%": partition % of the inputs array is a JSON %, not an object', left(NEW.request_id, 256), bad,
                         jsonb_typeof(NEW.inputs -> bad)
             USING ERRCODE = 'check_violation', COLUMN = 'inputs',
@@ -640,7 +637,7 @@ BEGIN
     END IF;
     NEW.partitions := n;
     RETURN NEW;
-END $$;
+END $_$;
 
 -- Name: proof_requests_check(); Type: FUNCTION; Schema: cuzk; Owner: -
 
@@ -658,6 +655,10 @@ DECLARE
     what    text := 'inputs';
     part    text := '';
     size    bigint;
+    longest int;
+    texts   text[] := '{}';
+    t       text;
+    len     bigint;
 BEGIN
     IF NEW.request_id = '' OR length(NEW.request_id) > 256 THEN
         RAISE EXCEPTION 'request_id must be 1 to 256 characters, not %', length(NEW.request_id)
@@ -694,6 +695,22 @@ BEGIN
         what := 'witness';
         lim := c.max_witness_bytes;
         hint := 'a full-witness binary of this circuit is 12 bytes plus 32 per input variable';
+    ELSIF NEW.partitions > 1 THEN
+        -- One conversion of each element gives both the longest and the whole text
+        -- ('[', the elements joined by ', ', then ']' is jsonb's text of an array). A
+        -- loop by index keeps the order without sorting megabytes.
+        FOR k IN 0 .. NEW.partitions - 1 LOOP
+            t := (NEW.inputs -> k)::text;
+            texts := texts || t;
+            len := octet_length(convert_to(t, 'UTF8'));
+            IF size IS NULL OR len > size THEN
+                size := len;
+                longest := k;
+            END IF;
+        END LOOP;
+        payload := convert_to('[' || array_to_string(texts, ', ') || ']', 'UTF8');
+        lim := c.max_inputs_bytes;
+        hint := 'no valid inputs of this circuit are longer: each input variable once, its value at most 78 digits';
     ELSE
         payload := convert_to(NEW.inputs::text, 'UTF8');
         lim := c.max_inputs_bytes;
@@ -713,13 +730,11 @@ BEGIN
         why := 'set by cuzk.settings max_request_bytes';
         hint := 'the owner changes the limit with UPDATE cuzk.settings SET value = … WHERE name = ''max_request_bytes'' (NULL: each circuit''s own)';
     END IF;
-    size := octet_length(payload);
     IF NEW.partitions > 1 THEN
         -- Each partition within the limit of one request: the longest element decides.
-        SELECT e.i - 1, octet_length(convert_to(e.v::text, 'UTF8')) INTO part, size
-          FROM jsonb_array_elements(NEW.inputs) WITH ORDINALITY AS e(v, i)
-         ORDER BY octet_length(convert_to(e.v::text, 'UTF8')) DESC, e.i LIMIT 1;
-        part := format(' (partition %s)', part);
+        part := format(' (partition %s)', longest);
+    ELSE
+        size := octet_length(payload);
     END IF;
     IF size > lim THEN
         RAISE EXCEPTION 'request "%": % of % bytes % the %-byte limit %', left(NEW.request_id, 256), what || part, size,
@@ -787,6 +802,22 @@ BEGIN
     END IF;
     PERFORM cuzk.admit_locked(NEW.submitted_by);
     RETURN NULL;
+END $$;
+
+-- Name: proof_requests_shape(); Type: FUNCTION; Schema: cuzk; Owner: -
+
+CREATE FUNCTION cuzk.proof_requests_shape() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'cuzk', 'pg_temp'
+    AS $$
+BEGIN
+    IF NEW.inputs IS NULL OR jsonb_typeof(NEW.inputs) = 'object'
+       OR (jsonb_typeof(NEW.inputs) = 'array' AND jsonb_array_length(NEW.inputs) = NEW.partitions) THEN
+        RETURN NEW;
+    END IF;
+    RAISE EXCEPTION 'request "%": inputs must be a JSON object, or an array of partitions objects (%)',
+                    left(NEW.request_id, 256), NEW.partitions
+        USING ERRCODE = 'check_violation', COLUMN = 'inputs', CONSTRAINT = 'proof_requests_inputs_shape';
 END $$;
 
 -- Name: proof_requests_tenant(); Type: FUNCTION; Schema: cuzk; Owner: -
@@ -1854,7 +1885,7 @@ CREATE TRIGGER proof_requests_a_tenant BEFORE INSERT ON cuzk.proof_requests FOR 
 
 -- Name: proof_requests proof_requests_admit; Type: TRIGGER; Schema: cuzk; Owner: -
 
-CREATE TRIGGER proof_requests_admit AFTER INSERT ON cuzk.proof_requests REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION cuzk.proof_requests_admit();
+CREATE TRIGGER proof_requests_admit AFTER INSERT ON cuzk.proof_requests FOR EACH STATEMENT EXECUTE FUNCTION cuzk.proof_requests_admit();
 
 -- Name: proof_requests proof_requests_b_partitions; Type: TRIGGER; Schema: cuzk; Owner: -
 
@@ -1875,6 +1906,10 @@ CREATE TRIGGER proof_requests_priority AFTER UPDATE OF priority ON cuzk.proof_re
 -- Name: proof_requests proof_requests_readmit; Type: TRIGGER; Schema: cuzk; Owner: -
 
 CREATE TRIGGER proof_requests_readmit AFTER UPDATE ON cuzk.proof_requests FOR EACH ROW WHEN ((((old.state = 'queued'::text) AND (old.job_id IS NOT NULL) AND ((new.state <> 'queued'::text) OR (new.job_id IS NULL))) OR ((new.state = 'queued'::text) AND (new.job_id IS NULL) AND ((old.state <> 'queued'::text) OR (old.job_id IS NOT NULL))))) EXECUTE FUNCTION cuzk.proof_requests_readmit();
+
+-- Name: proof_requests proof_requests_shape; Type: TRIGGER; Schema: cuzk; Owner: -
+
+CREATE TRIGGER proof_requests_shape BEFORE UPDATE OF inputs, partitions ON cuzk.proof_requests FOR EACH ROW EXECUTE FUNCTION cuzk.proof_requests_shape();
 
 -- Name: proofs proofs_key_version; Type: TRIGGER; Schema: cuzk; Owner: -
 

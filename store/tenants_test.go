@@ -416,9 +416,10 @@ func TestEndedInputsScrubbedAfterRetention(t *testing.T) {
 	}
 }
 
-// A job in a retry's backoff holds no place among the available ones: a submission
-// behind a backlog admits nothing (older requests wait, so River holds the share), and
-// the leader's admit_waiting fills the place.
+// A job in a retry's backoff holds no place among the available ones: the leader's
+// admit_waiting fills the place, oldest first, and a submission behind the backlog
+// then admits nothing (River holds the share). Without the upkeep, the submission
+// fills it.
 func TestAdmitWaitingFillsWhatABackoffFreed(t *testing.T) {
 	tn := newTenants(t)
 	ctx := context.Background()
@@ -430,24 +431,35 @@ func TestAdmitWaitingFillsWhatABackoffFreed(t *testing.T) {
 	if n := tn.count(t, available); n != 2 {
 		t.Fatalf("%d available after 5 requests, want 2", n)
 	}
-	if _, err := tn.db.Pool.Exec(ctx, `UPDATE river_job SET state = 'retryable', scheduled_at = now() + interval '1 hour'
-	                                   WHERE id = (SELECT job_id FROM cuzk.proof_requests WHERE request_id = 'alice-1')`); err != nil {
-		t.Fatal(err)
+	backoff := func(rid string) {
+		t.Helper()
+		if _, err := tn.db.Pool.Exec(ctx, `UPDATE river_job SET state = 'retryable', scheduled_at = now() + interval '1 hour'
+		                                   WHERE id = (SELECT job_id FROM cuzk.proof_requests WHERE request_id = $1)`, rid); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if _, err := Submit(ctx, tn.alice, &Submission{RequestID: "alice-6", Circuit: "c", Inputs: []byte(`{"X": "6"}`)}); err != nil {
-		t.Fatal(err)
-	}
-	if n := tn.count(t, available); n != 1 {
-		t.Errorf("%d available after a submission behind the backlog, want still 1", n)
-	}
+	backoff("alice-1")
 	if n, err := AdmitWaiting(ctx, tn.wrk); err != nil || n != 1 {
 		t.Errorf("admit_waiting admitted %d, %v; want 1", n, err)
 	}
 	if got := tn.count(t, `SELECT count(*) FROM cuzk.proof_requests WHERE job_id IS NOT NULL AND request_id IN ('alice-1', 'alice-2', 'alice-3')`); got != 3 {
 		t.Errorf("%d of alice-1..3 have jobs, want all three (oldest first)", got)
 	}
+	if _, err := Submit(ctx, tn.alice, &Submission{RequestID: "alice-6", Circuit: "c", Inputs: []byte(`{"X": "6"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if n := tn.count(t, available); n != 2 {
+		t.Errorf("%d available after a submission behind the backlog, want still 2", n)
+	}
 	if n, err := AdmitWaiting(ctx, tn.wrk); err != nil || n != 0 {
 		t.Errorf("admit_waiting again admitted %d, %v; want none", n, err)
+	}
+	backoff("alice-2")
+	if _, err := Submit(ctx, tn.alice, &Submission{RequestID: "alice-7", Circuit: "c", Inputs: []byte(`{"X": "7"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := tn.count(t, `SELECT count(*) FROM cuzk.proof_requests WHERE job_id IS NOT NULL AND request_id = 'alice-4'`); got != 1 {
+		t.Errorf("alice-4 has no job after a submission found the place alice-2's backoff freed")
 	}
 }
 
