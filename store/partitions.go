@@ -2,7 +2,7 @@ package store
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -13,20 +13,120 @@ import (
 )
 
 // PartitionInputs splits the inputs of a request of n partitions (a JSON array of n
-// inputs objects, as the insert check admitted) into one inputs JSON per partition.
+// inputs objects, as the insert check admitted) into one inputs JSON per partition,
+// each a slice of inputs. It finds the elements' bounds by their brackets and strings
+// only, without decoding them (a C2's 37 MB took 0.19 s through encoding/json): the
+// text is PostgreSQL's, and each partition's is parsed in full by its synthesis.
 func PartitionInputs(inputs []byte, n int) ([][]byte, error) {
-	var parts []json.RawMessage
-	if err := json.Unmarshal(inputs, &parts); err != nil {
-		return nil, fmt.Errorf("split inputs into partitions: %w", err)
+	fail := func(format string, args ...any) ([][]byte, error) {
+		return nil, fmt.Errorf("split inputs into partitions: "+format, args...)
 	}
-	if len(parts) != n {
-		return nil, fmt.Errorf("split inputs into partitions: %d inputs for %d partitions", len(parts), n)
+	i := skipSpace(inputs, 0)
+	if i == len(inputs) || inputs[i] != '[' {
+		return fail("not a JSON array")
 	}
-	out := make([][]byte, n)
-	for i, p := range parts {
-		out[i] = p
+	i = skipSpace(inputs, i+1)
+	var out [][]byte
+	if i < len(inputs) && inputs[i] == ']' {
+		i++
+	} else {
+		for {
+			end, err := skipValue(inputs, i)
+			if err != nil {
+				return fail("element %d at byte %d: %v", len(out), i, err)
+			}
+			if len(out) == n {
+				return fail("more than %d inputs for %d partitions", n, n)
+			}
+			out = append(out, inputs[i:end])
+			i = skipSpace(inputs, end)
+			if i == len(inputs) {
+				return fail("the array does not end")
+			}
+			if inputs[i] == ']' {
+				i++
+				break
+			}
+			if inputs[i] != ',' {
+				return fail("%q after element %d at byte %d", inputs[i], len(out)-1, i)
+			}
+			i = skipSpace(inputs, i+1)
+		}
+	}
+	if skipSpace(inputs, i) != len(inputs) {
+		return fail("data after the array at byte %d", i)
+	}
+	if len(out) != n {
+		return fail("%d inputs for %d partitions", len(out), n)
 	}
 	return out, nil
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end of the JSON value at b[i:]: an object or array through
+// its matching bracket (strings inside skipped whole, escapes included), a string
+// through its closing quote, anything else (a number, true, false, null) up to the
+// next delimiter.
+func skipValue(b []byte, i int) (int, error) {
+	if i == len(b) {
+		return 0, errors.New("missing")
+	}
+	var stack []byte // the closing brackets awaited
+	for i < len(b) {
+		switch c := b[i]; c {
+		case '"':
+			end, err := skipString(b, i)
+			if err != nil {
+				return 0, err
+			}
+			i = end
+		case '{', '[':
+			stack = append(stack, c+2) // '{'+2 is '}', '['+2 is ']'
+			i++
+		case '}', ']':
+			if len(stack) == 0 {
+				return i, nil // the enclosing array's end, after a scalar
+			}
+			if stack[len(stack)-1] != c {
+				return 0, fmt.Errorf("%q where %q was expected", c, stack[len(stack)-1])
+			}
+			stack = stack[:len(stack)-1]
+			i++
+		case ',', ' ', '\t', '\n', '\r':
+			if len(stack) == 0 {
+				return i, nil // after a scalar
+			}
+			i++
+		default:
+			i++
+		}
+		if len(stack) == 0 && (b[i-1] == '}' || b[i-1] == ']' || b[i-1] == '"') {
+			return i, nil
+		}
+	}
+	if len(stack) > 0 {
+		return 0, errors.New("unterminated")
+	}
+	return i, nil
+}
+
+// skipString returns the end of the JSON string whose opening quote is b[i].
+func skipString(b []byte, i int) (int, error) {
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++ // the escaped byte cannot close the string
+		case '"':
+			return i + 1, nil
+		}
+	}
+	return 0, errors.New("unterminated string")
 }
 
 // DonePartitions are the partitions of a request that have a stored proof made with
