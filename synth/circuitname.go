@@ -71,8 +71,10 @@ func (r *Registry) ForgetImported(name string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.entries, name)
-	if err := os.Remove(r.importedFile(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+	for _, f := range []string{r.importedFile(name), planFile(r.importedFile(name))} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
 	}
 	return nil
 }

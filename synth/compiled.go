@@ -119,11 +119,47 @@ func newCompiled(name string, sys *cs.R1CS, builtin bool) (*Compiled, error) {
 // porep, docs/circuits.md) would exceed; a circuit without it solves with gnark's
 // solver.
 func (c *Compiled) splitBlocks() *Compiled {
+	c.usePlan(c.findPlan())
+	return c
+}
+
+// findPlan is c's block plan, nil when it has no useful one.
+func (c *Compiled) findPlan() *blockPlan {
 	if p := planBlocks(c.CS); p != nil && p.useful(len(c.CS.Instructions)) {
-		c.plan = p
-		c.est = estimate(c) // the block solver keeps no C
-		c.held += allocSize(int64(cap(p.unknown)))
+		return p
 	}
+	return nil
+}
+
+// usePlan makes c solve with the block solver on p (nil: with gnark's).
+func (c *Compiled) usePlan(p *blockPlan) {
+	if p == nil {
+		return
+	}
+	c.plan = p
+	c.est = estimate(c) // the block solver keeps no C
+	c.held += allocSize(int64(cap(p.unknown)))
+}
+
+// splitBlocksKept is splitBlocks for a circuit whose constraint system is the R1CS
+// cache file at path: the plan kept beside that file when it is whole and of that
+// system, else one found afresh and kept there for the next load.
+func (c *Compiled) splitBlocksKept(path string) *Compiled {
+	sum, err := r1csFileSum(path)
+	if err != nil {
+		return c.splitBlocks()
+	}
+	n := len(c.CS.Instructions)
+	if p, used, err := readPlanFile(planFile(path), sum, n); err == nil {
+		if used {
+			c.usePlan(p)
+		}
+		return c
+	}
+	p := c.findPlan()
+	c.usePlan(p)
+	// A plan that cannot be kept (a read-only cache) is found again next time.
+	_ = writePlanFile(planFile(path), sum, n, p)
 	return c
 }
 

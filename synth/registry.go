@@ -62,6 +62,19 @@ func (r *Registry) CacheFile(name string) string {
 	return filepath.Join(r.dir, name+"-gnark"+gnark.Version.String()+"-r"+strconv.Itoa(CircuitRevision)+".r1cs")
 }
 
+// r1csFile is the file a loaded circuit's constraint system was read from or cached
+// in, "" without a cache directory.
+func (r *Registry) r1csFile(name string) string {
+	switch {
+	case r.dir == "":
+		return ""
+	case isBuiltinName(name):
+		return r.CacheFile(name)
+	default:
+		return r.importedFile(name)
+	}
+}
+
 func (r *Registry) importedFile(name string) string {
 	return filepath.Join(r.dir, "imported-"+name+".r1cs")
 }
@@ -88,7 +101,11 @@ func (r *Registry) Get(ctx context.Context, name string) (*Compiled, error) {
 			split := !r.noSplit
 			r.mu.Unlock()
 			if e.err == nil && split {
-				e.c.splitBlocks()
+				if path := r.r1csFile(name); path != "" {
+					e.c.splitBlocksKept(path)
+				} else {
+					e.c.splitBlocks()
+				}
 			}
 		}()
 		if e.err != nil {
