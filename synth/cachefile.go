@@ -31,14 +31,42 @@ const (
 // errCorrupt marks a cache file that exists but cannot be trusted.
 var errCorrupt = errors.New("corrupt R1CS file")
 
-// writeR1CSFile writes sys to path atomically: a temporary file in the same
-// directory, synced, then renamed over path. Concurrent writers of the same circuit
-// each rename a complete file, so readers never see a partial one.
-func writeR1CSFile(path string, sys *cs.R1CS) (err error) {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp-*")
+// writeR1CSFile writes sys to path atomically (writeFileAtomic). Concurrent writers
+// of the same circuit each rename a complete file, so readers never see a partial one.
+func writeR1CSFile(path string, sys *cs.R1CS) error {
+	segs, err := r1csSegments(sys)
 	if err != nil {
-		return fmt.Errorf("create cache file: %w", err)
+		return fmt.Errorf("encode R1CS: %w", err)
+	}
+	return writeFileAtomic(path, func(f *os.File) (err error) {
+		// The checksum is computed beside the write, over the same segments.
+		sum := sha256.New()
+		hashed := make(chan struct{})
+		go func() {
+			defer close(hashed)
+			for _, s := range segs {
+				sum.Write(s)
+			}
+		}()
+		for _, s := range segs {
+			if _, err = f.Write(s); err != nil {
+				break
+			}
+		}
+		<-hashed
+		if err == nil {
+			_, err = f.Write(append([]byte(trailerMagic), sum.Sum(nil)...))
+		}
+		return err
+	})
+}
+
+// writeFileAtomic writes path through write: into a temporary file in the same
+// directory, synced, then renamed over path.
+func writeFileAtomic(path string, write func(f *os.File) error) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("create %s: %w", path, err)
 	}
 	defer func() {
 		if err != nil {
@@ -46,29 +74,7 @@ func writeR1CSFile(path string, sys *cs.R1CS) (err error) {
 			os.Remove(tmp.Name())
 		}
 	}()
-	segs, err := r1csSegments(sys)
-	if err != nil {
-		return fmt.Errorf("encode R1CS: %w", err)
-	}
-	// The checksum is computed beside the write, over the same segments.
-	sum := sha256.New()
-	hashed := make(chan struct{})
-	go func() {
-		defer close(hashed)
-		for _, s := range segs {
-			sum.Write(s)
-		}
-	}()
-	for _, s := range segs {
-		if _, err = tmp.Write(s); err != nil {
-			break
-		}
-	}
-	<-hashed
-	if err == nil {
-		_, err = tmp.Write(append([]byte(trailerMagic), sum.Sum(nil)...))
-	}
-	if err != nil {
+	if err = write(tmp); err != nil {
 		return fmt.Errorf("write %s: %w", tmp.Name(), err)
 	}
 	if err = tmp.Sync(); err != nil {
@@ -78,7 +84,7 @@ func writeR1CSFile(path string, sys *cs.R1CS) (err error) {
 		return fmt.Errorf("close %s: %w", tmp.Name(), err)
 	}
 	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("publish cache file: %w", err)
+		return fmt.Errorf("publish %s: %w", path, err)
 	}
 	return nil
 }

@@ -1,14 +1,12 @@
 package synth
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 )
 
@@ -83,35 +81,12 @@ func encodePlan(sum []byte, n int, p *blockPlan) []byte {
 	return append(b, h[:]...)
 }
 
-// writePlanFile writes p's file to path atomically, as writeR1CSFile does.
-func writePlanFile(path string, sum []byte, n int, p *blockPlan) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("create plan file: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	w := bufio.NewWriterSize(tmp, 1<<20)
-	if _, err = w.Write(encodePlan(sum, n, p)); err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", tmp.Name(), err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp.Name(), err)
-	}
-	if err = os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("publish plan file: %w", err)
-	}
-	return nil
+// writePlanFile writes p's file to path atomically (writeFileAtomic).
+func writePlanFile(path string, sum []byte, n int, p *blockPlan) error {
+	return writeFileAtomic(path, func(f *os.File) error {
+		_, err := f.Write(encodePlan(sum, n, p))
+		return err
+	})
 }
 
 // readPlanFile reads the plan at path for a system of n instructions whose R1CS file
