@@ -22,7 +22,7 @@ import (
 // dirs are where keys and compiled circuits live.
 type dirs struct {
 	KeysDir  string `name:"keys-dir" env:"CUZK_KEYS_DIR" help:"Directory of proving/verifying keys (one subdirectory per circuit). Default: <user cache>/cuzk/keys."`
-	CacheDir string `name:"cache-dir" env:"CUZK_CACHE_DIR" help:"Directory caching compiled circuits. Default: <user cache>/cuzk/r1cs."`
+	CacheDir string `name:"cache-dir" env:"CUZK_CACHE_DIR" help:"Directory caching compiled circuits (each NAME.r1cs with its block split beside it, NAME.r1cs.plan). Default: <user cache>/cuzk/r1cs."`
 }
 
 func (d *dirs) resolve() error {
