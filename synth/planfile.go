@@ -173,8 +173,7 @@ func readPlanFile(path string, sum []byte, n int) (p *blockPlan, used bool, err 
 		return bad("%d unknown bytes for %d instructions", r.Len(), count)
 	}
 	p.unknown = make([]r1cUnknown, count)
-	for i := range p.unknown {
-		b, _ := r.ReadByte()
+	for i, b := range body[len(body)-r.Len():] {
 		u := r1cUnknown(b)
 		if u != unknownNone && u != unknownAny && (u>>6 == 0 || int(u&63) > unknownMaxIndex) {
 			return bad("instruction %d: unknown %#x", i, b)
