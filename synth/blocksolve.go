@@ -593,8 +593,8 @@ func coeffKinds(coeffs []fr.Element) ([]coeffKind, []uint64) {
 
 // solveBlocks solves c on witness vec (public inputs after the one wire, then
 // secret) with plan over cfg.NbTasks goroutines, producing exactly gnark's W, A and B
-// (C, which gnark's solver also returns, is A∘B and left nil), and checking every
-// constraint as gnark's solver does.
+// (C, which gnark's solver also returns, is A∘B and left nil), and checking the
+// constraints that solve a wire as gnark's solver does (the others: Compiled.Check).
 func solveBlocks(ctx context.Context, c *Compiled, plan *blockPlan, vec fr.Vector, cfg solver.Config) (*cs.R1CSSolution, error) {
 	sys := c.CS
 	nbWires, nbCons := c.NbWires(), c.NbConstraints()
