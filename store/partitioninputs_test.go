@@ -54,6 +54,11 @@ func TestPartitionInputs(t *testing.T) {
 		if err != nil || !sameParts(got, want) {
 			t.Errorf("%s: got %q, %v; want %q", in, got, err, want)
 		}
+		for i, p := range got { // views of one buffer: an append must not reach the next
+			if cap(p) != len(p) {
+				t.Errorf("%s: partition %d has capacity %d past its %d bytes", in, i, cap(p), len(p))
+			}
+		}
 	}
 	for _, c := range []struct {
 		in   string
