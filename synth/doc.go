@@ -16,11 +16,13 @@
 // full-witness binary, with strict validation. Every problem with the inputs,
 // including an unsatisfied constraint, is an *InputError (see IsBadInput).
 //
-// Solving: Solve returns a Solution (W, A, B, C, public witness, and the gnark
-// witness for reference provers): gnark's solution, computed by the block solver
+// Solving: Solve returns a Solution (W, A, B, public witness, and the gnark witness
+// for reference provers): gnark's solution, computed by the block solver
 // (blocksolve.go) where the circuit splits into independent blocks, else by gnark's
-// solver. EstimateBytes bounds the
-// heap one Solve allocates, for memory budgets that reserve before solving.
+// solver. The block solver leaves the constraints that solve no wire unchecked: a
+// proof of inputs that fail one does not verify, and Compiled.Check then gives the
+// constraint's error. EstimateBytes bounds the heap one Solve allocates, for memory
+// budgets that reserve before solving.
 //
 // gnark logs through its global logger (github.com/consensys/gnark/logger): a
 // binary that wants quiet compiles and solves should call logger.Disable().
