@@ -25,6 +25,7 @@ func (c *Compiled) Check(ctx context.Context, w []fr.Element, tasks int) error {
 	sys := c.CS
 	n := len(sys.Instructions)
 	tasks = max(1, min(tasks, n/checkChunk+1))
+	ev := c.evaluator(w)
 	type found struct {
 		cid     uint32
 		a, b, o fr.Element
@@ -55,7 +56,7 @@ func (c *Compiled) Check(ctx context.Context, w []fr.Element, tasks int) error {
 					results[t] = &found{err: fmt.Errorf("check %s: instruction %d has blueprint %T", c.Name, i, bp)}
 					return
 				}
-				a, b, v := c.evalLinear(l, w), c.evalLinear(r, w), c.evalLinear(o, w)
+				a, b, v := ev.eval(l), ev.eval(r), ev.eval(o)
 				var ab fr.Element
 				if !ab.Mul(&a, &b).Equal(&v) {
 					results[t] = &found{cid: pi.ConstraintOffset, a: a, b: b, o: v}
@@ -74,7 +75,7 @@ func (c *Compiled) Check(ctx context.Context, w []fr.Element, tasks int) error {
 			u := &cs.UnsatisfiedConstraintError{CID: int(f.cid),
 				Err: fmt.Errorf("%s ⋅ %s != %s", f.a.String(), f.b.String(), f.o.String())}
 			if d, ok := sys.MDebug[int(f.cid)]; ok {
-				text := c.logValue(sys.DebugInfo[d], w)
+				text := ev.logValue(sys.DebugInfo[d])
 				u.DebugInfo = &text
 			}
 			return &InputError{Msg: "inputs do not satisfy circuit " + c.Name, Err: c.unsatisfied(u)}
@@ -86,44 +87,34 @@ func (c *Compiled) Check(ctx context.Context, w []fr.Element, tasks int) error {
 // checkChunk is how many instructions Check evaluates between looks at its context.
 const checkChunk = 1 << 16
 
-// evalLinear is the value of le on w.
-func (c *Compiled) evalLinear(le constraint.LinearExpression, w []fr.Element) fr.Element {
-	var sum fr.Element
-	for _, t := range le {
-		if t.IsConstant() {
-			sum.Add(&sum, &c.CS.Coefficients[t.CID])
-			continue
-		}
-		v := &w[t.VID]
-		switch t.CID {
-		case constraint.CoeffIdZero:
-		case constraint.CoeffIdOne:
-			sum.Add(&sum, v)
-		case constraint.CoeffIdMinusOne:
-			sum.Sub(&sum, v)
-		default:
-			var m fr.Element
-			m.Mul(&c.CS.Coefficients[t.CID], v)
-			sum.Add(&sum, &m)
-		}
-	}
-	return sum
+// evaluator sums linear expressions over the wire values w with the block solver's
+// arithmetic (sumSolved reads only, so its goroutines share one).
+func (c *Compiled) evaluator(w []fr.Element) *blockSolve {
+	kinds, words := coeffKinds(c.CS.Coefficients)
+	return &blockSolve{sys: c.CS, kinds: kinds, words: words, values: w}
+}
+
+// eval is the value of le.
+func (s *blockSolve) eval(le constraint.LinearExpression) fr.Element {
+	var v fr.Element
+	s.sumSolved(le, &v)
+	return v
 }
 
 // logValue is gnark's text of a constraint's debug information (its solver's
-// logValue) with every wire of w known: the assertion's format filled with the values
+// logValue) with every wire known: the assertion's format filled with the values
 // of its expressions, then the call stack, a function and "\tfile:line" per frame.
-func (c *Compiled) logValue(log constraint.LogEntry, w []fr.Element) string {
+func (s *blockSolve) logValue(log constraint.LogEntry) string {
 	args := make([]any, 0, len(log.ToResolve)+1)
 	for _, le := range log.ToResolve {
-		v := c.evalLinear(le, w)
+		v := s.eval(le)
 		args = append(args, v.String())
 	}
 	if len(log.Stack) > 0 {
 		var sb strings.Builder
 		for _, id := range log.Stack {
-			loc := c.CS.SymbolTable.Locations[id]
-			fn := c.CS.SymbolTable.Functions[loc.FunctionID]
+			loc := s.sys.SymbolTable.Locations[id]
+			fn := s.sys.SymbolTable.Functions[loc.FunctionID]
 			sb.WriteString(fn.Name)
 			sb.WriteString("\n\t")
 			sb.WriteString(fn.Filename)
