@@ -85,6 +85,9 @@ func skipValue(b []byte, i int) (int, error) {
 			if err != nil {
 				return 0, err
 			}
+			if len(stack) == 0 {
+				return end, nil // a string element
+			}
 			i = end
 		case '{', '[':
 			stack = append(stack, c+2) // '{'+2 is '}', '['+2 is ']'
@@ -98,6 +101,9 @@ func skipValue(b []byte, i int) (int, error) {
 			}
 			stack = stack[:len(stack)-1]
 			i++
+			if len(stack) == 0 {
+				return i, nil // an object or array element
+			}
 		case ',', ' ', '\t', '\n', '\r':
 			if len(stack) == 0 {
 				return i, nil // after a scalar
@@ -105,9 +111,6 @@ func skipValue(b []byte, i int) (int, error) {
 			i++
 		default:
 			i++
-		}
-		if len(stack) == 0 && (b[i-1] == '}' || b[i-1] == ']' || b[i-1] == '"') {
-			return i, nil
 		}
 	}
 	if len(stack) > 0 {
