@@ -88,8 +88,9 @@ func TestPanicPreparingKeyFailsTheAttemptNotTheWorker(t *testing.T) {
 }
 
 // The memory a request's synthesis reserves goes back however its attempt ends: a
-// proof stored, a prover that panics (the attempt retried), inputs that fail in the
-// solver after the reservation was taken.
+// proof stored, a prover that panics (the attempt retried), inputs that fail after the
+// reservation was taken (a constraint that solves no wire: their proof fails
+// verification). p goes first, so that the prover's one panic is p's.
 func TestSynthesisMemoryReleasedOnEveryPath(t *testing.T) {
 	db := pgtest.New(t)
 	const circuit = "synthetic-k8"
@@ -101,13 +102,15 @@ func TestSynthesisMemoryReleasedOnEveryPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := jsonWith(t, good, "Out", `"1"`) // the last constraint fails in the solver
-	for id, in := range map[string]string{"p": string(good), "unsat": bad} {
+	bad := jsonWith(t, good, "Out", `"1"`) // the last constraint fails
+	insert := func(id, in string) {
 		psql(t, db.URL, fmt.Sprintf("INSERT INTO cuzk.proof_requests (request_id, circuit, inputs) VALUES ('%s', '%s', $j$%s$j$);", id, circuit, in))
 	}
+	insert("p", string(good))
 	if st, le := waitState(t, db.Pool, "p", "succeeded", "failed"); st != "succeeded" {
 		t.Fatalf("p: %s: %s", st, le)
 	}
+	insert("unsat", bad)
 	if st, le := waitState(t, db.Pool, "unsat", "succeeded", "failed"); st != "failed" || !strings.Contains(le, "is not satisfied") {
 		t.Fatalf("unsat: %s %q, want failed in the solver", st, le)
 	}
