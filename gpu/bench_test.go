@@ -48,7 +48,7 @@ func TestGPUBench(t *testing.T) {
 		}
 	}
 	cpuRef := os.Getenv("CUZK_GPU_BENCH_CPU") != "0"
-	// CUZK_GPU_BENCH_OPS limits the operations (g1, g1skew, g2, ntt, prove, batch; keyload, stream and witness only when named), e.g. "g1,ntt";
+	// CUZK_GPU_BENCH_OPS limits the operations (g1, g1skew, g2, ntt, prove, batch; g1distinct, g2distinct, keyload, stream and witness only when named), e.g. "g1,ntt";
 	// default all.
 	ops := os.Getenv("CUZK_GPU_BENCH_OPS")
 	named := func(op string) bool { return slices.Contains(strings.Split(ops, ","), op) }
@@ -97,7 +97,18 @@ func TestGPUBench(t *testing.T) {
 			kb.free()
 		}
 		if want("g2") {
-			benchMSMG2(t, s, q2, wb, sc, logN, cpuRef, report)
+			benchMSMG2(t, s, "msm_g2", q2, wb, sc, logN, cpuRef, report)
+		}
+		// Distinct bases (r_i·G, made on the device) as a real key's: the MSM gathers
+		// them from device memory, where the tiled 2^16 stay in L2. The CPU reference
+		// only up to 2^22.
+		if named("g1distinct") {
+			b, _ := distinctBases(t, rng, 1<<logN, true)
+			benchMSMG1Named(t, "msm_g1_distinct", s, b, wb, sc, logN, cpuRef && logN <= 22, report)
+		}
+		if named("g2distinct") {
+			_, b := distinctBases(t, rng, 1<<logN, false)
+			benchMSMG2(t, s, "msm_g2_distinct", b, wb, sc, logN, cpuRef && logN <= 22, report)
 		}
 		// The NTT below 2^22 only when named (its plans at 2^20 and 2^21 are A/B runs).
 		if want("ntt") && (logN >= 22 || named("ntt")) {
@@ -239,9 +250,37 @@ func repeated[T any](q []T, n int) []T {
 	return b
 }
 
-// tiledBasesG1 is n bases tiled from q, and their resident base set.
+// distinctBases is n points r_i·G of G1 and G2 (only G1 when g1 is set, only G2
+// otherwise), the r_i random, made on the device.
+func distinctBases(t *testing.T, rng *rand.Rand, n int, g1 bool) ([]bls12381.G1Affine, []bls12381.G2Affine) {
+	f, err := NewFixedBase(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := make([]fr.Element, n)
+	randFr(rng, r)
+	if g1 {
+		p := make([]bls12381.G1Affine, n)
+		if err := f.G1(context.Background(), r, p); err != nil {
+			t.Fatal(err)
+		}
+		return p, nil
+	}
+	p := make([]bls12381.G2Affine, n)
+	if err := f.G2(context.Background(), r, p); err != nil {
+		t.Fatal(err)
+	}
+	return nil, p
+}
+
+// tiledBasesG1 is n bases tiled from q (q's first n when it has as many), and their
+// resident base set.
 func tiledBasesG1(t *testing.T, s *cudaStream, q []bls12381.G1Affine, n int) ([]bls12381.G1Affine, *baseSet) {
-	b := repeated(q, n)
+	b := q[:min(n, len(q)):min(n, len(q))]
+	if len(b) < n {
+		b = repeated(q, n)
+	}
 	set, err := s.newBasesG1(b, 4<<30, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -249,9 +288,13 @@ func tiledBasesG1(t *testing.T, s *cudaStream, q []bls12381.G1Affine, n int) ([]
 	return b, set
 }
 
-// tiledBasesG2 is n bases tiled from q, and their resident base set.
+// tiledBasesG2 is n bases tiled from q (q's first n when it has as many), and their
+// resident base set.
 func tiledBasesG2(t *testing.T, s *cudaStream, q []bls12381.G2Affine, n int) ([]bls12381.G2Affine, *baseSet) {
-	b := repeated(q, n)
+	b := q[:min(n, len(q)):min(n, len(q))]
+	if len(b) < n {
+		b = repeated(q, n)
+	}
 	set, err := s.newBasesG2(b, 4<<30, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -298,7 +341,7 @@ func benchMSMG1Named(t *testing.T, op string, s *cudaStream, q []bls12381.G1Affi
 	report(op, logN, gpu, cpu)
 }
 
-func benchMSMG2(t *testing.T, s *cudaStream, q []bls12381.G2Affine, wb *devBuf, sc []fr.Element, logN int,
+func benchMSMG2(t *testing.T, s *cudaStream, op string, q []bls12381.G2Affine, wb *devBuf, sc []fr.Element, logN int,
 	cpuRef bool, report reporter) {
 	n := 1 << logN
 	b, set := tiledBasesG2(t, s, q, n)
@@ -307,10 +350,10 @@ func benchMSMG2(t *testing.T, s *cudaStream, q []bls12381.G2Affine, wb *devBuf, 
 	gpu := timeRuns(t, 3, func() (err error) { got, err = s.msmG2(set, 0, n, wb, 0, nil); return err })
 	profileOnce(func() { s.msmG2(set, 0, n, wb, 0, nil) })
 	ref := got
-	windowSweep(t, s, "msm_g2", logN, 2, report, func() (err error) { got, err = s.msmG2(set, 0, n, wb, 0, nil); return err },
+	windowSweep(t, s, op, logN, 2, report, func() (err error) { got, err = s.msmG2(set, 0, n, wb, 0, nil); return err },
 		func() bool { return got.Equal(&ref) })
 	got = ref
-	defer benchPrecomputed(t, "msm_g2", s, set, logN, report, func() (err error) { got, err = s.msmG2(set, 0, n, wb, 0, nil); return err },
+	defer benchPrecomputed(t, op, s, set, logN, report, func() (err error) { got, err = s.msmG2(set, 0, n, wb, 0, nil); return err },
 		func() bool { return got.Equal(&ref) })
 	var cpu time.Duration
 	if cpuRef {
@@ -319,10 +362,10 @@ func benchMSMG2(t *testing.T, s *cudaStream, q []bls12381.G2Affine, wb *devBuf, 
 		want.MultiExp(b, sc[:n], ecc.MultiExpConfig{})
 		cpu = time.Since(t0)
 		if !want.Equal(&got) {
-			t.Errorf("bench G2 2^%d: result differs from gnark-crypto", logN)
+			t.Errorf("bench %s 2^%d: result differs from gnark-crypto", op, logN)
 		}
 	}
-	report("msm_g2", logN, gpu, cpu)
+	report(op, logN, gpu, cpu)
 }
 
 // nttBenchFlags: the benchmark's transform, DIF (natural to bit-reversed) unless

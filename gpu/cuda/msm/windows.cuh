@@ -25,7 +25,8 @@ inline double reduce_ratio(bool g2) { return g2 ? 5.6 : 12.5; }
 // Window size by measurement: the fastest c at 2^k points (H200, 2026-12-03, c swept
 // with CUZK_MSM_C, windows of ceil(255/c); docs/lab/BENCHMARKS.md) for k = 12, 14, ..., 24;
 // the odd k between, not measured, take a c between their neighbours'. n picks the
-// entry of log2(n) rounded. The times are flat near the optimum (G1 2^20: 12.73 ms at
+// entry of log2(n) rounded; past 2^24 the last entry holds (swept to 2^26 over
+// distinct bases: G1's c = 17 within 1% of the fastest, G2's c = 20 the fastest). The times are flat near the optimum (G1 2^20: 12.73 ms at
 // c = 17, 12.86 at 16, 13.01 at 15), and the fitted cost model below picked windows
 // measured up to 8% slower (G2 2^20: c = 15, 36.9 ms, against 34.3 at c = 16). G2 2^16
 // takes c = 12: the sweep (stage profile on) had 13 ahead by 4%, an A/B without the
