@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
@@ -21,7 +22,7 @@ import (
 // job completion in one transaction.
 func (w *Worker) persist(ctx context.Context, it *item, out outcome, log *slog.Logger) error {
 	att, p := out.att, out.proved
-	proofBytes, err := checkProof(ctx, att, p)
+	proofBytes, err := w.checkProof(ctx, att, p)
 	if err != nil {
 		return w.fail(ctx, it.job, att, err, log)
 	}
@@ -52,11 +53,16 @@ func (w *Worker) persist(ctx context.Context, it *item, out outcome, log *slog.L
 // that does not verify is never stored. Its witness is then checked constraint by
 // constraint: one it fails is the inputs' fault, and the attempt fails with that
 // constraint's input error; otherwise the proof points at a faulty backend or key, so
-// the attempt is retried. The witness is dropped either way.
-func checkProof(ctx context.Context, att *attempt, p *proved) ([]byte, error) {
+// the attempt is retried. The witness is dropped either way, and its bytes counted
+// as consumed for the heap sweeper, as the rest of the solution's were when the proof
+// was made.
+func (w *Worker) checkProof(ctx context.Context, att *attempt, p *proved) ([]byte, error) {
 	t := time.Now()
 	defer func() { att.clock.record(phase.Verify, time.Since(t)) }()
-	defer func() { p.w = nil }()
+	defer func() {
+		w.sweeper.consumed(int64(len(p.w)) * fr.Bytes)
+		p.w = nil
+	}()
 	proofBytes, err := prover.EncodeProof(p.proof)
 	if err != nil {
 		return nil, err

@@ -174,7 +174,7 @@ func (w *Worker) finishPartition(ctx context.Context, i int, it *item, log *slog
 		// Off River's goroutine, a panic is recovered here: it fails the partition, not
 		// the worker.
 		err = w.safely("verify partition proof", func() (err error) {
-			proofBytes, err = checkProof(ctx, att, out.proved)
+			proofBytes, err = w.checkProof(ctx, att, out.proved)
 			return err
 		})
 	}

@@ -1,9 +1,15 @@
 package worker
 
 import (
+	"context"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	groth16bls "github.com/consensys/gnark/backend/groth16/bls12-381"
 )
 
 // A collection starts once the consumed bytes reach the threshold, one at a time;
@@ -70,5 +76,30 @@ func TestSweepThreshold(t *testing.T) {
 		if got := sweepThreshold(c.budget); got != c.want {
 			t.Errorf("sweepThreshold(%d) = %d, want %d", c.budget, got, c.want)
 		}
+	}
+}
+
+// A proof's check drops the wire values kept for it, and counts their bytes as
+// consumed, whether the proof verifies or not: the rest of the solution was counted
+// when the proof was made.
+func TestCheckProofCountsTheWitness(t *testing.T) {
+	var collections atomic.Int32
+	const wires = 1000
+	w := &Worker{sweeper: newHeapSweeper(wires * fr.Bytes)}
+	w.sweeper.gc = func() { collections.Add(1) }
+	p := &proved{proof: new(groth16bls.Proof), vk: new(groth16bls.VerifyingKey), w: make([]fr.Element, wires)}
+	att := &attempt{clock: newAttemptClock(time.Now(), 0)}
+	if _, err := w.checkProof(context.Background(), att, p); err == nil || !strings.HasPrefix(err.Error(), "proof failed verification") {
+		t.Fatalf("checkProof of an empty proof: %v, want it to fail verification", err)
+	}
+	if p.w != nil {
+		t.Error("the wire values are still held after the check")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for collections.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no collection: the wire values' bytes were not counted as consumed")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
