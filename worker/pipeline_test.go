@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/metrics"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cuzk/cuzk/internal/pgtest"
+	"github.com/cuzk/cuzk/prover"
 	"github.com/cuzk/cuzk/synth"
 	"github.com/cuzk/cuzk/worker"
 )
@@ -419,5 +421,65 @@ func TestPipelineSweepsProvenSolutions(t *testing.T) {
 		case !c.sweep && got != 0:
 			t.Errorf("%s: %d forced collections for %d small proofs under an 8 GiB budget", c.name, got, n)
 		}
+	}
+}
+
+// failingProver is the CPU backend whose every Prove fails, after the solutions are made.
+type failingProver struct{ prover.Backend }
+
+func (failingProver) Prove(context.Context, prover.Key, []*synth.Solution) ([]prover.Parts, prover.PhaseTimes, error) {
+	return nil, prover.PhaseTimes{}, errors.New("injected prove failure")
+}
+
+// Solutions that are never proven are garbage too: a failed prove counts them for the
+// heap sweeper, which collects past its threshold as it does for proven ones.
+func TestPipelineSweepsUnprovenSolutions(t *testing.T) {
+	const circuit = "synthetic-k12"
+	db := pgtest.New(t)
+	register(t, db.Pool, circuit)
+	keys.setup(t, circuit)
+	forced := func() uint64 {
+		s := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	// Collections started before this test (another's sweeper) end first.
+	before := forced()
+	for {
+		time.Sleep(200 * time.Millisecond)
+		if now := forced(); now != before {
+			before = now
+			continue
+		}
+		break
+	}
+	rw := startWorkerWith(t, db.Pool, []worker.Prover{{Backend: failingProver{prover.NewCPU()}}}, nil,
+		func(cfg *worker.Config) {
+			cfg.MaxBatch = 1
+			worker.SweepAfter(cfg, 1)
+		})
+	insertRequests(t, db.Pool, "unproven", circuit, 1, 2)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var failed int
+		if err := db.Pool.QueryRow(context.Background(),
+			"SELECT count(*) FROM cuzk.proof_attempts WHERE request_id = 'unproven-1' AND error LIKE '%injected prove failure%'").
+			Scan(&failed); err != nil {
+			t.Fatal(err)
+		}
+		if failed > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no attempt failed with the injected prove failure")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	rw.stop(t)
+	for deadline := time.Now().Add(10 * time.Second); forced() == before && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if forced() == before {
+		t.Error("no collection after a failed prove dropped its solution past a 1-byte threshold")
 	}
 }

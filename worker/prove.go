@@ -147,6 +147,7 @@ func (w *Worker) proveBatch(d *Prover, b *solvedBatch) {
 		s.att.row.Device = d.Label
 		if err := context.Cause(s.it.ctx); err != nil {
 			s.att.clock.record(phase.ProveWait, picked.Sub(s.synthEnd)-s.keyWait)
+			w.dropSolution(s)
 			s.fail(err)
 			continue
 		}
@@ -167,6 +168,9 @@ func (w *Worker) proveBatch(d *Prover, b *solvedBatch) {
 	defer proveWaitEnds()
 	fail := func(err error) {
 		proveWaitEnds()
+		for _, s := range live {
+			w.dropSolution(s)
+		}
 		failAll(live, err)
 	}
 
@@ -271,6 +275,16 @@ func (w *Worker) proveBatch(d *Prover, b *solvedBatch) {
 			failAll(done, err)
 		}
 	}()
+}
+
+// dropSolution lets go of the solution of a request that will not be proven, its
+// vectors counted as consumed for the heap sweeper as a proven one's are.
+func (w *Worker) dropSolution(s *synthesized) {
+	if s.sol == nil {
+		return
+	}
+	w.sweeper.consumed(int64(len(s.sol.W)+cap(s.sol.A)+cap(s.sol.B)) * fr.Bytes)
+	s.sol = nil
 }
 
 // devicePhases are the phases inside prove that the backend measured, by name: a
