@@ -15,6 +15,7 @@ import (
 	"github.com/consensys/gnark-crypto/ecc"
 	"github.com/consensys/gnark/backend/groth16"
 	"github.com/consensys/gnark/backend/witness"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cuzk/cuzk/internal/pgtest"
@@ -311,8 +312,12 @@ func waitAttemptOutcome(t *testing.T, pool *pgxpool.Pool, rid string, attempt in
 	deadline := time.Now().Add(3 * time.Minute)
 	var got string
 	for time.Now().Before(deadline) {
-		if err := pool.QueryRow(context.Background(), "SELECT outcome FROM cuzk.proof_attempts WHERE request_id = $1 AND attempt = $2",
-			rid, attempt).Scan(&got); err != nil {
+		err := pool.QueryRow(context.Background(), "SELECT outcome FROM cuzk.proof_attempts WHERE request_id = $1 AND attempt = $2",
+			rid, attempt).Scan(&got)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows): // not recorded yet
+			got = "not recorded"
+		case err != nil:
 			t.Fatal(err)
 		}
 		if got == want {

@@ -459,21 +459,10 @@ func TestPipelineSweepsUnprovenSolutions(t *testing.T) {
 			worker.SweepAfter(cfg, 1)
 		})
 	insertRequests(t, db.Pool, "unproven", circuit, 1, 2)
-	deadline := time.Now().Add(time.Minute)
-	for {
-		var failed int
-		if err := db.Pool.QueryRow(context.Background(),
-			"SELECT count(*) FROM cuzk.proof_attempts WHERE request_id = 'unproven-1' AND error LIKE '%injected prove failure%'").
-			Scan(&failed); err != nil {
-			t.Fatal(err)
-		}
-		if failed > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no attempt failed with the injected prove failure")
-		}
-		time.Sleep(20 * time.Millisecond)
+	waitAttemptOutcome(t, db.Pool, "unproven-1", 1, "retryable")
+	if msg := scalarString(t, db.Pool,
+		"SELECT error FROM cuzk.proof_attempts WHERE request_id = 'unproven-1' AND attempt = 1"); !strings.Contains(msg, "injected prove failure") {
+		t.Fatalf("attempt 1 failed with %q, not the injected prove failure", msg)
 	}
 	rw.stop(t)
 	for deadline := time.Now().Add(10 * time.Second); forced() == before && time.Now().Before(deadline); {
