@@ -31,14 +31,16 @@ const (
 // errCorrupt marks a cache file that exists but cannot be trusted.
 var errCorrupt = errors.New("corrupt R1CS file")
 
-// writeR1CSFile writes sys to path atomically (writeFileAtomic). Concurrent writers
-// of the same circuit each rename a complete file, so readers never see a partial one.
-func writeR1CSFile(path string, sys *cs.R1CS) error {
+// writeR1CSFile writes sys to path atomically (writeFileAtomic) and returns the
+// checksum in its trailer. Concurrent writers of the same circuit each rename a
+// complete file, so readers never see a partial one.
+func writeR1CSFile(path string, sys *cs.R1CS) ([]byte, error) {
 	segs, err := r1csSegments(sys)
 	if err != nil {
-		return fmt.Errorf("encode R1CS: %w", err)
+		return nil, fmt.Errorf("encode R1CS: %w", err)
 	}
-	return writeFileAtomic(path, func(f *os.File) (err error) {
+	var digest []byte
+	err = writeFileAtomic(path, func(f *os.File) (err error) {
 		// The checksum is computed beside the write, over the same segments.
 		sum := sha256.New()
 		hashed := make(chan struct{})
@@ -55,10 +57,15 @@ func writeR1CSFile(path string, sys *cs.R1CS) error {
 		}
 		<-hashed
 		if err == nil {
-			_, err = f.Write(append([]byte(trailerMagic), sum.Sum(nil)...))
+			digest = sum.Sum(nil)
+			_, err = f.Write(append([]byte(trailerMagic), digest...))
 		}
 		return err
 	})
+	if err != nil {
+		return nil, err
+	}
+	return digest, nil
 }
 
 // writeFileAtomic writes path through write: into a temporary file in the same
@@ -119,48 +126,60 @@ func r1csSegments(sys *cs.R1CS) ([][]byte, error) {
 	return [][]byte{e[:callsAt+8], calls, e[callsAt+8:]}, nil
 }
 
-// readR1CSFile reads a file written by writeR1CSFile. A missing file gives an error
-// satisfying errors.Is(err, fs.ErrNotExist); any damage gives errCorrupt. The checksum
-// is computed on its own goroutine, one pass over the file beside the decode, and is
-// checked before the decode's result is used.
-func readR1CSFile(path string) (*cs.R1CS, error) {
+// readR1CSFile reads a file written by writeR1CSFile and returns the checksum in its
+// trailer with it. A missing file gives an error satisfying errors.Is(err,
+// fs.ErrNotExist); any damage gives errCorrupt. The checksum is computed on its own
+// goroutine, one pass over the file beside the decode, and is checked before the
+// decode's result is used.
+func readR1CSFile(path string) (*cs.R1CS, []byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	size := st.Size() - int64(trailerSize)
 	if size < 2*gnarkHeaderSize {
-		return nil, fmt.Errorf("%s: %w: %d bytes", path, errCorrupt, st.Size())
+		return nil, nil, fmt.Errorf("%s: %w: %d bytes", path, errCorrupt, st.Size())
 	}
-	sumErr := make(chan error, 1)
-	go func() { sumErr <- checkFileSum(f, size) }()
+	type checked struct {
+		sum []byte
+		err error
+	}
+	sumDone := make(chan checked, 1)
+	go func() {
+		sum, err := checkFileSum(f, size)
+		sumDone <- checked{sum, err}
+	}()
 	sys, err := decodeR1CSAt(f, size)
-	if serr := <-sumErr; serr != nil {
-		return nil, fmt.Errorf("%s: %w", path, serr)
+	c := <-sumDone
+	if c.err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", path, c.err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return sys, nil
+	return sys, c.sum, nil
 }
 
 // checkFileSum checks the trailer after the first size bytes of r against their
-// SHA-256.
-func checkFileSum(r io.ReaderAt, size int64) error {
+// SHA-256, and returns it.
+func checkFileSum(r io.ReaderAt, size int64) ([]byte, error) {
 	sum := sha256.New()
 	if _, err := io.Copy(sum, bufio.NewReaderSize(io.NewSectionReader(r, 0, size), 1<<20)); err != nil {
-		return fmt.Errorf("%w: %v", errCorrupt, err)
+		return nil, fmt.Errorf("%w: %v", errCorrupt, err)
 	}
 	trailer := make([]byte, trailerSize)
 	if _, err := r.ReadAt(trailer, size); err != nil {
-		return fmt.Errorf("%w: trailer: %v", errCorrupt, err)
+		return nil, fmt.Errorf("%w: trailer: %v", errCorrupt, err)
 	}
-	return checkTrailer(trailer, sum)
+	if err := checkTrailer(trailer, sum); err != nil {
+		return nil, err
+	}
+	return trailer[len(trailerMagic):], nil
 }
 
 // decodeR1CSAt decodes the gnark-encoded BLS12-381 R1CS in the first size bytes of r.

@@ -29,7 +29,7 @@ func TestReadR1CSFileIsGnarks(t *testing.T) {
 	for _, name := range []string{"synthetic-k1", "synthetic-k14", "merkle-poseidon2-d8-c4", "sha256-preimage-b200", "porep-k16"} {
 		path := filepath.Join(dir, name+".r1cs")
 		sys := mustCompile(t, name).CS
-		if err := writeR1CSFile(path, sys); err != nil {
+		if _, err := writeR1CSFile(path, sys); err != nil {
 			t.Fatal(err)
 		}
 		raw, err := os.ReadFile(path)
@@ -44,7 +44,7 @@ func TestReadR1CSFileIsGnarks(t *testing.T) {
 		if !bytes.Equal(raw, slices.Concat(enc.Bytes(), []byte(trailerMagic), sum[:])) {
 			t.Fatalf("%s: the file is not gnark's encoding and its checksum trailer", name)
 		}
-		got, err := readR1CSFile(path)
+		got, _, err := readR1CSFile(path)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -74,7 +74,7 @@ func TestReadR1CSFileIsGnarks(t *testing.T) {
 func TestReadR1CSFileDamage(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "c.r1cs")
-	if err := writeR1CSFile(path, mustCompile(t, "sha256-preimage-b200").CS); err != nil {
+	if _, err := writeR1CSFile(path, mustCompile(t, "sha256-preimage-b200").CS); err != nil {
 		t.Fatal(err)
 	}
 	raw, err := os.ReadFile(path)
@@ -90,7 +90,7 @@ func TestReadR1CSFileDamage(t *testing.T) {
 		if err := os.WriteFile(path, bad, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := readR1CSFile(path); !errors.Is(err, errCorrupt) {
+		if _, _, err := readR1CSFile(path); !errors.Is(err, errCorrupt) {
 			t.Errorf("byte %d flipped: %v, want errCorrupt", at, err)
 		}
 	}
@@ -98,7 +98,7 @@ func TestReadR1CSFileDamage(t *testing.T) {
 		if err := os.WriteFile(path, raw[:n], 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := readR1CSFile(path); !errors.Is(err, errCorrupt) {
+		if _, _, err := readR1CSFile(path); !errors.Is(err, errCorrupt) {
 			t.Errorf("truncated to %d bytes: %v, want errCorrupt", n, err)
 		}
 	}
@@ -171,7 +171,7 @@ func BenchmarkReadR1CSFile(b *testing.B) {
 		name = "porep-k18"
 	}
 	path := filepath.Join(b.TempDir(), name+".r1cs")
-	if err := writeR1CSFile(path, mustCompile(b, name).CS); err != nil {
+	if _, err := writeR1CSFile(path, mustCompile(b, name).CS); err != nil {
 		b.Fatal(err)
 	}
 	// The read before: gnark's ReadFrom of the file through a hashing reader.
@@ -200,7 +200,7 @@ func BenchmarkReadR1CSFile(b *testing.B) {
 	for range b.N {
 		runtime.GC()
 		t0 := time.Now()
-		if _, err := readR1CSFile(path); err != nil {
+		if _, _, err := readR1CSFile(path); err != nil {
 			b.Fatal(err)
 		}
 		ours = append(ours, time.Since(t0))
@@ -251,7 +251,7 @@ func BenchmarkWriteR1CSFile(b *testing.B) {
 	for i := range b.N {
 		runtime.GC()
 		t0 := time.Now()
-		if err := writeR1CSFile(filepath.Join(dir, fmt.Sprintf("ours-%d", i)), sys); err != nil {
+		if _, err := writeR1CSFile(filepath.Join(dir, fmt.Sprintf("ours-%d", i)), sys); err != nil {
 			b.Fatal(err)
 		}
 		ours = append(ours, time.Since(t0))

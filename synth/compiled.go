@@ -141,14 +141,11 @@ func (c *Compiled) usePlan(p *blockPlan) {
 	c.held += allocSize(int64(cap(p.unknown)))
 }
 
-// splitBlocksKept is splitBlocks for a circuit whose constraint system is the R1CS
-// cache file at path: the plan kept beside that file when it is whole and of that
+// splitBlocksKept is splitBlocks for a circuit whose constraint system was read from
+// or cached in file: the plan kept beside that file when it is whole and of that
 // system, else one found afresh and kept there for the next load.
-func (c *Compiled) splitBlocksKept(path string) *Compiled {
-	sum, err := r1csFileSum(path)
-	if err != nil {
-		return c.splitBlocks()
-	}
+func (c *Compiled) splitBlocksKept(file r1csFile) *Compiled {
+	path, sum := file.path, file.sum
 	n := len(c.CS.Instructions)
 	if p, used, err := readPlanFile(planFile(path), sum, n); err == nil {
 		if used {

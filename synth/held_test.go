@@ -13,13 +13,13 @@ func TestHeldBytes(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"synthetic-k14", "merkle-poseidon2-d24-c8", "sha256-preimage-b200", "porep-k16"} {
 		path := filepath.Join(dir, name+".r1cs")
-		if err := writeR1CSFile(path, mustCompile(t, name).CS); err != nil {
+		if _, err := writeR1CSFile(path, mustCompile(t, name).CS); err != nil {
 			t.Fatal(err)
 		}
 		var before, after runtime.MemStats
 		runtime.GC()
 		runtime.ReadMemStats(&before)
-		sys, err := readR1CSFile(path)
+		sys, _, err := readR1CSFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}

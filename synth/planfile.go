@@ -30,27 +30,6 @@ const planMagic = "cuzk-blockplan-1"
 // planFile is where the plan of the R1CS cache file at r1csPath is kept.
 func planFile(r1csPath string) string { return r1csPath + ".plan" }
 
-// r1csFileSum is the checksum in the trailer of the R1CS cache file at path.
-func r1csFileSum(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	trailer := make([]byte, trailerSize)
-	if _, err := f.ReadAt(trailer, st.Size()-int64(trailerSize)); err != nil {
-		return nil, fmt.Errorf("%s: trailer: %w", path, err)
-	}
-	if string(trailer[:len(trailerMagic)]) != trailerMagic {
-		return nil, fmt.Errorf("%s: %w: no checksum trailer", path, errCorrupt)
-	}
-	return trailer[len(trailerMagic):], nil
-}
-
 // encodePlan is p's file for a system of n instructions whose R1CS file has checksum
 // sum; p nil records that the system has no useful plan.
 func encodePlan(sum []byte, n int, p *blockPlan) []byte {

@@ -40,7 +40,7 @@ func TestBlockPlanKept(t *testing.T) {
 		other := *found.plan
 		other.tasks = slices.Clone(other.tasks)
 		slices.Reverse(other.tasks)
-		sum, err := r1csFileSum(path)
+		_, sum, err := readR1CSFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +70,7 @@ func TestBlockPlanKeptRejected(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := reg.CacheFile("porep-k18")
-	sum, err := r1csFileSum(path)
+	_, sum, err := readR1CSFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

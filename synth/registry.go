@@ -63,16 +63,10 @@ func (r *Registry) CacheFile(name string) string {
 }
 
 // r1csFile is the file a loaded circuit's constraint system was read from or cached
-// in, "" without a cache directory.
-func (r *Registry) r1csFile(name string) string {
-	switch {
-	case r.dir == "":
-		return ""
-	case isBuiltinName(name):
-		return r.CacheFile(name)
-	default:
-		return r.importedFile(name)
-	}
+// in, and the checksum in its trailer; the zero value without a cache directory.
+type r1csFile struct {
+	path string
+	sum  []byte
 }
 
 func (r *Registry) importedFile(name string) string {
@@ -96,13 +90,14 @@ func (r *Registry) Get(ctx context.Context, name string) (*Compiled, error) {
 					e.c, e.err = nil, fmt.Errorf("load %s: panic: %v", name, p)
 				}
 			}()
-			e.c, e.err = r.load(ctx, name)
+			var file r1csFile
+			e.c, file, e.err = r.load(ctx, name)
 			r.mu.Lock()
 			split := !r.noSplit
 			r.mu.Unlock()
 			if e.err == nil && split {
-				if path := r.r1csFile(name); path != "" {
-					e.c.splitBlocksKept(path)
+				if file.path != "" {
+					e.c.splitBlocksKept(file)
 				} else {
 					e.c.splitBlocks()
 				}
@@ -126,53 +121,60 @@ func (r *Registry) Get(ctx context.Context, name string) (*Compiled, error) {
 	}
 }
 
-func (r *Registry) load(ctx context.Context, name string) (*Compiled, error) {
+func (r *Registry) load(ctx context.Context, name string) (*Compiled, r1csFile, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, r1csFile{}, err
 	}
 	if !isBuiltinName(name) {
 		return r.loadImported(name)
 	}
 	if _, err := lookupBuiltin(name); err != nil {
-		return nil, err
+		return nil, r1csFile{}, err
 	}
+	file := r1csFile{path: r.CacheFile(name)}
 	if r.dir != "" {
-		sys, err := readR1CSFile(r.CacheFile(name))
+		sys, sum, err := readR1CSFile(file.path)
 		if err == nil {
-			return newCompiled(name, sys, true)
+			c, err := newCompiled(name, sys, true)
+			file.sum = sum
+			return c, file, err
 		}
 		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, errCorrupt) {
-			return nil, fmt.Errorf("read compiled %s: %w", name, err)
+			return nil, r1csFile{}, fmt.Errorf("read compiled %s: %w", name, err)
 		}
 		// Missing or corrupt: compile afresh and overwrite.
 	}
 	c, err := compileBuiltin(name)
 	if err != nil {
-		return nil, err
+		return nil, r1csFile{}, err
 	}
-	if r.dir != "" {
-		if err := os.MkdirAll(r.dir, 0o755); err != nil {
-			return nil, fmt.Errorf("circuit cache: %w", err)
-		}
-		if err := writeR1CSFile(r.CacheFile(name), c.CS); err != nil {
-			return nil, fmt.Errorf("cache compiled %s: %w", name, err)
-		}
+	if r.dir == "" {
+		return c, r1csFile{}, nil
 	}
-	return c, nil
+	if err := os.MkdirAll(r.dir, 0o755); err != nil {
+		return nil, r1csFile{}, fmt.Errorf("circuit cache: %w", err)
+	}
+	if file.sum, err = writeR1CSFile(file.path, c.CS); err != nil {
+		return nil, r1csFile{}, fmt.Errorf("cache compiled %s: %w", name, err)
+	}
+	return c, file, nil
 }
 
-func (r *Registry) loadImported(name string) (*Compiled, error) {
+func (r *Registry) loadImported(name string) (*Compiled, r1csFile, error) {
 	if r.dir == "" || CheckCircuitName(name) != nil {
-		return nil, errUnknownCircuit(name)
+		return nil, r1csFile{}, errUnknownCircuit(name)
 	}
-	sys, err := readR1CSFile(r.importedFile(name))
+	file := r1csFile{path: r.importedFile(name)}
+	sys, sum, err := readR1CSFile(file.path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, errUnknownCircuit(name)
+		return nil, r1csFile{}, errUnknownCircuit(name)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("load imported circuit %s (import it again): %w", name, err)
+		return nil, r1csFile{}, fmt.Errorf("load imported circuit %s (import it again): %w", name, err)
 	}
-	return newCompiled(name, sys, false)
+	c, err := newCompiled(name, sys, false)
+	file.sum = sum
+	return c, file, err
 }
 
 // Import registers an externally compiled circuit under name: src holds a BLS12-381
@@ -211,7 +213,7 @@ func (r *Registry) Import(ctx context.Context, name string, src io.Reader, size 
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	path := r.importedFile(name)
-	if old, err := readR1CSFile(path); err == nil {
+	if old, _, err := readR1CSFile(path); err == nil {
 		same, err := sameSystem(old, sys)
 		if err != nil {
 			return nil, fmt.Errorf("import %s: %w", name, err)
@@ -225,7 +227,7 @@ func (r *Registry) Import(ctx context.Context, name string, src io.Reader, size 
 	if err := os.MkdirAll(r.dir, 0o755); err != nil {
 		return nil, fmt.Errorf("circuit cache: %w", err)
 	}
-	if err := writeR1CSFile(path, sys); err != nil {
+	if _, err := writeR1CSFile(path, sys); err != nil {
 		return nil, fmt.Errorf("import %s: %w", name, err)
 	}
 	delete(r.entries, name) // a stale failed or older entry must not shadow it

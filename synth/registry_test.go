@@ -45,7 +45,7 @@ func TestRegistryDiskCache(t *testing.T) {
 
 	// A new registry reads the file instead of compiling: plant another valid system.
 	other := mustCompile(t, "synthetic-k5")
-	if err := writeR1CSFile(path, other.CS); err != nil {
+	if _, err := writeR1CSFile(path, other.CS); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := NewRegistry(dir).Get(ctx, name); err != nil || got.NbConstraints() != 32 {
@@ -78,7 +78,7 @@ func TestRegistryDiskCache(t *testing.T) {
 		if got.NbConstraints() != 64 {
 			t.Fatalf("%s cache file: %d constraints, want a recompiled 64", what, got.NbConstraints())
 		}
-		if sys, err := readR1CSFile(path); err != nil || sys.GetNbConstraints() != 64 {
+		if sys, _, err := readR1CSFile(path); err != nil || sys.GetNbConstraints() != 64 {
 			t.Fatalf("%s cache file was not rewritten: %v", what, err)
 		}
 	}
@@ -118,7 +118,7 @@ func TestRegistryConcurrentGet(t *testing.T) {
 			t.Fatalf("registry %d compiled %s more than once", i%2, name)
 		}
 	}
-	if _, err := readR1CSFile(regs[0].CacheFile(name)); err != nil {
+	if _, _, err := readR1CSFile(regs[0].CacheFile(name)); err != nil {
 		t.Fatal(err)
 	}
 	// The compiled system and its block plan, nothing left over from the writes.
