@@ -391,16 +391,11 @@ func TestPipelineSweepsProvenSolutions(t *testing.T) {
 	db := pgtest.New(t)
 	register(t, db.Pool, circuit)
 	keys.setup(t, circuit)
-	forced := func() uint64 {
-		s := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
-		metrics.Read(s)
-		return s[0].Value.Uint64()
-	}
 	for _, c := range []struct {
 		name  string
 		sweep bool
 	}{{"default", false}, {"swept", true}} {
-		before := forced()
+		before := forcedCollections()
 		insertRequests(t, db.Pool, c.name, circuit, n, 2)
 		rw := startWorker(t, db.Pool, func(cfg *worker.Config) {
 			cfg.MaxBatch = 1
@@ -411,10 +406,10 @@ func TestPipelineSweepsProvenSolutions(t *testing.T) {
 		waitSucceeded(t, db.Pool, c.name, n)
 		rw.stop(t)
 		// A collection runs in the background: give the last one a moment.
-		for deadline := time.Now().Add(10 * time.Second); c.sweep && forced() == before && time.Now().Before(deadline); {
+		for deadline := time.Now().Add(10 * time.Second); c.sweep && forcedCollections() == before && time.Now().Before(deadline); {
 			time.Sleep(10 * time.Millisecond)
 		}
-		got := forced() - before
+		got := forcedCollections() - before
 		switch {
 		case c.sweep && got == 0:
 			t.Errorf("%s: no collection after %d proofs past a 1-byte threshold", c.name, n)
@@ -422,6 +417,13 @@ func TestPipelineSweepsProvenSolutions(t *testing.T) {
 			t.Errorf("%s: %d forced collections for %d small proofs under an 8 GiB budget", c.name, got, n)
 		}
 	}
+}
+
+// forcedCollections is the number of garbage collections forced so far (runtime.GC).
+func forcedCollections() uint64 {
+	s := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
 
 // failingProver is the CPU backend whose every Prove fails, after the solutions are made.
@@ -438,16 +440,11 @@ func TestPipelineSweepsUnprovenSolutions(t *testing.T) {
 	db := pgtest.New(t)
 	register(t, db.Pool, circuit)
 	keys.setup(t, circuit)
-	forced := func() uint64 {
-		s := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
-		metrics.Read(s)
-		return s[0].Value.Uint64()
-	}
 	// Collections started before this test (another's sweeper) end first.
-	before := forced()
+	before := forcedCollections()
 	for {
 		time.Sleep(200 * time.Millisecond)
-		if now := forced(); now != before {
+		if now := forcedCollections(); now != before {
 			before = now
 			continue
 		}
@@ -465,10 +462,10 @@ func TestPipelineSweepsUnprovenSolutions(t *testing.T) {
 		t.Fatalf("attempt 1 failed with %q, not the injected prove failure", msg)
 	}
 	rw.stop(t)
-	for deadline := time.Now().Add(10 * time.Second); forced() == before && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(10 * time.Second); forcedCollections() == before && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if forced() == before {
+	if forcedCollections() == before {
 		t.Error("no collection after a failed prove dropped its solution past a 1-byte threshold")
 	}
 }
