@@ -634,8 +634,25 @@ func solveBlocks(ctx context.Context, c *Compiled, plan *blockPlan, vec fr.Vecto
 		failed atomic.Bool
 		wg     sync.WaitGroup
 	)
-	work := func(w *blockWorker) {
-		for !failed.Load() {
+	// In a line of solves (WithTurn) each goroutine holds a core while it solves and
+	// passes it on between tasks to a solve ahead of its own; the line bounds how many
+	// run, so a solve starts one goroutine per core of the line.
+	turn := turnFrom(ctx)
+	goroutines := cfg.NbTasks
+	if turn != nil {
+		goroutines = turn.c.Size()
+	}
+	// work solves tasks until none is left; holding says whether the goroutine holds
+	// its core of the line (yield returns none on an error).
+	work := func(w *blockWorker, holding *bool) {
+		for first := true; !failed.Load(); first = false {
+			if *holding && !first {
+				if turn.yield(ctx) != nil {
+					*holding = false
+					failed.Store(true)
+					return
+				}
+			}
 			t := int(next.Add(1) - 1)
 			if t >= len(plan.tasks) {
 				return
@@ -652,15 +669,33 @@ func solveBlocks(ctx context.Context, c *Compiled, plan *blockPlan, vec fr.Vecto
 			}
 		}
 	}
-	workers := make([]blockWorker, max(1, min(cfg.NbTasks, len(plan.tasks)))-1)
+	// held runs one goroutine's share, in a line with a core held throughout but while
+	// yield waits for another.
+	held := func(w *blockWorker) {
+		holding := false
+		if turn != nil {
+			if turn.acquire(ctx, 1) != nil {
+				failed.Store(true)
+				return
+			}
+			holding = true
+			defer func() {
+				if holding {
+					turn.release(1)
+				}
+			}()
+		}
+		work(w, &holding)
+	}
+	workers := make([]blockWorker, max(1, min(goroutines, len(plan.tasks)))-1)
 	for i := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			work(&workers[i])
+			held(&workers[i])
 		}()
 	}
-	work(&main)
+	held(&main)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err

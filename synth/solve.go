@@ -16,6 +16,8 @@ import (
 // c has a block split, a constraint that solves no wire is not checked: the proof of
 // a witness that fails one does not verify, and Check then names the constraint.
 //
+// Under WithTurn the solve takes its cores from the turn's line (Cores).
+//
 // ctx is checked before each phase and between the block solver's blocks; gnark's
 // solver itself cannot be interrupted, so a solve on it runs to completion (its memory
 // stays in use until then). opts are gnark's solver options, e.g.
@@ -70,11 +72,11 @@ func SolveWitness(ctx context.Context, c *Compiled, w witness.Witness, opts ...s
 	if err != nil {
 		return nil, err
 	}
+	cfg, err := solver.NewConfig(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("solve %s: %w", c.Name, err)
+	}
 	if plan := c.plan; plan != nil {
-		cfg, err := solver.NewConfig(opts...)
-		if err != nil {
-			return nil, fmt.Errorf("solve %s: %w", c.Name, err)
-		}
 		sol, err := solveBlocks(ctx, c, plan, vec, cfg)
 		if err == nil {
 			return c.solution(sol, w, vec), nil
@@ -84,6 +86,15 @@ func SolveWitness(ctx context.Context, c *Compiled, w witness.Witness, opts ...s
 		}
 		// Any other failure (an unsatisfied constraint, a failing hint): gnark's
 		// solver below gives its exact error.
+	}
+	if t := turnFrom(ctx); t != nil {
+		// gnark's solver cannot pause: it holds the cores its goroutines run on until
+		// it is done.
+		k := min(max(1, cfg.NbTasks), t.c.Size())
+		if err := t.acquire(ctx, k); err != nil {
+			return nil, err
+		}
+		defer t.release(k)
 	}
 	return gnarkSolve(c, w, vec, opts...)
 }

@@ -260,12 +260,16 @@ func (w *Worker) synthesize(r *claimed, keyMemWait time.Duration) (*synthesized,
 		// An empty payload reads as empty inputs JSON to synth; this one is a witness.
 		return nil, fmt.Errorf("synthesize: %w", &synth.InputError{Msg: "witness is empty"})
 	}
-	// gnark runs one goroutine per core in each solve, and one solve keeps many cores
-	// waiting at its level barriers: the solves under way share the cores instead.
+	// The solves take the cores in line (synth.Cores): the first solution, which the
+	// device waits for, comes as fast as one solve alone makes it, and an urgent solve
+	// takes the cores from the others between their blocks. gnark's solver, for
+	// circuits without a block split, runs on its share of the cores: one solve keeps
+	// many of them waiting at its level barriers.
 	sol, err := func() (*synth.Solution, error) {
 		solves := int(w.solving.Add(1))
 		defer w.solving.Add(-1) // also when the solver panics
-		return synth.Solve(it.ctx, compiled, it.req.Payload(),
+		ctx := synth.WithTurn(it.ctx, w.cores.Turn(it.urgent()))
+		return synth.Solve(ctx, compiled, it.req.Payload(),
 			solver.WithNbTasks(synth.Tasks(runtime.GOMAXPROCS(0), solves)))
 	}()
 	done := time.Now()

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,7 @@ import (
 	"github.com/cuzk/cuzk/jobs"
 	"github.com/cuzk/cuzk/prover"
 	"github.com/cuzk/cuzk/store"
+	"github.com/cuzk/cuzk/synth"
 )
 
 // Prover is a backend bound to one device (a GPU, or the CPU), with a proving
@@ -68,6 +70,7 @@ type Worker struct {
 	urgentSynth   chan struct{} // urgent requests' solves: they never wait behind the others' (urgent.go)
 	largeSynth    chan struct{} // solves of large block-split circuits (Config.LargeSolves); nil: no bound
 	solving       atomic.Int32  // solves under way: each splits the cores with the others (synthesize.go)
+	cores         *synth.Cores  // the line the solves take the cores from: urgent first, then oldest
 	proveCh       chan *solvedBatch
 	urgentCh      chan *solvedBatch // batches with an urgent request: provers take them first
 	proversStop   chan struct{}     // closed with proveCh: the urgent lanes stop
@@ -137,6 +140,7 @@ func New(pool *pgxpool.Pool, cfg Config, catalog Catalog, devices []Prover, log 
 		// With no urgent slots no urgent request is claimed; one slot keeps it usable.
 		urgentSynth: make(chan struct{}, max(1, cfg.UrgentSlots)),
 		largeSynth:  largeSlots(cfg),
+		cores:       synth.NewCores(runtime.GOMAXPROCS(0)),
 		proveCh:     make(chan *solvedBatch, cfg.QueueDepth),
 		urgentCh:    make(chan *solvedBatch, cfg.QueueDepth),
 		proversStop: make(chan struct{}),

@@ -25,7 +25,7 @@ type benchCmd struct {
 
 	SynthOnly   bool   `name:"synth-only" help:"Time only synthesis (the worker's solver): no keys, prover or database. Prints the circuit's shape, its compile time and memory, then constraints/s at each --concurrency (--runs rounds each) and the peak RSS."`
 	Concurrency []int  `default:"1,2,4" help:"With --synth-only: how many solves run at once, each count in turn."`
-	SynthSplit  string `name:"synth-split" enum:"off,on,both" default:"off" help:"With --synth-only: on, each of N solves at once runs cores/N goroutines, as the worker's solves do; off, gnark's default of one per core each; both, each count both ways."`
+	SynthSplit  string `name:"synth-split" enum:"off,on,line,both,all" default:"off" help:"With --synth-only: how N solves at once share the cores. line, in line as the worker's solves do (the first started first, the others on the cores it leaves idle); on, cores/N goroutines each; off, gnark's default of one per core each; both, off and on; all, the three."`
 	SynthSolver string `name:"synth-solver" enum:"blocks,levels,both" default:"blocks" help:"With --synth-only: blocks, the worker's solver (independent blocks of the circuit in parallel, where it has them); levels, gnark's solver, level by level; both, each count both ways."`
 	SynthProf   string `name:"synth-profile" placeholder:"DIR" help:"With --synth-only: write a CPU profile of the timed solves (cpu.pprof) and allocation profiles before and after them (allocs-before.pprof, allocs.pprof) into DIR, for go tool pprof."`
 }

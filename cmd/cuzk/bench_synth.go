@@ -84,7 +84,10 @@ func (c benchCmd) runSynthOnly(ctx context.Context, g *globals) (err error) {
 			}
 		}()
 	}
-	splits := map[string][]bool{"off": {false}, "on": {true}, "both": {false, true}}[c.SynthSplit]
+	splits := map[string][]bench.Sharing{
+		"off": {bench.ShareNone}, "on": {bench.ShareSplit}, "line": {bench.ShareLine},
+		"both": {bench.ShareNone, bench.ShareSplit}, "all": {bench.ShareNone, bench.ShareSplit, bench.ShareLine},
+	}[c.SynthSplit]
 	solvers := map[string][]string{"blocks": {"blocks"}, "levels": {"levels"}, "both": {"levels", "blocks"}}[c.SynthSolver]
 	for _, name := range solvers {
 		solve := bench.SolveFunc(synth.Solve)
@@ -98,12 +101,18 @@ func (c benchCmd) runSynthOnly(ctx context.Context, g *globals) (err error) {
 			}
 			procs := runtime.GOMAXPROCS(0)
 			for _, r := range rates {
-				tasks := procs
-				if split {
-					tasks = synth.Tasks(procs, r.Concurrency)
+				var tasks string
+				switch split {
+				case bench.ShareNone:
+					tasks = fmt.Sprintf("%d tasks each", procs)
+				case bench.ShareSplit:
+					tasks = fmt.Sprintf("%d tasks each", synth.Tasks(procs, r.Concurrency))
+				case bench.ShareLine:
+					tasks = fmt.Sprintf("in line for %d cores", procs)
 				}
-				fmt.Fprintf(out, "solve x%d (%s), %d tasks each: median %.3fs of %d rounds, %.2fM constraints/s (GOMAXPROCS %d)\n",
-					r.Concurrency, name, tasks, r.Median().Seconds(), len(r.Rounds), r.ConstraintsPerSec(n)/1e6, procs)
+				fmt.Fprintf(out, "solve x%d (%s), %s: median %.3fs of %d rounds, first done %.3fs, %.2fM constraints/s (GOMAXPROCS %d)\n",
+					r.Concurrency, name, tasks, r.Median().Seconds(), len(r.Rounds), bench.Median(r.First).Seconds(),
+					r.ConstraintsPerSec(n)/1e6, procs)
 			}
 		}
 	}

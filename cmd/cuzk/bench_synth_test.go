@@ -9,11 +9,11 @@ import (
 )
 
 // cuzk bench --synth-only needs no database or keys: it prints the circuit's shape,
-// one constraints/s line per concurrency (per split of the cores with --synth-split
-// both, and per solver with --synth-solver both), then the peak RSS.
+// one constraints/s line per concurrency (per way of sharing the cores with
+// --synth-split all, and per solver with --synth-solver both), then the peak RSS.
 func TestBenchSynthOnly(t *testing.T) {
 	t.Parallel()
-	r := mustOK(t, cuzkDB(t, "", "bench", "--circuit", "porep-k16", "--synth-only", "--runs", "1", "--concurrency", "1,2", "--synth-split", "both",
+	r := mustOK(t, cuzkDB(t, "", "bench", "--circuit", "porep-k16", "--synth-only", "--runs", "1", "--concurrency", "1,2", "--synth-split", "all",
 		"--synth-solver", "both", "--keys-dir", t.TempDir(), "--cache-dir", t.TempDir()))
 	for _, want := range []string{
 		`circuit porep-k16: 64766 constraints, domain 2\^16 \(98\.83% used\)`,
@@ -21,8 +21,9 @@ func TestBenchSynthOnly(t *testing.T) {
 		`compiled in [0-9.]+s; heap after it [0-9.]+ GiB, peak RSS so far [0-9.]+ GiB`,
 		`witness: 18128 values: [0-9.]+% zero, [0-9.]+% one, 0\.0% other below 2\^64, 16\.6% full-size; solve estimate [0-9.]+ GiB`,
 		`solver: (blocks: prefix \d+, \d+ blocks in \d+ tasks \(largest \d+\), suffix from \d+|gnark's solver \(no useful split into blocks\))`,
-		`solve x1 \(levels\), \d+ tasks each: median [0-9.]+s of 1 rounds, [0-9.]+M constraints/s \(GOMAXPROCS \d+\)`,
-		`solve x2 \(blocks\), \d+ tasks each: median [0-9.]+s of 1 rounds, [0-9.]+M constraints/s \(GOMAXPROCS \d+\)`,
+		`solve x1 \(levels\), \d+ tasks each: median [0-9.]+s of 1 rounds, first done [0-9.]+s, [0-9.]+M constraints/s \(GOMAXPROCS \d+\)`,
+		`solve x2 \(blocks\), \d+ tasks each: median [0-9.]+s of 1 rounds, first done [0-9.]+s, [0-9.]+M constraints/s \(GOMAXPROCS \d+\)`,
+		`solve x2 \(blocks\), in line for \d+ cores: median [0-9.]+s of 1 rounds, first done [0-9.]+s, [0-9.]+M constraints/s \(GOMAXPROCS \d+\)`,
 		`peak RSS: [0-9.]+ GiB`,
 	} {
 		if !regexp.MustCompile(`(?m)^` + want + `$`).MatchString(r.stdout) {

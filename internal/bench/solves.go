@@ -21,6 +21,7 @@ import (
 type SolveRate struct {
 	Concurrency int
 	Rounds      []time.Duration // wall time of each round of Concurrency solves
+	First       []time.Duration // each round's start to its first solution
 }
 
 // Median is the median round's wall time.
@@ -32,38 +33,76 @@ func (r SolveRate) ConstraintsPerSec(n int) float64 {
 	return float64(n) * float64(r.Concurrency) / r.Median().Seconds()
 }
 
-// MeasureSolves times synth.Solve of c on inputs, for each entry of concurrency in
-// turn: rounds rounds of that many solves started together, each round timed from
-// the first start to the last finish. Solutions are dropped as they come and the
-// heap collected between rounds, so a round holds at most its own solutions. With
-// split, each of n solves at once runs synth.Tasks(GOMAXPROCS, n) goroutines instead of
-// gnark's default of one per core.
-func MeasureSolves(ctx context.Context, c *synth.Compiled, inputs []byte, concurrency []int, rounds int, split bool, solve SolveFunc) ([]SolveRate, error) {
+// Sharing is how concurrent solves share the cores.
+type Sharing int
+
+const (
+	// ShareNone: each solve runs gnark's default of one goroutine per core.
+	ShareNone Sharing = iota
+	// ShareSplit: each of n solves at once runs synth.Tasks(GOMAXPROCS, n) goroutines.
+	ShareSplit
+	// ShareLine: the solves take the cores in line, in the order they start
+	// (synth.Cores), as the worker's do; gnark's solver on the split's goroutines.
+	ShareLine
+)
+
+func (s Sharing) String() string {
+	switch s {
+	case ShareNone:
+		return "off"
+	case ShareSplit:
+		return "on"
+	case ShareLine:
+		return "line"
+	}
+	return fmt.Sprintf("Sharing(%d)", int(s))
+}
+
+// MeasureSolves times solve of c on inputs, for each entry of concurrency in turn:
+// rounds rounds of that many solves started together, each round timed from the
+// first start to the first and to the last finish. Solutions are dropped as they
+// come and the heap collected between rounds, so a round holds at most its own
+// solutions. share says how the solves of a round share the cores.
+func MeasureSolves(ctx context.Context, c *synth.Compiled, inputs []byte, concurrency []int, rounds int, share Sharing, solve SolveFunc) ([]SolveRate, error) {
 	if rounds < 1 {
 		return nil, errors.New("measure solves: rounds must be at least 1")
 	}
-	var rates []SolveRate
 	for _, n := range concurrency {
 		if n < 1 {
 			return nil, fmt.Errorf("measure solves: concurrency %d, want at least 1", n)
 		}
+	}
+	procs := runtime.GOMAXPROCS(0)
+	var rates []SolveRate
+	for _, n := range concurrency {
 		rate := SolveRate{Concurrency: n}
 		var opts []solver.Option
-		if split {
-			opts = append(opts, solver.WithNbTasks(synth.Tasks(runtime.GOMAXPROCS(0), n)))
+		if share != ShareNone {
+			opts = append(opts, solver.WithNbTasks(synth.Tasks(procs, n)))
 		}
 		for range rounds {
 			runtime.GC()
 			errs := make([]error, n)
-			var wg sync.WaitGroup
+			cores := synth.NewCores(procs)
+			var (
+				wg    sync.WaitGroup
+				first sync.Once
+				at    time.Duration
+			)
 			start := time.Now()
 			for i := range n {
+				sctx := ctx
+				if share == ShareLine {
+					sctx = synth.WithTurn(ctx, cores.Turn(false)) // in start order
+				}
 				wg.Go(func() {
-					_, errs[i] = solve(ctx, c, inputs, opts...)
+					_, errs[i] = solve(sctx, c, inputs, opts...)
+					first.Do(func() { at = time.Since(start) })
 				})
 			}
 			wg.Wait()
 			rate.Rounds = append(rate.Rounds, time.Since(start))
+			rate.First = append(rate.First, at)
 			if err := errors.Join(errs...); err != nil {
 				return nil, fmt.Errorf("solve %s (%d at once): %w", c.Name, n, err)
 			}
