@@ -242,7 +242,7 @@ func (w *Worker) synthesize(r *claimed, keyMemWait time.Duration) (*synthesized,
 	// The mem_wait phase ends when the solve starts: its memory, then a synthesis slot
 	// (--synth-concurrency; a large block-split circuit's within --large-solves).
 	// Urgent requests have slots of their own, so an urgent solve never waits for
-	// another request's to end; it shares the cores meanwhile.
+	// another request's to end; it goes first in line for the cores (synth.Cores).
 	freeSlot, ok := w.synthSlots(waitCtx, it.urgent(), largeSolve(compiled))
 	att.clock.record(phase.MemWait, keyMemWait+time.Since(t))
 	if !ok {
