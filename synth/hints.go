@@ -1,6 +1,9 @@
 package synth
 
 import (
+	"fmt"
+	"math/big"
+
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/bandersnatch"
 	jubjub "github.com/consensys/gnark-crypto/ecc/bls12-381/twistededwards"
 	"github.com/consensys/gnark/constraint/solver"
@@ -77,5 +80,32 @@ func init() {
 			solver.RegisterHint(h)
 			known[id] = true
 		}
+	}
+}
+
+// guardHints is the last option of every solve: each hint the solver may call is
+// wrapped so that a panic becomes the hint's error. A hint can panic on values it was
+// not written for (a division by zero, an index out of range), and those values come
+// from a submitter's inputs; the solvers call hints on goroutines of their own, where a
+// panic would end the process and every request in it.
+func guardHints() solver.Option {
+	return func(c *solver.Config) error {
+		for id, h := range c.HintFunctions {
+			c.HintFunctions[id] = guardHint(h)
+		}
+		return nil
+	}
+}
+
+func guardHint(h solver.Hint) solver.Hint {
+	return func(q *big.Int, in, out []*big.Int) (err error) {
+		defer func() {
+			// The panic's own text is left out: it may quote a value computed from
+			// the private inputs ("index out of range [13]").
+			if recover() != nil {
+				err = fmt.Errorf("hint %s panicked", solver.GetHintName(h))
+			}
+		}()
+		return h(q, in, out)
 	}
 }

@@ -48,7 +48,7 @@ func SolveLevels(ctx context.Context, c *Compiled, inputs []byte, opts ...solver
 	if err != nil {
 		return nil, err
 	}
-	return gnarkSolve(c, w, vec, opts...)
+	return gnarkSolve(c, w, vec, append(opts[:len(opts):len(opts)], guardHints())...)
 }
 
 // Tasks is how many goroutines each of solves concurrent solves should run on cpus
@@ -72,6 +72,7 @@ func SolveWitness(ctx context.Context, c *Compiled, w witness.Witness, opts ...s
 	if err != nil {
 		return nil, err
 	}
+	opts = append(opts[:len(opts):len(opts)], guardHints())
 	cfg, err := solver.NewConfig(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("solve %s: %w", c.Name, err)
