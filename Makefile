@@ -31,7 +31,7 @@ test: vet
 	$(GO) test -count=1 -timeout 15m ./...
 	@$(GO) test -count=1 -v -run '^$$' ./gpu/ | grep -E '^(GPU|NVML) tests:' || true
 	$(GO) test -count=1 -race -timeout 10m ./worker/ ./metrics/
-	$(GO) test -count=1 -race -timeout 10m -run "Poller|Concurren|Registry|Cores|InLine" ./gpu/devinfo/ ./synth/
+	$(GO) test -count=1 -race -timeout 10m -run "Poller|Concurren|Registry|Cores|InLine|OutOfLine" ./gpu/devinfo/ ./synth/
 	$(MAKE) fuzz FUZZTIME=5s
 	@$(GO) run ./internal/pgtest/droptemplate
 

@@ -674,14 +674,14 @@ func solveBlocks(ctx context.Context, c *Compiled, plan *blockPlan, vec fr.Vecto
 	held := func(w *blockWorker) {
 		holding := false
 		if turn != nil {
-			if turn.acquire(ctx, 1) != nil {
+			if turn.acquire(ctx) != nil {
 				failed.Store(true)
 				return
 			}
 			holding = true
 			defer func() {
 				if holding {
-					turn.release(1)
+					turn.release()
 				}
 			}()
 		}

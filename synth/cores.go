@@ -3,7 +3,6 @@ package synth
 import (
 	"container/heap"
 	"context"
-	"fmt"
 	"sync"
 )
 
@@ -15,8 +14,9 @@ import (
 // suffix, its last blocks), so the cores stay as busy as before.
 //
 // The block solver holds a core for each goroutine while it solves a task of blocks and
-// passes the core on between tasks when a solve ahead of its own waits (Turn.yield);
-// gnark's solver cannot be paused, so a solve on it holds its cores to the end.
+// passes the core on between tasks when a solve ahead of its own waits (Turn.yield).
+// gnark's solver (circuits without a block split) stays out of the line: it cannot
+// pause, so a solve ahead of it, an urgent one, would wait for all of it.
 type Cores struct {
 	n int
 
@@ -24,9 +24,6 @@ type Cores struct {
 	free    int
 	next    uint64 // the next turn's place
 	waiting waiters
-	// collecting is the waiter first in line that holds part of what it asked for, if
-	// any; only the first may hold part (grant).
-	collecting *waiter
 }
 
 // NewCores returns a line for n cores (at least 1).
@@ -65,10 +62,8 @@ func (t *Turn) ahead(u *Turn) bool {
 
 type waiter struct {
 	t     *Turn
-	k     int           // cores asked for
-	need  int           // cores still to be granted
-	ready chan struct{} // closed once need reaches 0
-	index int           // in the heap; -1 once granted or removed
+	ready chan struct{} // closed when the waiter is given a core
+	index int           // in the heap; -1 once given a core or removed
 }
 
 type waiters []*waiter
@@ -93,47 +88,26 @@ func (h *waiters) Pop() any {
 	return w
 }
 
-// grant gives free cores to the waiters in order. The first in line collects cores
-// until it has all it asked for, so one that needs several is not passed over forever
-// by those that need one; when a turn ahead of it comes, what it collected goes back,
-// or waiters each holding part would wait on each other. Called with c.mu held.
+// grant gives free cores to the waiters in line. Called with c.mu held.
 func (c *Cores) grant() {
-	if w := c.collecting; w != nil && (len(c.waiting) == 0 || c.waiting[0] != w) {
-		c.free += w.k - w.need
-		w.need = w.k
-		c.collecting = nil
-	}
 	for c.free > 0 && len(c.waiting) > 0 {
-		w := c.waiting[0]
-		k := min(c.free, w.need)
-		w.need -= k
-		c.free -= k
-		if w.need > 0 {
-			c.collecting = w
-			return
-		}
-		c.collecting = nil
-		heap.Pop(&c.waiting)
+		w := heap.Pop(&c.waiting).(*waiter)
+		c.free--
 		close(w.ready)
 	}
 }
 
-// acquire waits until t holds k cores (1 <= k <= Size), or ctx is done; then it holds
-// none.
-func (t *Turn) acquire(ctx context.Context, k int) error {
+// acquire waits until t holds a core, or ctx is done; then it holds none.
+func (t *Turn) acquire(ctx context.Context) error {
 	c := t.c
-	if k < 1 || k > c.n {
-		return fmt.Errorf("synth: %d cores asked of a line of %d", k, c.n)
-	}
 	c.mu.Lock()
-	if len(c.waiting) == 0 && c.free >= k {
-		c.free -= k
+	if c.free > 0 { // then no one waits: grant leaves no free core beside a waiter
+		c.free--
 		c.mu.Unlock()
 		return nil
 	}
-	w := &waiter{t: t, k: k, need: k, ready: make(chan struct{})}
+	w := &waiter{t: t, ready: make(chan struct{})}
 	heap.Push(&c.waiting, w)
-	c.grant()
 	c.mu.Unlock()
 	select {
 	case <-w.ready:
@@ -142,27 +116,24 @@ func (t *Turn) acquire(ctx context.Context, k int) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	held := k - w.need // granted so far, all of it if ready closed meanwhile
 	if w.index >= 0 {
 		heap.Remove(&c.waiting, w.index)
+	} else { // given a core meanwhile: pass it on
+		c.free++
+		c.grant()
 	}
-	if c.collecting == w {
-		c.collecting = nil
-	}
-	c.free += held
-	c.grant()
 	return context.Cause(ctx)
 }
 
-// release gives back k cores that t holds.
-func (t *Turn) release(k int) {
+// release gives back the core t holds.
+func (t *Turn) release() {
 	c := t.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.free += k
-	if c.free > c.n {
+	if c.free == c.n {
 		panic("synth: more cores released than acquired")
 	}
+	c.free++
 	c.grant()
 }
 
@@ -178,7 +149,7 @@ func (t *Turn) yield(ctx context.Context) error {
 	c.free++
 	c.grant()
 	c.mu.Unlock()
-	return t.acquire(ctx, 1)
+	return t.acquire(ctx)
 }
 
 type turnKey struct{}

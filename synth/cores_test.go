@@ -30,10 +30,10 @@ func waitWaiting(t *testing.T, c *Cores, n int) {
 	}
 }
 
-// acquireAsync starts t.acquire(k) and returns a channel that receives its error.
-func acquireAsync(ctx context.Context, t *Turn, k int) <-chan error {
+// acquireAsync starts t.acquire and returns a channel that receives its error.
+func acquireAsync(ctx context.Context, t *Turn) <-chan error {
 	done := make(chan error, 1)
-	go func() { done <- t.acquire(ctx, k) }()
+	go func() { done <- t.acquire(ctx) }()
 	return done
 }
 
@@ -63,26 +63,26 @@ func TestCoresGrantInTurnOrder(t *testing.T) {
 	c := NewCores(1)
 	first, second, third := c.Turn(false), c.Turn(false), c.Turn(false)
 	urgent := c.Turn(true)
-	if err := third.acquire(ctx, 1); err != nil { // the only core, held by the last turn
+	if err := third.acquire(ctx); err != nil { // the only core, held by the last turn
 		t.Fatal(err)
 	}
 	// Waiters arrive latest first; the core must still go urgent, first, second.
-	s := acquireAsync(ctx, second, 1)
+	s := acquireAsync(ctx, second)
 	waitWaiting(t, c, 1)
-	f := acquireAsync(ctx, first, 1)
+	f := acquireAsync(ctx, first)
 	waitWaiting(t, c, 2)
-	u := acquireAsync(ctx, urgent, 1)
+	u := acquireAsync(ctx, urgent)
 	waitWaiting(t, c, 3)
 
-	third.release(1)
+	third.release()
 	mustBeDone(t, u, "urgent")
 	mustNotBeDone(t, f, "first")
-	urgent.release(1)
+	urgent.release()
 	mustBeDone(t, f, "first")
 	mustNotBeDone(t, s, "second")
-	first.release(1)
+	first.release()
 	mustBeDone(t, s, "second")
-	second.release(1)
+	second.release()
 	if c.free != 1 {
 		t.Fatalf("free = %d after every release, want 1", c.free)
 	}
@@ -92,10 +92,10 @@ func TestCoresYieldOnlyToTurnsAhead(t *testing.T) {
 	ctx := context.Background()
 	c := NewCores(1)
 	older, younger := c.Turn(false), c.Turn(false)
-	if err := older.acquire(ctx, 1); err != nil {
+	if err := older.acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
-	y := acquireAsync(ctx, younger, 1)
+	y := acquireAsync(ctx, younger)
 	waitWaiting(t, c, 1)
 	// A turn behind waits: the older keeps its core across yields.
 	for range 3 {
@@ -104,111 +104,50 @@ func TestCoresYieldOnlyToTurnsAhead(t *testing.T) {
 		}
 	}
 	mustNotBeDone(t, y, "younger")
-	older.release(1)
+	older.release()
 	mustBeDone(t, y, "younger")
 
 	// Now the younger holds the core and the older waits: the younger's yield hands
 	// it over and waits for it again.
-	o := acquireAsync(ctx, older, 1)
+	o := acquireAsync(ctx, older)
 	waitWaiting(t, c, 1)
 	yielded := make(chan error, 1)
 	go func() { yielded <- younger.yield(ctx) }()
 	mustBeDone(t, o, "older")
 	mustNotBeDone(t, yielded, "younger's yield")
-	older.release(1)
+	older.release()
 	mustBeDone(t, yielded, "younger's yield")
-	younger.release(1)
+	younger.release()
 }
 
-// A turn that needs several cores collects them first in line: turns behind it that
-// need one do not pass it.
-func TestCoresSeveralCoresFirstInLine(t *testing.T) {
-	ctx := context.Background()
-	c := NewCores(3)
-	holder, wide, narrow := c.Turn(false), c.Turn(false), c.Turn(false)
-	if err := holder.acquire(ctx, 3); err != nil {
-		t.Fatal(err)
-	}
-	w := acquireAsync(ctx, wide, 2)
-	waitWaiting(t, c, 1)
-	n := acquireAsync(ctx, narrow, 1)
-	waitWaiting(t, c, 2)
-	holder.release(1)
-	mustNotBeDone(t, w, "wide, with one of its two cores")
-	mustNotBeDone(t, n, "narrow, behind wide")
-	holder.release(1)
-	mustBeDone(t, w, "wide")
-	mustNotBeDone(t, n, "narrow")
-	holder.release(1)
-	mustBeDone(t, n, "narrow")
-	wide.release(2)
-	narrow.release(1)
-	if c.free != 3 {
-		t.Fatalf("free = %d, want 3", c.free)
-	}
-}
-
-// What a waiter collected goes to a turn ahead of it that comes later: waiters each
-// holding part of what they asked for would otherwise wait on each other for good.
-func TestCoresPartGoesToTurnAhead(t *testing.T) {
-	ctx := context.Background()
-	c := NewCores(3)
-	holder, ahead, behind := c.Turn(true), c.Turn(false), c.Turn(false)
-	if err := holder.acquire(ctx, 3); err != nil {
-		t.Fatal(err)
-	}
-	b := acquireAsync(ctx, behind, 3)
-	waitWaiting(t, c, 1)
-	holder.release(2) // behind collects two of its three
-	a := acquireAsync(ctx, ahead, 2)
-	mustBeDone(t, a, "ahead, with the two behind had collected")
-	mustNotBeDone(t, b, "behind")
-	holder.release(1)
-	ahead.release(2)
-	mustBeDone(t, b, "behind")
-	behind.release(3)
-	if c.free != 3 || len(c.waiting) != 0 || c.collecting != nil {
-		t.Fatalf("free = %d, waiting %d, collecting %v; want 3, 0, nil", c.free, len(c.waiting), c.collecting)
-	}
-}
-
-// A cancelled wait gives back what it was granted and leaves the line in order.
-func TestCoresCancelledWaitGivesBack(t *testing.T) {
-	c := NewCores(2)
-	holder, wide, later := c.Turn(false), c.Turn(false), c.Turn(false)
-	if err := holder.acquire(context.Background(), 2); err != nil {
+// A cancelled wait leaves the line; the core goes to the next in line.
+func TestCoresCancelledWaitLeavesTheLine(t *testing.T) {
+	c := NewCores(1)
+	holder, first, later := c.Turn(false), c.Turn(false), c.Turn(false)
+	if err := holder.acquire(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
-	w := acquireAsync(ctx, wide, 2)
+	f := acquireAsync(ctx, first)
 	waitWaiting(t, c, 1)
-	l := acquireAsync(context.Background(), later, 2)
+	l := acquireAsync(context.Background(), later)
 	waitWaiting(t, c, 2)
-	holder.release(1) // wide collects one of its two
-	mustNotBeDone(t, w, "wide")
 	stop := errors.New("stopped")
 	cancel(stop)
 	select {
-	case err := <-w:
+	case err := <-f:
 		if !errors.Is(err, stop) {
 			t.Fatalf("cancelled acquire: %v, want %v", err, stop)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("cancelled acquire did not return")
 	}
-	mustNotBeDone(t, l, "later, with the core wide gave back")
-	holder.release(1)
+	waitWaiting(t, c, 1)
+	holder.release()
 	mustBeDone(t, l, "later")
-	later.release(2)
-	if c.free != 2 || len(c.waiting) != 0 {
-		t.Fatalf("free = %d, waiting %d; want 2, 0", c.free, len(c.waiting))
-	}
-}
-
-func TestCoresAskingTooMany(t *testing.T) {
-	c := NewCores(2)
-	if err := c.Turn(false).acquire(context.Background(), 3); err == nil {
-		t.Fatal("3 cores of a line of 2: no error")
+	later.release()
+	if c.free != 1 || len(c.waiting) != 0 {
+		t.Fatalf("free = %d, waiting %d; want 1, 0", c.free, len(c.waiting))
 	}
 }
 
@@ -230,26 +169,23 @@ func TestCoresNeverOverGranted(t *testing.T) {
 	}
 	for s := range 5 {
 		turn := c.Turn(s == 3)
-		for g := range 4 {
+		for range 4 {
 			wg.Go(func() {
 				ctx := context.Background()
-				k := 1 + (s+g)%2
+				if err := turn.acquire(ctx); err != nil {
+					t.Error(err)
+					return
+				}
 				for range 50 {
-					if err := turn.acquire(ctx, k); err != nil {
+					enter(1)
+					runtime.Gosched()
+					enter(-1)
+					if err := turn.yield(ctx); err != nil {
 						t.Error(err)
 						return
 					}
-					enter(k)
-					runtime.Gosched()
-					enter(-k)
-					if k == 1 {
-						if err := turn.yield(ctx); err != nil {
-							t.Error(err)
-							return
-						}
-					}
-					turn.release(k)
 				}
+				turn.release()
 			})
 		}
 	}
@@ -281,8 +217,8 @@ func equalSolutions(t *testing.T, what string, a, b *Solution) {
 }
 
 // Solves in a line give the solutions they give alone: the block solver (porep-k18,
-// synthetic-k12) and gnark's (sha256-preimage-b3, which does not split), several at
-// once on a line of 2 cores.
+// synthetic-k12) and gnark's (sha256-preimage-b3, which does not split and so stays
+// out of the line), several at once on a line of 2 cores.
 func TestSolvesInLineMatch(t *testing.T) {
 	c := NewCores(2)
 	var wg sync.WaitGroup
@@ -318,7 +254,7 @@ func TestSolvesInLineOlderFirst(t *testing.T) {
 	in := mustInputs(t, "porep-k18", 1)
 	c := NewCores(1)
 	holder := c.Turn(true)
-	if err := holder.acquire(t.Context(), 1); err != nil {
+	if err := holder.acquire(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	older, younger := c.Turn(false), c.Turn(false)
@@ -333,21 +269,39 @@ func TestSolvesInLineOlderFirst(t *testing.T) {
 	waitWaiting(t, c, 1)
 	go solve("older", older)
 	waitWaiting(t, c, 2)
-	holder.release(1)
+	holder.release()
 	if first, second := <-order, <-order; first != "older" || second != "younger" {
 		t.Fatalf("finished %s, then %s; want older, then younger", first, second)
+	}
+}
+
+// A solve on gnark's solver does not wait in line: it cannot pause, so an urgent solve
+// would otherwise wait behind the whole of it.
+func TestGnarkSolveStaysOutOfLine(t *testing.T) {
+	comp := mustCompile(t, "sha256-preimage-b3")
+	if comp.SolvesInBlocks() {
+		t.Fatal("sha256-preimage-b3 splits into blocks now: pick a circuit that does not")
+	}
+	c := NewCores(1)
+	holder := c.Turn(true)
+	if err := holder.acquire(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer holder.release()
+	if _, err := Solve(WithTurn(t.Context(), c.Turn(false)), comp, mustInputs(t, "sha256-preimage-b3", 1)); err != nil {
+		t.Fatalf("with every core of the line held: %v", err)
 	}
 }
 
 // A solve waiting in line for a core stops when its context is cancelled, and leaves
 // the line as it found it.
 func TestSolveInLineCancelled(t *testing.T) {
-	for _, name := range []string{"porep-k18", "sha256-preimage-b3"} {
+	for _, name := range []string{"porep-k18"} {
 		comp := mustCompile(t, name)
 		in := mustInputs(t, name, 1)
 		c := NewCores(1)
 		holder := c.Turn(true)
-		if err := holder.acquire(t.Context(), 1); err != nil {
+		if err := holder.acquire(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithCancel(t.Context())
@@ -366,7 +320,7 @@ func TestSolveInLineCancelled(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("%s: cancelled solve still waits", name)
 		}
-		holder.release(1)
+		holder.release()
 		if c.free != 1 || len(c.waiting) != 0 {
 			t.Fatalf("%s: free = %d, waiting %d; want 1, 0", name, c.free, len(c.waiting))
 		}

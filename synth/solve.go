@@ -16,7 +16,7 @@ import (
 // c has a block split, a constraint that solves no wire is not checked: the proof of
 // a witness that fails one does not verify, and Check then names the constraint.
 //
-// Under WithTurn the solve takes its cores from the turn's line (Cores).
+// Under WithTurn the block solver takes its cores from the turn's line (Cores).
 //
 // ctx is checked before each phase and between the block solver's blocks; gnark's
 // solver itself cannot be interrupted, so a solve on it runs to completion (its memory
@@ -88,15 +88,8 @@ func SolveWitness(ctx context.Context, c *Compiled, w witness.Witness, opts ...s
 		// Any other failure (an unsatisfied constraint, a failing hint): gnark's
 		// solver below gives its exact error.
 	}
-	if t := turnFrom(ctx); t != nil {
-		// gnark's solver cannot pause: it holds the cores its goroutines run on until
-		// it is done.
-		k := min(max(1, cfg.NbTasks), t.c.Size())
-		if err := t.acquire(ctx, k); err != nil {
-			return nil, err
-		}
-		defer t.release(k)
-	}
+	// gnark's solver takes no cores from the line: it cannot pause, so an urgent solve
+	// behind it would wait for all of it.
 	return gnarkSolve(c, w, vec, opts...)
 }
 
