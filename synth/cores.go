@@ -16,7 +16,7 @@ import (
 // The block solver holds a core for each goroutine while it solves a task of blocks and
 // passes the core on between tasks when a solve ahead of its own waits (Turn.yield).
 // gnark's solver (circuits without a block split) stays out of the line: it cannot
-// pause, so an urgent solve behind it in line would wait for all of it.
+// pause, so a solve ahead of it in line (an urgent one) would wait for all of it.
 type Cores struct {
 	n int
 
