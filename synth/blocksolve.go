@@ -642,16 +642,27 @@ func solveBlocks(ctx context.Context, c *Compiled, plan *blockPlan, vec fr.Vecto
 	if turn != nil {
 		goroutines = turn.c.Size()
 	}
-	// work solves tasks until none is left; holding says whether the goroutine holds
-	// its core of the line (yield returns none on an error).
-	work := func(w *blockWorker, holding *bool) {
-		for first := true; !failed.Load(); first = false {
-			if *holding && !first {
-				if turn.yield(ctx) != nil {
-					*holding = false
-					failed.Store(true)
-					return
+	// work solves tasks until none is left; in a line, with a core held but while
+	// yield waits for another (after an error in that wait it holds none).
+	work := func(w *blockWorker) {
+		holding := false
+		if turn != nil {
+			if turn.acquire(ctx) != nil {
+				failed.Store(true)
+				return
+			}
+			holding = true
+			defer func() {
+				if holding {
+					turn.release()
 				}
+			}()
+		}
+		for !failed.Load() {
+			if holding && turn.yield(ctx) != nil {
+				holding = false
+				failed.Store(true)
+				return
 			}
 			t := int(next.Add(1) - 1)
 			if t >= len(plan.tasks) {
@@ -669,33 +680,15 @@ func solveBlocks(ctx context.Context, c *Compiled, plan *blockPlan, vec fr.Vecto
 			}
 		}
 	}
-	// held runs one goroutine's share, in a line with a core held throughout but while
-	// yield waits for another.
-	held := func(w *blockWorker) {
-		holding := false
-		if turn != nil {
-			if turn.acquire(ctx) != nil {
-				failed.Store(true)
-				return
-			}
-			holding = true
-			defer func() {
-				if holding {
-					turn.release()
-				}
-			}()
-		}
-		work(w, &holding)
-	}
 	workers := make([]blockWorker, max(1, min(goroutines, len(plan.tasks)))-1)
 	for i := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			held(&workers[i])
+			work(&workers[i])
 		}()
 	}
-	held(&main)
+	work(&main)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -71,11 +71,7 @@ func TestHintPanicFailsTheSolve(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := w.MarshalBinary()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
+		return mustMarshal(t, w)
 	}
 	good := witness(-1)
 	for _, bad := range []int{0, 9, 15} {

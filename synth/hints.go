@@ -83,11 +83,15 @@ func init() {
 	}
 }
 
-// guardHints is the last option of every solve: each hint the solver may call is
-// wrapped so that a panic becomes the hint's error. A hint can panic on values it was
+// guarded is opts with guardHints last, for every solve: each hint the solver may
+// call is wrapped so that a panic becomes the hint's error. A hint can panic on values it was
 // not written for (a division by zero, an index out of range), and those values come
 // from a submitter's inputs; the solvers call hints on goroutines of their own, where a
 // panic would end the process and every request in it.
+func guarded(opts []solver.Option) []solver.Option {
+	return append(opts[:len(opts):len(opts)], guardHints())
+}
+
 func guardHints() solver.Option {
 	return func(c *solver.Config) error {
 		for id, h := range c.HintFunctions {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/consensys/gnark-crypto/ecc/bls12-381/fr"
+	"github.com/consensys/gnark/backend/witness"
 )
 
 const badInputCircuit = "merkle-poseidon2-d2-c2"
@@ -175,6 +176,12 @@ func mustWitness(t testing.TB, name string) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return mustMarshal(t, w)
+}
+
+// mustMarshal is w's gnark binary form.
+func mustMarshal(t testing.TB, w witness.Witness) []byte {
+	t.Helper()
 	b, err := w.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)

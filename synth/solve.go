@@ -48,7 +48,7 @@ func SolveLevels(ctx context.Context, c *Compiled, inputs []byte, opts ...solver
 	if err != nil {
 		return nil, err
 	}
-	return gnarkSolve(c, w, vec, append(opts[:len(opts):len(opts)], guardHints())...)
+	return gnarkSolve(c, w, vec, opts...)
 }
 
 // Tasks is how many goroutines each of solves concurrent solves should run on cpus
@@ -72,12 +72,11 @@ func SolveWitness(ctx context.Context, c *Compiled, w witness.Witness, opts ...s
 	if err != nil {
 		return nil, err
 	}
-	opts = append(opts[:len(opts):len(opts)], guardHints())
-	cfg, err := solver.NewConfig(opts...)
-	if err != nil {
-		return nil, fmt.Errorf("solve %s: %w", c.Name, err)
-	}
 	if plan := c.plan; plan != nil {
+		cfg, err := solver.NewConfig(guarded(opts)...)
+		if err != nil {
+			return nil, fmt.Errorf("solve %s: %w", c.Name, err)
+		}
 		sol, err := solveBlocks(ctx, c, plan, vec, cfg)
 		if err == nil {
 			return c.solution(sol, w, vec), nil
@@ -88,8 +87,8 @@ func SolveWitness(ctx context.Context, c *Compiled, w witness.Witness, opts ...s
 		// Any other failure (an unsatisfied constraint, a failing hint): gnark's
 		// solver below gives its exact error.
 	}
-	// gnark's solver takes no cores from the line: it cannot pause, so an urgent solve
-	// behind it would wait for all of it.
+	// gnark's solver takes no cores from the line: it cannot pause, so a solve ahead of
+	// it in line (an urgent one) would wait for all of it.
 	return gnarkSolve(c, w, vec, opts...)
 }
 
@@ -107,7 +106,7 @@ func (c *Compiled) witnessVector(w witness.Witness) (fr.Vector, error) {
 
 // gnarkSolve is SolveWitness with gnark's own solver.
 func gnarkSolve(c *Compiled, w witness.Witness, vec fr.Vector, opts ...solver.Option) (*Solution, error) {
-	res, err := c.CS.Solve(w, opts...)
+	res, err := c.CS.Solve(w, guarded(opts)...)
 	if err != nil {
 		if unsat, ok := asUnsatisfied(err); ok {
 			// gnark's text prints values computed from the private inputs: the error

@@ -9,8 +9,8 @@ import (
 // bytes in all have been consumed since the last collection. A solution's vectors
 // (9 GiB for a porep-k27 partition) are garbage as soon as its proof is made (its wire
 // values once the proof is verified), while the budget already counts their bytes as
-// free and lets the next solve allocate as much. Left to the runtime, the heap then holds both until it reaches its memory
-// limit, where the scavenger hands freed pages back to the kernel and the next solve
+// free and lets the next solve allocate as much. Left to the runtime, the heap then
+// holds both until it reaches its memory limit, where the scavenger hands freed pages back to the kernel and the next solve
 // faults them in again (300k page faults a porep-k24 solve on the development
 // machine, 7-11% of its time). Collected at once, the garbage is reused instead.
 type heapSweeper struct {

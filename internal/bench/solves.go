@@ -83,7 +83,10 @@ func MeasureSolves(ctx context.Context, c *synth.Compiled, inputs []byte, concur
 		for range rounds {
 			runtime.GC()
 			errs := make([]error, n)
-			cores := synth.NewCores(procs)
+			var cores *synth.Cores
+			if share == ShareLine {
+				cores = synth.NewCores(procs)
+			}
 			var (
 				wg    sync.WaitGroup
 				first sync.Once
@@ -92,7 +95,7 @@ func MeasureSolves(ctx context.Context, c *synth.Compiled, inputs []byte, concur
 			start := time.Now()
 			for i := range n {
 				sctx := ctx
-				if share == ShareLine {
+				if cores != nil {
 					sctx = synth.WithTurn(ctx, cores.Turn(false)) // in start order
 				}
 				wg.Go(func() {
